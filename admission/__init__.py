@@ -1,0 +1,1 @@
+"""Admission: the scheduling cycle that decides which workloads start, and how."""

@@ -1,0 +1,8 @@
+"""kuota — job-level queueing and quota manager for Kubernetes and Redis worker pools.
+
+This package holds the edges: the command line, configuration, the simulator,
+and the adapters that connect the pure core (``quota``, ``queueing``,
+``admission``, ``placement``, ``multicluster``) to Kubernetes and Redis.
+"""
+
+__version__ = "0.1.0"

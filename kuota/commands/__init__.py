@@ -1,0 +1,1 @@
+"""One module per ``kuota`` sub-command; each exposes ``register(subparsers)``."""

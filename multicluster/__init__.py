@@ -1,0 +1,1 @@
+"""Multi-cluster: filter and score plugins that pick a member cluster."""

@@ -1,0 +1,1 @@
+"""Placement: node fit, binpack and topology scoring, gang placement."""

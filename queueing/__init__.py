@@ -1,0 +1,1 @@
+"""Queueing: pending-workload queues per ClusterQueue, and the Redis store."""

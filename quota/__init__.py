@@ -1,0 +1,1 @@
+"""Quota: resource amounts, the API objects, and the cohort tree of ClusterQueues."""

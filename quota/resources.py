@@ -1,0 +1,138 @@
+"""Resource amounts and resource vectors: the arithmetic every quota decision uses.
+
+Kubernetes writes quantities as strings ("500m", "1Gi", "2"). The core never
+works on strings: every amount is parsed once, at the edge, into an integer
+count of *milli-units* (1 cpu = 1000, 1 byte of memory = 1000, 1 GPU = 1000).
+One unit for every resource keeps the arithmetic exact (no floats), makes
+fractional CPUs and whole bytes equally representable, and lets one vector type
+hold any mix of resources.
+
+A *flavor-resource* ``(flavor, resource)`` names one quota cell, e.g.
+``("a100", "nvidia.com/gpu")``. A :class:`FRVector` maps cells to amounts; a
+missing cell is zero.
+
+Limits may be absent: Kueue's nil ``borrowingLimit`` means "no cap". The core
+spells that explicitly as :data:`UNLIMITED` (``None``) and every helper that
+combines limits handles it, so no sentinel number can overflow or leak into a
+sum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Final, NamedTuple, TypeAlias
+
+from kubernetes.utils import parse_quantity  # pure string parsing, no I/O
+
+#: An amount of one resource, in milli-units.
+Amount: TypeAlias = int
+#: An optional limit: ``None`` means no limit.
+Limit: TypeAlias = int | None
+#: Absent limit, spelled out.
+UNLIMITED: Final[Limit] = None
+
+MILLI: Final = 1000
+
+
+class FlavorResource(NamedTuple):
+    """One quota cell: a resource of one flavor."""
+
+    flavor: str
+    resource: str
+
+    def __str__(self) -> str:
+        return f"{self.resource} in flavor {self.flavor}"
+
+
+#: Amounts per flavor-resource cell; missing cells are zero.
+FRVector: TypeAlias = dict[FlavorResource, Amount]
+#: Amounts per resource name (a pod's or a podSet's requests).
+ResourceVector: TypeAlias = dict[str, Amount]
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_amount(value: str | int | float | Decimal) -> Amount:
+    """Parse a Kubernetes quantity into milli-units, rounding up like Kubernetes.
+
+    >>> parse_amount("500m"), parse_amount("2"), parse_amount("1Ki")
+    (500, 2000, 1024000)
+    """
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity")
+    try:
+        parsed = parse_quantity(value)
+    except (ValueError, TypeError, InvalidOperation) as exc:
+        raise QuantityError(f"{value!r} is not a quantity: {exc}") from exc
+    if parsed < 0:
+        raise QuantityError(f"{value!r} must not be negative")
+    return math.ceil(Decimal(parsed) * MILLI)
+
+
+_BINARY_SUFFIXES: Final = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30),
+                           ("Mi", 2**20), ("Ki", 2**10))
+
+
+def format_amount(amount: Amount, resource: str = "") -> str:
+    """Render milli-units as the shortest exact Kubernetes quantity.
+
+    Memory-like resources use binary suffixes when the value is a whole
+    multiple; everything else prints whole units or ``m``.
+    """
+    if amount % MILLI:
+        return f"{amount}m"
+    units = amount // MILLI
+    if resource in ("memory", "ephemeral-storage", "storage") or resource.startswith("hugepages-"):
+        for suffix, size in _BINARY_SUFFIXES:
+            if units and units % size == 0:
+                return f"{units // size}{suffix}"
+    return str(units)
+
+
+def format_vector(vector: Mapping[str, Amount]) -> str:
+    """``cpu=2,memory=1Gi`` — for messages and tables."""
+    return ",".join(f"{name}={format_amount(v, name)}" for name, v in sorted(vector.items()))
+
+
+def parse_vector(text: str) -> ResourceVector:
+    """Parse ``cpu=1,memory=2Gi,nvidia.com/gpu=1`` (the CLI's spelling)."""
+    vector: ResourceVector = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip():
+            raise QuantityError(f"{part!r} is not NAME=QUANTITY")
+        vector[name.strip()] = parse_amount(value.strip())
+    return vector
+
+
+def add_vectors(vectors: Iterable[Mapping[str, Amount]]) -> ResourceVector:
+    total: ResourceVector = {}
+    for vector in vectors:
+        for name, amount in vector.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def scale(vector: Mapping[str, Amount], factor: int) -> ResourceVector:
+    return {name: amount * factor for name, amount in vector.items()}
+
+
+def min_limit(a: Limit, b: Limit) -> Limit:
+    """The tighter of two limits, where ``None`` is no limit."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def add_limit(a: Limit, b: Amount) -> Limit:
+    return None if a is None else a + b
+
+
+def fits(request: Amount, limit: Limit) -> bool:
+    return limit is None or request <= limit
