@@ -1,0 +1,244 @@
+"""Flavor assignment: which ResourceFlavor serves each resource of each pod set.
+
+For every pod set and every resource group it needs, the flavors are tried
+in the order the ClusterQueue lists them:
+
+1. A flavor is skipped when the pods could never run on its nodes: one of its
+   ``nodeTaints`` (NoSchedule/NoExecute) is not tolerated by the pod's
+   tolerations plus the flavor's own, or the pod's nodeSelector / required
+   node affinity contradicts the flavor's ``nodeLabels``. Only label keys that
+   some flavor of the group defines are compared — the rest is left to the
+   node scheduler.
+2. Each covered resource is checked against quota: above what the
+   ClusterQueue could *ever* get (potential available) is ``ExceedsMaxQuota``;
+   within what is free now is a fit, with a *borrowing height* (0 = within
+   the ClusterQueue's own quota, 1 = borrows from its cohort, ...); anything
+   else waits for quota (or, with preemption, asks the preemption oracle).
+3. ``flavorFungibility`` decides whether to stop at this flavor:
+   ``whenCanBorrow: MayStopSearch`` takes a borrowing fit, ``TryNextFlavor``
+   looks further for a fit without borrowing; ``whenCanPreempt`` does the
+   same for fits that need preemption. When the search runs past every flavor
+   the best one seen wins (fewer preemptions, then less borrowing — or the
+   other way round with ``preference: PreemptionOverBorrowing``).
+
+Pod sets are assigned one after another, each seeing the usage the previous
+ones of the same workload will add: the whole gang must fit at once.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from quota import tree as qt
+from quota.cache import Snapshot
+from quota.config import ClusterQueueConfig, FlavorConfig, ResourceGroupConfig
+from quota.resources import Amount, FlavorResource, FRVector, format_amount
+from quota.workload import PodSetAdmission, PodSetInfo, WorkloadInfo
+
+
+class Mode(enum.IntEnum):
+    """How a flavor fits; higher is better."""
+
+    NO_FIT = 0
+    PREEMPT = 1
+    FIT = 2
+
+
+# Pending reasons, from "may fit later" to "can never fit".
+WAITING_FOR_QUOTA = "WaitingForQuota"
+EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+_SEVERITY = {WAITING_FOR_QUOTA: 0, EXCEEDS_MAX_QUOTA: 1, NO_MATCHING_FLAVOR: 2}
+
+
+class PreemptionOracle(Protocol):
+    """Answers whether ``amount`` of ``fr`` could be had by preempting (next issue)."""
+
+    def can_preempt_for(self, cq: ClusterQueueConfig, info: WorkloadInfo,
+                        fr: FlavorResource, amount: Amount) -> tuple[bool, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorChoice:
+    mode: Mode
+    borrow: int
+
+
+@dataclass(slots=True)
+class Assignment:
+    """The outcome for a whole workload."""
+
+    mode: Mode
+    pod_sets: list[PodSetAdmission] = field(default_factory=list)
+    borrow: int = 0
+    usage: FRVector = field(default_factory=dict)
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def borrows(self) -> bool:
+        return self.borrow > 0
+
+
+def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
+           counts: Mapping[str, int] | None = None,
+           oracle: PreemptionOracle | None = None) -> Assignment:
+    """Choose flavors for every pod set of ``info`` in ``cq`` (``counts`` overrides pod counts)."""
+    node = snapshot.tree.queues[cq.name]
+    usage: FRVector = {}
+    result = Assignment(Mode.FIT)
+    for ps in info.pod_sets:
+        count = ps.count if counts is None else counts.get(ps.name, ps.count)
+        flavors: dict[str, str] = {}
+        ps_usage = ps.total(count)
+        for group in _groups_needed(cq, ps_usage, result):
+            if result.mode is Mode.NO_FIT:
+                return result
+            chosen = _pick_flavor(info, ps, group, ps_usage, cq, snapshot, node, usage, result,
+                                  oracle)
+            if chosen is None:
+                result.mode = Mode.NO_FIT
+                return result
+            name, choice = chosen
+            for resource in group.covered:
+                if resource in ps_usage:
+                    flavors[resource] = name
+                    fr = FlavorResource(name, resource)
+                    usage[fr] = usage.get(fr, 0) + ps_usage[resource]
+            result.mode = min(result.mode, choice.mode)
+            result.borrow = max(result.borrow, choice.borrow)
+        if result.mode is Mode.NO_FIT:
+            return result
+        result.pod_sets.append(PodSetAdmission(ps.name, count, flavors, ps_usage))
+    result.usage = usage
+    return result
+
+
+def _groups_needed(cq: ClusterQueueConfig, requests: Mapping[str, Amount],
+                   result: Assignment) -> list[ResourceGroupConfig]:
+    groups: list[ResourceGroupConfig] = []
+    for resource, amount in requests.items():
+        if amount == 0:
+            continue
+        group = cq.group_for(resource)
+        if group is None:
+            result.mode = Mode.NO_FIT
+            result.reason = NO_MATCHING_FLAVOR
+            result.message = (f"resource {resource} is not covered by any resourceGroup of "
+                              f"ClusterQueue {cq.name}")
+            return groups
+        if group not in groups:
+            groups.append(group)
+    return groups
+
+
+def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, group: ResourceGroupConfig,
+                 requests: Mapping[str, Amount], cq: ClusterQueueConfig, snapshot: Snapshot,
+                 node: qt.QuotaNode, assumed: FRVector, result: Assignment,
+                 oracle: PreemptionOracle | None) -> tuple[str, FlavorChoice] | None:
+    best: tuple[str, FlavorChoice] | None = None
+    reasons: list[tuple[str, str]] = []
+    label_keys = _label_keys(group, snapshot.flavors)
+    for name in group.flavors:
+        flavor = snapshot.flavors[name]
+        mismatch = _constraint_mismatch(ps, flavor, label_keys)
+        if mismatch:
+            reasons.append((NO_MATCHING_FLAVOR, f"flavor {name} {mismatch}"))
+            continue
+        choice = FlavorChoice(Mode.FIT, 0)
+        for resource in group.covered:
+            amount = requests.get(resource, 0)
+            if not amount:
+                continue
+            fr = FlavorResource(name, resource)
+            mode, borrow, why = _fit_cell(info, cq, node, fr, assumed.get(fr, 0) + amount,
+                                          oracle)
+            if why:
+                reasons.append(why)
+            choice = FlavorChoice(min(choice.mode, mode), max(choice.borrow, borrow))
+            if mode is Mode.NO_FIT:
+                break
+        if choice.mode is Mode.NO_FIT:
+            continue
+        if not _try_next(choice, cq):
+            return name, choice
+        if best is None or _preferred(choice, best[1], cq):
+            best = (name, choice)
+    if best is None:
+        reason = min((r for r, _ in reasons), key=_SEVERITY.__getitem__,
+                     default=NO_MATCHING_FLAVOR)
+        result.reason = reason
+        result.message = (f"couldn't assign flavors to pod set {ps.name}: "
+                          + "; ".join(m for _, m in reasons) if reasons else
+                          f"couldn't assign flavors to pod set {ps.name}")
+    return best
+
+
+def _fit_cell(info: WorkloadInfo, cq: ClusterQueueConfig, node: qt.QuotaNode,
+              fr: FlavorResource, amount: Amount, oracle: PreemptionOracle | None,
+              ) -> tuple[Mode, int, tuple[str, str] | None]:
+    most = qt.potential_available(node, fr)
+    if amount > most:
+        return Mode.NO_FIT, 0, (EXCEEDS_MAX_QUOTA, (
+            f"{fr.resource} in flavor {fr.flavor}: request {format_amount(amount, fr.resource)} "
+            f"exceeds the most ClusterQueue {cq.name} can ever get "
+            f"({format_amount(most, fr.resource)}) by {format_amount(amount - most, fr.resource)}"))
+    borrow = qt.borrowing_height(node, fr, amount)
+    free = qt.available(node, fr)
+    if amount <= free:
+        return Mode.FIT, borrow, None
+    short = (WAITING_FOR_QUOTA,
+             f"insufficient unused quota for {fr.resource} in flavor {fr.flavor}, "
+             f"{format_amount(amount - max(free, 0), fr.resource)} more needed")
+    if oracle is not None:
+        possible, borrow_after = oracle.can_preempt_for(cq, info, fr, amount)
+        if possible:
+            return Mode.PREEMPT, borrow_after, short
+    return Mode.NO_FIT, borrow, short
+
+
+def _try_next(choice: FlavorChoice, cq: ClusterQueueConfig) -> bool:
+    if choice.mode is Mode.PREEMPT and cq.when_can_preempt == "TryNextFlavor":
+        return True
+    return choice.borrow > 0 and cq.when_can_borrow == "TryNextFlavor"
+
+
+def _preferred(a: FlavorChoice, b: FlavorChoice, cq: ClusterQueueConfig) -> bool:
+    """Whether ``a`` beats ``b`` when the search ran on past both."""
+    if cq.preference == "PreemptionOverBorrowing":
+        if a.borrow != b.borrow:
+            return a.borrow < b.borrow
+        return a.mode > b.mode
+    if a.mode != b.mode:
+        return a.mode > b.mode
+    return a.borrow < b.borrow
+
+
+def _label_keys(group: ResourceGroupConfig, flavors: Mapping[str, FlavorConfig]) -> set[str]:
+    keys: set[str] = set()
+    for name in group.flavors:
+        flavor = flavors.get(name)
+        if flavor is not None:
+            keys.update(flavor.node_labels)
+    return keys
+
+
+def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig, label_keys: set[str]) -> str:
+    """Why pods of ``ps`` could not run on ``flavor``'s nodes; empty when they could."""
+    tolerations = (*ps.tolerations, *flavor.tolerations)
+    for taint in flavor.node_taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(
+                t.tolerates(taint) for t in tolerations):
+            return f"has taint {taint.key}={taint.value or ''}:{taint.effect} the pods don't tolerate"
+    labels = flavor.node_labels
+    for key, value in ps.node_selector.items():
+        if key in label_keys and labels.get(key) != value:
+            return f"doesn't match nodeSelector {key}={value}"
+    if ps.affinity_terms:
+        relevant = [[r for r in term if r.key in label_keys] for term in ps.affinity_terms]
+        if not any(all(r.matches(labels) for r in term) for term in relevant):
+            return "doesn't match the pods' required node affinity"
+    return ""

@@ -1,0 +1,134 @@
+"""Routing waiting workloads to their ClusterQueue's pending queue.
+
+A workload names a LocalQueue in its namespace; the LocalQueue names a
+ClusterQueue. A workload whose LocalQueue or ClusterQueue does not exist (yet)
+is *parked* with the reason, and routed as soon as a config change makes the
+route exist — objects may arrive in any order.
+
+After a workload holding quota releases it, everything blocked in the same
+cohort tree may now fit: :meth:`QueueManager.quota_freed` unblocks the queues
+of every ClusterQueue in that tree. Config changes unblock everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from quota.config import ClusterQueueConfig, LocalQueueConfig
+from queueing.pending import PendingQueue
+from quota.workload import WorkloadInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    info: WorkloadInfo
+    cluster_queue: str
+    local_queue: LocalQueueConfig
+
+
+@dataclass(slots=True)
+class _Waiting:
+    info: WorkloadInfo
+    timestamp: float
+    cluster_queue: str | None = None
+
+
+@dataclass(eq=False)
+class QueueManager:
+    queues: dict[str, PendingQueue] = field(default_factory=dict)
+    local_queues: dict[str, LocalQueueConfig] = field(default_factory=dict)
+    #: Every waiting workload, routed or parked.
+    waiting: dict[str, _Waiting] = field(default_factory=dict)
+    #: Parked workloads → (reason, message).
+    parked: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def configure(self, cluster_queues: Iterable[ClusterQueueConfig],
+                  local_queues: Iterable[LocalQueueConfig]) -> None:
+        """Adopt new queue configs, re-route every waiting workload and unblock all."""
+        wanted = {cq.name: cq.queueing_strategy for cq in cluster_queues}
+        for name in list(self.queues):
+            if name not in wanted or self.queues[name].strategy != wanted[name]:
+                del self.queues[name]
+        for name, strategy in wanted.items():
+            if name not in self.queues:
+                self.queues[name] = PendingQueue(name, strategy)
+        self.local_queues = {lq.key: lq for lq in local_queues}
+        for queue in self.queues.values():
+            queue.unblock()
+        for entry in self.waiting.values():
+            self._route(entry)
+
+    def push(self, info: WorkloadInfo, timestamp: float) -> None:
+        entry = self.waiting[info.key] = _Waiting(info, timestamp)
+        self._route(entry)
+
+    def remove(self, key: str) -> WorkloadInfo | None:
+        entry = self.waiting.pop(key, None)
+        self.parked.pop(key, None)
+        if entry is None:
+            return None
+        if entry.cluster_queue in self.queues:
+            self.queues[entry.cluster_queue].remove(key)
+        return entry.info
+
+    def heads(self) -> list[Head]:
+        heads = []
+        for name, queue in self.queues.items():
+            info = queue.head()
+            if info is not None:
+                lq = self.local_queues[f"{info.namespace}/{info.queue_name}"]
+                heads.append(Head(info, name, lq))
+        return heads
+
+    def block(self, head: Head, reason: str, message: str) -> None:
+        self.queues[head.cluster_queue].block(head.info, reason, message)
+
+    def unblock(self, cluster_queues: Iterable[str]) -> None:
+        for name in cluster_queues:
+            queue = self.queues.get(name)
+            if queue is not None:
+                queue.unblock()
+
+    def why_waiting(self, key: str) -> tuple[str, str] | None:
+        """(reason, message) for a parked or blocked workload; None if it is up for a try."""
+        if key in self.parked:
+            return self.parked[key]
+        entry = self.waiting.get(key)
+        if entry is None or entry.cluster_queue not in self.queues:
+            return None
+        return self.queues[entry.cluster_queue].why_blocked(entry.info)
+
+    def positions(self, cluster_queue: str) -> Iterator[WorkloadInfo]:
+        queue = self.queues.get(cluster_queue)
+        if queue is not None:
+            yield from queue.ordered()
+
+    def cluster_queue_of(self, key: str) -> str | None:
+        entry = self.waiting.get(key)
+        return entry.cluster_queue if entry else None
+
+    def _route(self, entry: _Waiting) -> None:
+        info = entry.info
+        lq_key = f"{info.namespace}/{info.queue_name}"
+        lq = self.local_queues.get(lq_key)
+        target = lq.cluster_queue if lq is not None else None
+        if entry.cluster_queue is not None and entry.cluster_queue != target:
+            old = self.queues.get(entry.cluster_queue)
+            if old is not None:
+                old.remove(info.key)
+            entry.cluster_queue = None
+        if lq is None:
+            self.parked[info.key] = ("LocalQueueNotFound",
+                                     f"LocalQueue {info.queue_name} doesn't exist in namespace "
+                                     f"{info.namespace}")
+            return
+        if lq.cluster_queue not in self.queues:
+            self.parked[info.key] = ("ClusterQueueNotFound",
+                                     f"ClusterQueue {lq.cluster_queue} (of LocalQueue {lq_key}) "
+                                     f"doesn't exist")
+            return
+        self.parked.pop(info.key, None)
+        if entry.cluster_queue is None:
+            entry.cluster_queue = lq.cluster_queue
+            self.queues[lq.cluster_queue].push(info, entry.timestamp)

@@ -1,0 +1,147 @@
+"""The pending workloads of one ClusterQueue, in admission order.
+
+Order: higher priority first, then the older queue-order timestamp (creation,
+or the last eviction when the requeuing strategy says so), then the key — a
+total order, so every run decides the same way.
+
+Workloads are grouped into *equivalence classes* (same pod sets, requests,
+constraints, namespace and priority, see :class:`quota.workload.WorkloadInfo`).
+The queue's head is the best head among classes that are not blocked; a
+two-level heap (one heap per class, one heap of class heads) finds it in
+O(log n).
+
+What happens when the head cannot be admitted depends on the strategy:
+
+* ``BestEffortFIFO`` — the head's whole class steps aside (is *blocked*):
+  every member would fail for the same reason, so none is tried again until
+  something changes (quota freed in the cohort, a config change). The next
+  class's head is tried meanwhile. Trying one workload per class instead of
+  every waiting workload keeps a decision's cost independent of queue length.
+* ``StrictFIFO`` — the head stays the head and blocks the whole queue until
+  something changes; nothing behind it is tried.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from quota.workload import WorkloadInfo
+
+SortKey = tuple[int, float, str]
+
+
+def sort_key(info: WorkloadInfo, timestamp: float) -> SortKey:
+    return (-info.priority, timestamp, info.key)
+
+
+@dataclass(slots=True)
+class _Item:
+    info: WorkloadInfo
+    key: SortKey
+
+
+class PendingQueue:
+    def __init__(self, name: str, strategy: str = "BestEffortFIFO") -> None:
+        self.name = name
+        self.strategy = strategy
+        self._items: dict[str, _Item] = {}
+        self._classes: dict[int, list[tuple[SortKey, str]]] = {}
+        self._tops: list[tuple[SortKey, int]] = []
+        #: Blocked classes → (reason, message) of the failed try.
+        self.blocked: dict[int, tuple[str, str]] = {}
+        #: StrictFIFO: the head failed and holds the queue.
+        self.held: tuple[str, str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+    def push(self, info: WorkloadInfo, timestamp: float) -> None:
+        if info.key in self._items:
+            self.remove(info.key)
+        item = self._items[info.key] = _Item(info, sort_key(info, timestamp))
+        members = self._classes.setdefault(info.equivalence, [])
+        heapq.heappush(members, (item.key, info.key))
+        if info.equivalence not in self.blocked and members[0][1] == info.key:
+            heapq.heappush(self._tops, (item.key, info.equivalence))
+        if self.strategy == "StrictFIFO" and self.held is not None:
+            # A newcomer that sorts before the holder gets its own try.
+            head = self._peek()
+            if head is not None and head.info.key == info.key:
+                self.held = None
+
+    def remove(self, key: str) -> WorkloadInfo | None:
+        item = self._items.pop(key, None)
+        if item is None:
+            return None
+        eq = item.info.equivalence
+        members = self._classes[eq]
+        was_head = members[0][1] == key
+        self._clean(members)
+        if not members:
+            del self._classes[eq]
+            self.blocked.pop(eq, None)
+        elif was_head and eq not in self.blocked:
+            heapq.heappush(self._tops, (members[0][0], eq))
+        return item.info
+
+    def head(self) -> WorkloadInfo | None:
+        """The next workload to try, or None when empty or everything is blocked."""
+        if self.held is not None:
+            return None
+        item = self._peek()
+        return item.info if item is not None else None
+
+    def block(self, info: WorkloadInfo, reason: str, message: str) -> None:
+        """``info`` was tried and cannot be admitted now; step aside per strategy."""
+        if info.key not in self._items:
+            return
+        if self.strategy == "StrictFIFO":
+            self.held = (reason, message)
+        else:
+            self.blocked[info.equivalence] = (reason, message)
+
+    def unblock(self) -> None:
+        """Something changed: everything blocked gets another try."""
+        self.held = None
+        for eq in self.blocked:
+            members = self._classes.get(eq)
+            if members:
+                heapq.heappush(self._tops, (members[0][0], eq))
+        self.blocked.clear()
+
+    def why_blocked(self, info: WorkloadInfo) -> tuple[str, str] | None:
+        if self.held is not None:
+            return self.held
+        return self.blocked.get(info.equivalence)
+
+    def ordered(self) -> Iterator[WorkloadInfo]:
+        """Every waiting workload in admission order (for positions and listings)."""
+        for item in sorted(self._items.values(), key=lambda i: i.key):
+            yield item.info
+
+    def _peek(self) -> _Item | None:
+        tops = self._tops
+        while tops:
+            key, eq = tops[0]
+            members = self._classes.get(eq)
+            if members and eq not in self.blocked:
+                self._clean(members)
+                if members and members[0][0] == key:
+                    return self._items[members[0][1]]
+            heapq.heappop(tops)
+        return None
+
+    def _clean(self, members: list[tuple[SortKey, str]]) -> None:
+        """Drop removed workloads from the top of a class heap (lazy deletion)."""
+        items = self._items
+        while members:
+            key, wl = members[0]
+            item = items.get(wl)
+            if item is not None and item.key == key:
+                return
+            heapq.heappop(members)

@@ -1,0 +1,183 @@
+"""The live quota state: queue configs, the quota tree and the workloads holding quota.
+
+The cache is the single place where usage is counted. Admitting a workload
+*assumes* it here at once (its usage enters the tree) so the next decision
+sees it, even before any store has been written; a failed write calls
+:meth:`QuotaCache.forget` to undo exactly that. Config changes rebuild the
+tree from scratch and re-add every workload's usage, so the tree never drifts
+from the sum of what is admitted.
+
+A ClusterQueue is *inactive* — it admits nothing and lends nothing new —
+while its spec points at a flavor that does not exist, its cohort hangs in a
+parent loop, or its ``stopPolicy`` is not ``None``. :attr:`QuotaCache.inactive`
+holds the reason and a message for each, in Kueue's words.
+
+:meth:`QuotaCache.snapshot` gives one scheduling cycle a private copy of the
+usage with shared, immutable configs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from quota.config import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
+from quota.tree import QuotaTree
+from quota.workload import Admission, WorkloadInfo
+
+
+@dataclass(frozen=True, slots=True)
+class AdmittedWorkload:
+    info: WorkloadInfo
+    admission: Admission
+    #: When the quota was reserved (virtual or real seconds).
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Inactive:
+    reason: str
+    message: str
+
+
+@dataclass(eq=False)
+class Snapshot:
+    """One cycle's view: private usage in ``tree``, everything else shared."""
+
+    tree: QuotaTree
+    cluster_queues: Mapping[str, ClusterQueueConfig]
+    cohorts: Mapping[str, CohortConfig]
+    flavors: Mapping[str, FlavorConfig]
+    inactive: Mapping[str, Inactive]
+    #: Workloads holding quota, per ClusterQueue (what preemption may pick from).
+    workloads: Mapping[str, Mapping[str, AdmittedWorkload]]
+
+    def add(self, cq: str, admission: Admission) -> None:
+        self.tree.add(cq, admission.usage())
+
+    def remove(self, cq: str, admission: Admission) -> None:
+        self.tree.remove(cq, admission.usage())
+
+
+@dataclass(eq=False)
+class QuotaCache:
+    flavors: dict[str, FlavorConfig] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueueConfig] = field(default_factory=dict)
+    cohorts: dict[str, CohortConfig] = field(default_factory=dict)
+    local_queues: dict[str, LocalQueueConfig] = field(default_factory=dict)
+    #: Namespace labels, for ClusterQueue namespaceSelectors.
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    tree: QuotaTree = field(default_factory=QuotaTree)
+    inactive: dict[str, Inactive] = field(default_factory=dict)
+    #: Workloads holding quota, per ClusterQueue, by key.
+    workloads: dict[str, dict[str, AdmittedWorkload]] = field(default_factory=dict)
+    #: Bumped on every config change (the queues use it to retry what waits).
+    generation: int = 0
+
+    # -- configuration -------------------------------------------------------
+    def set_flavor(self, flavor: FlavorConfig) -> None:
+        self.flavors[flavor.name] = flavor
+        self.rebuild()
+
+    def delete_flavor(self, name: str) -> None:
+        self.flavors.pop(name, None)
+        self.rebuild()
+
+    def set_cluster_queue(self, cq: ClusterQueueConfig) -> None:
+        self.cluster_queues[cq.name] = cq
+        self.rebuild()
+
+    def delete_cluster_queue(self, name: str) -> None:
+        self.cluster_queues.pop(name, None)
+        self.rebuild()
+
+    def set_cohort(self, cohort: CohortConfig) -> None:
+        self.cohorts[cohort.name] = cohort
+        self.rebuild()
+
+    def delete_cohort(self, name: str) -> None:
+        self.cohorts.pop(name, None)
+        self.rebuild()
+
+    def set_local_queue(self, lq: LocalQueueConfig) -> None:
+        self.local_queues[lq.key] = lq
+        self.generation += 1
+
+    def delete_local_queue(self, key: str) -> None:
+        self.local_queues.pop(key, None)
+        self.generation += 1
+
+    def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        self.namespaces[name] = {**labels, "kubernetes.io/metadata.name": name}
+        self.generation += 1
+
+    def namespace_labels(self, name: str) -> Mapping[str, str]:
+        return self.namespaces.get(name) or {"kubernetes.io/metadata.name": name}
+
+    def rebuild(self) -> None:
+        """Relink the tree from the configs and recount every workload's usage."""
+        self.generation += 1
+        self.tree = QuotaTree.build(
+            queues={n: (cq.cohort, cq.quotas) for n, cq in self.cluster_queues.items()},
+            cohorts={n: (co.parent, co.quotas) for n, co in self.cohorts.items()},
+        )
+        for name, entries in self.workloads.items():
+            if name in self.tree.queues:
+                for entry in entries.values():
+                    self.tree.add(name, entry.admission.usage())
+        self.inactive = {name: reason for name, cq in self.cluster_queues.items()
+                         if (reason := self._why_inactive(cq)) is not None}
+
+    def _why_inactive(self, cq: ClusterQueueConfig) -> Inactive | None:
+        missing = sorted(cq.flavor_names() - self.flavors.keys())
+        if missing:
+            return Inactive("FlavorNotFound",
+                            f"Can't admit new workloads: references missing ResourceFlavor(s): "
+                            f"{', '.join(missing)}")
+        loop = self.tree.in_broken_tree(cq.name)
+        if loop:
+            return Inactive("CohortCycle", f"Can't admit new workloads: {loop}")
+        if cq.stop_policy != "None":
+            return Inactive("Stopped", f"Can't admit new workloads: stopPolicy is {cq.stop_policy}")
+        return None
+
+    # -- workloads -----------------------------------------------------------
+    def assume(self, info: WorkloadInfo, admission: Admission, at: float) -> None:
+        """Count ``info``'s usage at once; :meth:`forget` undoes it."""
+        cq = admission.cluster_queue
+        entries = self.workloads.setdefault(cq, {})
+        if info.key in entries:
+            raise ValueError(f"workload {info.key} already holds quota in ClusterQueue {cq}")
+        entries[info.key] = AdmittedWorkload(info, admission, at)
+        if cq in self.tree.queues:
+            self.tree.add(cq, admission.usage())
+
+    def forget(self, key: str) -> AdmittedWorkload | None:
+        """Release a workload's quota; returns what it held, or None if nothing."""
+        for cq, entries in self.workloads.items():
+            entry = entries.pop(key, None)
+            if entry is not None:
+                if cq in self.tree.queues:
+                    self.tree.remove(cq, entry.admission.usage())
+                return entry
+        return None
+
+    def holding(self, key: str) -> AdmittedWorkload | None:
+        for entries in self.workloads.values():
+            if key in entries:
+                return entries[key]
+        return None
+
+    def all_holding(self) -> Iterator[AdmittedWorkload]:
+        for entries in self.workloads.values():
+            yield from entries.values()
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            tree=self.tree.clone(),
+            cluster_queues=self.cluster_queues,
+            cohorts=self.cohorts,
+            flavors=self.flavors,
+            inactive=self.inactive,
+            workloads=self.workloads,
+        )

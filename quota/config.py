@@ -1,0 +1,92 @@
+"""The core's own view of the queue objects: plain frozen values, amounts parsed.
+
+The API models in :mod:`quota.api` describe what users write; these configs
+hold what the scheduler reads on every decision, with quantities already
+turned into milli-unit integers and defaults already applied, so the hot path
+never parses or checks for ``None``. :mod:`quota.convert` builds them from the
+API objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from quota.resources import MILLI, FlavorResource
+from quota.tree import CellQuota
+
+
+class Selector(Protocol):
+    def matches(self, labels: Mapping[str, str]) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorConfig:
+    name: str
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    node_taints: tuple[Any, ...] = ()
+    tolerations: tuple[Any, ...] = ()
+    topology_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroupConfig:
+    covered: tuple[str, ...]
+    flavors: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionConfig:
+    within_cluster_queue: str = "Never"  # Never | LowerPriority | LowerOrNewerEqualPriority
+    reclaim_within_cohort: str = "Never"  # Never | LowerPriority | Any
+    borrow_within_cohort: str = "Never"  # Never | LowerPriority
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueueConfig:
+    name: str
+    cohort: str | None = None
+    resource_groups: tuple[ResourceGroupConfig, ...] = ()
+    quotas: Mapping[FlavorResource, CellQuota] = field(default_factory=dict)
+    queueing_strategy: str = "BestEffortFIFO"
+    #: ``None`` selects no namespace, as in Kueue; an empty selector selects all.
+    namespace_selector: Selector | None = None
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+    preference: str | None = None
+    preemption: PreemptionConfig = PreemptionConfig()
+    stop_policy: str = "None"
+    fair_weight: int = MILLI
+    #: AdmissionCheck names, each with the flavors it applies to (empty = all).
+    admission_checks: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def group_for(self, resource: str) -> ResourceGroupConfig | None:
+        for group in self.resource_groups:
+            if resource in group.covered:
+                return group
+        return None
+
+    def flavor_names(self) -> set[str]:
+        return {name for group in self.resource_groups for name in group.flavors}
+
+
+@dataclass(frozen=True, slots=True)
+class CohortConfig:
+    name: str
+    parent: str | None = None
+    quotas: Mapping[FlavorResource, CellQuota] = field(default_factory=dict)
+    fair_weight: int = MILLI
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueueConfig:
+    namespace: str
+    name: str
+    cluster_queue: str
+    stop_policy: str = "None"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

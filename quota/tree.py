@@ -1,0 +1,281 @@
+"""The quota tree: Cohorts as inner nodes, ClusterQueues as leaves.
+
+Every node holds, per flavor-resource cell, three numbers:
+
+* ``quota`` — its own ``nominalQuota`` with optional ``borrowingLimit`` and
+  ``lendingLimit`` (a Cohort may hold a pool of its own);
+* ``subtree`` — the quota of the node plus what its children offer upward;
+* ``usage`` — what admitted workloads in the subtree take from this node.
+
+``lendingLimit`` splits a node's subtree quota in two: ``local`` =
+``max(0, subtree - lendingLimit)`` is kept for the node's own subtree and
+never lent; the rest is offered to the parent. Hence the parent's subtree adds
+each child's ``subtree - local``, and the parent's usage adds only the part of
+a child's usage that spills out of the child's local part,
+``max(0, usage - local)``. Without a lendingLimit, ``local`` is zero and
+everything is offered upward.
+
+What a ClusterQueue can still use for a cell is what is free in its local part
+plus what its ancestors can still give, where each step up is capped by that
+node's ``borrowingLimit`` (how much more than what it stored in the parent it
+may take from there). ``potential_available`` is the same computation with
+every usage at zero: a request above it can never be admitted, so it is
+rejected instead of waiting forever.
+
+The tree holds no workloads, only numbers; :mod:`quota.cache` owns the
+workloads and feeds their usage in. A snapshot for one scheduling cycle is a
+:meth:`QuotaTree.clone` that copies only the usage dictionaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from quota.resources import Amount, FlavorResource, FRVector, Limit
+
+
+@dataclass(frozen=True, slots=True)
+class CellQuota:
+    """One cell of a node's own quota."""
+
+    nominal: Amount = 0
+    borrowing_limit: Limit = None
+    lending_limit: Limit = None
+
+
+@dataclass(eq=False, slots=True)
+class QuotaNode:
+    """A Cohort or a ClusterQueue in the tree."""
+
+    name: str
+    is_cohort: bool
+    quotas: Mapping[FlavorResource, CellQuota]
+    parent: QuotaNode | None = None
+    children: list[QuotaNode] = field(default_factory=list)
+    subtree: FRVector = field(default_factory=dict)
+    usage: FRVector = field(default_factory=dict)
+
+    def local(self, fr: FlavorResource) -> Amount:
+        """The part of the subtree quota kept for this subtree (never lent)."""
+        cell = self.quotas.get(fr)
+        if cell is None or cell.lending_limit is None:
+            return 0
+        return max(0, self.subtree.get(fr, 0) - cell.lending_limit)
+
+    def local_available(self, fr: FlavorResource) -> Amount:
+        return max(0, self.local(fr) - self.usage.get(fr, 0))
+
+    def ancestors(self) -> Iterator[QuotaNode]:
+        node = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def root(self) -> QuotaNode:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def __repr__(self) -> str:
+        kind = "Cohort" if self.is_cohort else "ClusterQueue"
+        return f"<{kind} {self.name}>"
+
+
+def available(node: QuotaNode, fr: FlavorResource) -> Amount:
+    """What ``node`` can still use of ``fr`` given current usage (may be negative)."""
+    if node.parent is None:
+        return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
+    from_parent = available(node.parent, fr)
+    cell = node.quotas.get(fr)
+    if cell is not None and cell.borrowing_limit is not None:
+        local = node.local(fr)
+        stored_in_parent = node.subtree.get(fr, 0) - local
+        used_in_parent = max(0, node.usage.get(fr, 0) - local)
+        from_parent = min(from_parent, stored_in_parent - used_in_parent + cell.borrowing_limit)
+    return node.local_available(fr) + from_parent
+
+
+def potential_available(node: QuotaNode, fr: FlavorResource) -> Amount:
+    """What ``node`` could use of ``fr`` if nothing else in the tree ran."""
+    if node.parent is None:
+        return node.subtree.get(fr, 0)
+    total = node.local(fr) + potential_available(node.parent, fr)
+    cell = node.quotas.get(fr)
+    if cell is not None and cell.borrowing_limit is not None:
+        total = min(total, node.subtree.get(fr, 0) + cell.borrowing_limit)
+    return total
+
+
+def add_usage(node: QuotaNode, fr: FlavorResource, amount: Amount) -> None:
+    """Add usage at ``node``; what does not fit its local part spills to the parent."""
+    while amount > 0:
+        spill = amount - node.local_available(fr)
+        node.usage[fr] = node.usage.get(fr, 0) + amount
+        if node.parent is None or spill <= 0:
+            return
+        node, amount = node.parent, spill
+
+
+def remove_usage(node: QuotaNode, fr: FlavorResource, amount: Amount) -> None:
+    """Undo :func:`add_usage`: the parent gives back only what had spilled into it."""
+    while amount > 0:
+        stored_in_parent = node.usage.get(fr, 0) - node.local(fr)
+        node.usage[fr] = node.usage.get(fr, 0) - amount
+        if node.parent is None or stored_in_parent <= 0:
+            return
+        node, amount = node.parent, min(amount, stored_in_parent)
+
+
+def borrowing_height(node: QuotaNode, fr: FlavorResource, request: Amount) -> int:
+    """How many levels up the tree ``request`` more of ``fr`` must borrow: 0 = none.
+
+    Walks up until a subtree holds the request within its own quota; each
+    level's free local part absorbs some of it on the way.
+    """
+    if node.parent is None or node.usage.get(fr, 0) + request <= node.subtree.get(fr, 0):
+        return 0
+    remaining = request - node.local_available(fr)
+    height = 0
+    for ancestor in node.ancestors():
+        height += 1
+        if ancestor.usage.get(fr, 0) + remaining <= ancestor.subtree.get(fr, 0):
+            return height
+        remaining -= ancestor.local_available(fr)
+    return height
+
+
+def is_borrowing(node: QuotaNode, fr: FlavorResource) -> bool:
+    return node.usage.get(fr, 0) > node.subtree.get(fr, 0)
+
+
+class CycleError(ValueError):
+    """Cohort parents form a loop; the whole loop's tree is disabled."""
+
+
+@dataclass(eq=False)
+class QuotaTree:
+    """All nodes by name. Cohorts that nobody declared exist implicitly with no quota."""
+
+    cohorts: dict[str, QuotaNode] = field(default_factory=dict)
+    queues: dict[str, QuotaNode] = field(default_factory=dict)
+    #: Cohorts inside a parent loop, with the loop spelled out; their trees admit nothing.
+    broken: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        queues: Mapping[str, tuple[str | None, Mapping[FlavorResource, CellQuota]]],
+        cohorts: Mapping[str, tuple[str | None, Mapping[FlavorResource, CellQuota]]],
+    ) -> QuotaTree:
+        """Link nodes: ``queues``/``cohorts`` map name → (parent cohort, own quota)."""
+        tree = cls()
+        for name, (_, quotas) in cohorts.items():
+            tree.cohorts[name] = QuotaNode(name, True, quotas)
+        wanted_parents = {name: parent for name, (parent, _) in cohorts.items()}
+        for parent in [p for p, _ in [*cohorts.values(), *queues.values()] if p]:
+            if parent not in tree.cohorts:
+                tree.cohorts[parent] = QuotaNode(parent, True, {})
+                wanted_parents.setdefault(parent, None)
+        tree.broken = _find_loops(wanted_parents)
+        for name, parent in wanted_parents.items():
+            if parent and name not in tree.broken:
+                _link(tree.cohorts[parent], tree.cohorts[name])
+        for name, (parent, quotas) in queues.items():
+            node = tree.queues[name] = QuotaNode(name, False, quotas)
+            if parent:
+                _link(tree.cohorts[parent], node)
+        for node in tree.cohorts.values():
+            if node.parent is None and node.name not in tree.broken:
+                _recompute_subtree(node)
+        for node in tree.queues.values():
+            if node.parent is None:
+                _recompute_subtree(node)
+        return tree
+
+    def clone(self) -> QuotaTree:
+        """A copy with private usage and shared quotas: one scheduling cycle's snapshot."""
+        twins: dict[int, QuotaNode] = {}
+
+        def twin(node: QuotaNode) -> QuotaNode:
+            copy = twins.get(id(node))
+            if copy is None:
+                copy = twins[id(node)] = QuotaNode(
+                    node.name, node.is_cohort, node.quotas, None, [], node.subtree,
+                    dict(node.usage))
+                if node.parent is not None:
+                    copy.parent = twin(node.parent)
+                    copy.parent.children.append(copy)
+            return copy
+
+        clone = QuotaTree(broken=self.broken)
+        clone.cohorts = {name: twin(node) for name, node in self.cohorts.items()}
+        clone.queues = {name: twin(node) for name, node in self.queues.items()}
+        return clone
+
+    def in_broken_tree(self, queue: str) -> str | None:
+        """The loop message when ``queue`` hangs below a cohort loop."""
+        node = self.queues[queue]
+        for ancestor in node.ancestors():
+            if ancestor.name in self.broken:
+                return self.broken[ancestor.name]
+        parent = node.parent
+        if parent is None:
+            return None
+        return self.broken.get(parent.name)
+
+    def add(self, queue: str, usage: Mapping[FlavorResource, Amount]) -> None:
+        node = self.queues[queue]
+        for fr, amount in usage.items():
+            add_usage(node, fr, amount)
+
+    def remove(self, queue: str, usage: Mapping[FlavorResource, Amount]) -> None:
+        node = self.queues[queue]
+        for fr, amount in usage.items():
+            remove_usage(node, fr, amount)
+
+    def members(self, root: QuotaNode) -> Iterable[QuotaNode]:
+        """Every node of the subtree under ``root``, root first."""
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children)
+
+
+def _link(parent: QuotaNode, child: QuotaNode) -> None:
+    child.parent = parent
+    parent.children.append(child)
+
+
+def _recompute_subtree(node: QuotaNode) -> None:
+    node.subtree = {fr: cell.nominal for fr, cell in node.quotas.items()}
+    node.usage = {}
+    for child in node.children:
+        _recompute_subtree(child)
+        for fr, amount in child.subtree.items():
+            offered = amount - child.local(fr)
+            node.subtree[fr] = node.subtree.get(fr, 0) + offered
+
+
+def _find_loops(parents: Mapping[str, str | None]) -> dict[str, str]:
+    """Every cohort on or below a parent loop → a message naming the loop."""
+    broken: dict[str, str] = {}
+    for start in parents:
+        seen: list[str] = []
+        name: str | None = start
+        while name is not None and name not in seen and name not in broken:
+            seen.append(name)
+            name = parents.get(name)
+        if name is None:
+            continue
+        if name in broken:
+            message = broken[name]
+        else:
+            loop = seen[seen.index(name):] + [name]
+            message = "cohort parents form a cycle: " + " -> ".join(loop)
+        for member in seen:
+            broken[member] = message
+    return broken

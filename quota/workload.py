@@ -1,0 +1,151 @@
+"""Workloads as the core sees them: what they ask for and what they were given.
+
+A :class:`WorkloadInfo` is built once from a Workload object (or a scenario
+entry) and never changes while it waits; the core reads only these values.
+The pod requests are per pod; :meth:`PodSetInfo.total` multiplies by a count.
+
+Two workloads with the same :attr:`WorkloadInfo.equivalence` ask for the same
+thing in the same way (pod sets, requests, node constraints, priority): if one
+cannot be admitted at some moment, neither can the other. The queues use this
+to set aside whole groups of equal workloads after one try, which keeps the
+cost of a scheduling decision independent of how many workloads wait.
+
+An :class:`Admission` is the decision: the ClusterQueue, the flavor chosen for
+every resource of every pod set, the admitted counts, the per-cell usage it
+reserves, and whether it borrows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from quota.resources import Amount, FlavorResource, FRVector, ResourceVector
+
+
+class Taint(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def effect(self) -> str: ...
+
+
+class Toleration(Protocol):
+    def tolerates(self, taint: Any) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRequirement:
+    """One ``matchExpressions`` item of a required node-affinity term."""
+
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        if self.operator in ("Gt", "Lt") and present and self.values:
+            try:
+                have, want = int(labels[self.key]), int(self.values[0])
+            except ValueError:
+                return False
+            return have > want if self.operator == "Gt" else have < want
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetInfo:
+    name: str
+    count: int
+    requests: ResourceVector  # per pod
+    min_count: int | None = None
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    #: Required node-affinity terms: OR of terms, each an AND of requirements.
+    affinity_terms: tuple[tuple[NodeRequirement, ...], ...] = ()
+    tolerations: tuple[Any, ...] = ()
+    #: Topology request: ("required" | "preferred", level label) or None.
+    topology: tuple[str, str] | None = None
+
+    def total(self, count: int | None = None) -> ResourceVector:
+        n = self.count if count is None else count
+        return {name: amount * n for name, amount in self.requests.items()}
+
+    def shape(self) -> tuple[object, ...]:
+        return (self.name, self.count, self.min_count, tuple(sorted(self.requests.items())),
+                tuple(sorted(self.node_selector.items())), self.affinity_terms,
+                tuple(repr(t) for t in self.tolerations), self.topology)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadInfo:
+    """A workload's request, immutable while it waits."""
+
+    namespace: str
+    name: str
+    queue_name: str
+    pod_sets: tuple[PodSetInfo, ...]
+    priority: int = 0
+    #: Seconds since the epoch (or virtual seconds); the FIFO key.
+    created: float = 0.0
+    priority_class: str | None = None
+    #: Opaque reference for adapters (the API object); never read by the core.
+    source: Any = field(default=None, compare=False, hash=False)
+    equivalence: int = field(default=0, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        shapes = tuple(ps.shape() for ps in self.pod_sets)
+        object.__setattr__(self, "equivalence", hash((self.namespace, self.priority, shapes)))
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def total_requests(self) -> ResourceVector:
+        total: ResourceVector = {}
+        for ps in self.pod_sets:
+            for name, amount in ps.total().items():
+                total[name] = total.get(name, 0) + amount
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetAdmission:
+    """The decision for one pod set."""
+
+    name: str
+    count: int
+    flavors: Mapping[str, str]  # resource -> flavor
+    usage: ResourceVector  # total for ``count`` pods
+    #: Topology domains chosen for the pods, as (domain values, pod count).
+    topology: tuple[tuple[tuple[str, ...], int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    cluster_queue: str
+    pod_sets: tuple[PodSetAdmission, ...]
+    borrowing: bool = False
+    #: Member cluster chosen by multi-cluster dispatch, if any.
+    cluster: str | None = None
+
+    def usage(self) -> FRVector:
+        total: dict[FlavorResource, Amount] = {}
+        for ps in self.pod_sets:
+            for resource, amount in ps.usage.items():
+                fr = FlavorResource(ps.flavors[resource], resource)
+                total[fr] = total.get(fr, 0) + amount
+        return total
+
+    def flavor_summary(self) -> dict[str, dict[str, str]]:
+        return {ps.name: dict(ps.flavors) for ps in self.pod_sets}
