@@ -1,0 +1,237 @@
+"""Simulator scenarios: queue objects, a stream of workloads, and expectations.
+
+A scenario is one YAML mapping::
+
+    config:          # optional deployment settings (fair sharing, pods-ready)
+    objects:         # ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
+                     # WorkloadPriorityClasses, Namespaces — exactly as manifests
+    workloads:       # what arrives, when, and how long it runs once admitted
+    expect:          # optional: a partial simulate --output json document
+
+Times are seconds, or strings like ``"90s"``, ``"2m"``, ``"1h"``. The
+``expect`` block is matched as a subset of the simulator's JSON result, so a
+scenario file is both the input of ``kuota simulate`` and a test case.
+See docs/simulator.md for the full format.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from quota import api, convert
+from quota.api import Problem
+from quota.config import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_seconds(value: object) -> float:
+    """``30`` → 30.0, ``"90s"`` → 90.0, ``"2m"`` → 120.0."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"{value!r} must not be negative")
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a duration (use seconds or 90s, 2m, 1h)")
+    return float(match.group(1)) * _UNIT[match.group(2)]
+
+
+Seconds = Annotated[float, BeforeValidator(parse_seconds)]
+
+
+def _never_or_seconds(value: object) -> object:
+    return value if value == "never" else parse_seconds(value)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid",
+                              frozen=True)
+
+
+class ScenarioPodSet(_Model):
+    name: str = "main"
+    count: int = Field(default=1, ge=0)
+    min_count: int | None = Field(default=None, ge=1)
+    requests: dict[str, api.Quantity] = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[api.Toleration] = Field(default_factory=list)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class ScenarioWorkload(_Model):
+    name: str
+    namespace: str = "default"
+    queue_name: str
+    arrival: Seconds = 0.0
+    duration: Seconds = 0.0
+    priority: int | None = None
+    priority_class_name: str | None = None
+    pod_sets: list[ScenarioPodSet] = Field(min_length=1)
+    #: Seconds after admission when all pods are ready; "never" = never.
+    pods_ready_after: Annotated[float | Literal["never"] | None,
+                                BeforeValidator(_never_or_seconds)] = None
+
+
+class WaitForPodsReady(_Model):
+    enable: bool = True
+    timeout: Seconds = 300.0
+    block_admission: bool = False
+    recovery_timeout: Seconds | None = None
+    requeuing_strategy: dict[str, Any] = Field(default_factory=dict)
+
+
+class FairSharingConfig(_Model):
+    enable: bool = False
+
+
+class DeploymentConfig(_Model):
+    """The settings a deployment makes once (Kueue's Configuration)."""
+
+    fair_sharing: FairSharingConfig = Field(default_factory=FairSharingConfig)
+    wait_for_pods_ready: WaitForPodsReady | None = None
+
+
+class ScenarioError(ValueError):
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+ConfigObject = FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
+
+
+class Scenario(BaseModel):
+    """A loaded, validated scenario."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    source: str
+    config: DeploymentConfig
+    objects: list[Any]
+    namespaces: dict[str, dict[str, str]]
+    priority_classes: dict[str, int]
+    workloads: list[ScenarioWorkload]
+    expect: dict[str, Any] | None = None
+
+    def configs(self) -> list[ConfigObject]:
+        """Queue objects as core configs (ResourceFlavors first, as a cluster would have them)."""
+        order = {api.ResourceFlavor: 0, api.Cohort: 1, api.ClusterQueue: 2, api.LocalQueue: 3}
+        queue_objects = [o for o in self.objects if type(o) in order]
+        queue_objects.sort(key=lambda o: order[type(o)])
+        return [convert.config(o) for o in queue_objects]
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScenarioError([Problem(str(path), "Scenario", path.name, "", str(exc))]) from exc
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError([Problem(str(path), "Scenario", path.name, "", f"not YAML: {exc}")]
+                            ) from exc
+    return parse_scenario(doc, source=str(path))
+
+
+def parse_scenario(doc: object, *, source: str) -> Scenario:
+    if not isinstance(doc, Mapping):
+        raise ScenarioError([Problem(source, "Scenario", "", "", "must be a mapping with "
+                                     "objects: and workloads:")])
+    problems: list[Problem] = []
+    unknown = set(doc) - {"config", "objects", "workloads", "expect"}
+    for key in sorted(unknown):
+        problems.append(Problem(source, "Scenario", "", str(key), "unknown top-level key"))
+    config = DeploymentConfig()
+    try:
+        config = DeploymentConfig.model_validate(doc.get("config") or {})
+    except ValidationError as exc:
+        problems += _problems(exc, source, "Scenario", "config", "config")
+    objects: list[Any] = []
+    namespaces: dict[str, dict[str, str]] = {}
+    for i, raw in enumerate(doc.get("objects") or []):
+        if isinstance(raw, Mapping) and raw.get("kind") == "Namespace":
+            meta = raw.get("metadata") or {}
+            if not isinstance(meta, Mapping) or not meta.get("name"):
+                problems.append(Problem(source, "Namespace", "", f"objects[{i}].metadata.name",
+                                        "is required"))
+                continue
+            namespaces[str(meta["name"])] = {str(k): str(v)
+                                             for k, v in (meta.get("labels") or {}).items()}
+            continue
+        try:
+            objects.append(api.parse_object(raw, source=f"{source}: objects[{i}]"))
+        except api.ObjectError as exc:
+            problems += exc.problems
+    priority_classes = {o.metadata.name: o.value for o in objects
+                        if isinstance(o, api.WorkloadPriorityClass)}
+    workloads: list[ScenarioWorkload] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(doc.get("workloads") or []):
+        name = raw.get("name", "") if isinstance(raw, Mapping) else ""
+        try:
+            wl = ScenarioWorkload.model_validate(raw)
+        except ValidationError as exc:
+            problems += _problems(exc, source, "Workload", str(name), f"workloads[{i}]")
+            continue
+        key = f"{wl.namespace}/{wl.name}"
+        if key in seen:
+            problems.append(Problem(source, "Workload", key, f"workloads[{i}].name",
+                                    "duplicate workload"))
+        seen.add(key)
+        if wl.priority_class_name and wl.priority_class_name not in priority_classes:
+            problems.append(Problem(source, "Workload", key, f"workloads[{i}].priorityClassName",
+                                    f"WorkloadPriorityClass {wl.priority_class_name} is not "
+                                    f"among the objects"))
+        try:
+            to_workload(wl, priority_classes)
+        except (api.ObjectError, ValueError) as exc:
+            problems.append(Problem(source, "Workload", key, f"workloads[{i}]", str(exc)))
+            continue
+        workloads.append(wl)
+    expect = doc.get("expect")
+    if expect is not None and not isinstance(expect, Mapping):
+        problems.append(Problem(source, "Scenario", "", "expect", "must be a mapping"))
+    if problems:
+        raise ScenarioError(problems)
+    return Scenario(source=source, config=config, objects=objects, namespaces=namespaces,
+                    priority_classes=priority_classes, workloads=workloads,
+                    expect=dict(expect) if expect else None)
+
+
+def to_workload(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> api.Workload:
+    """The Workload object a scenario entry stands for."""
+    pod_sets = [api.PodSet.from_requests(
+        ps.name, ps.count, ps.requests, min_count=ps.min_count, node_selector=ps.node_selector,
+        tolerations=ps.tolerations, annotations=ps.annotations) for ps in wl.pod_sets]
+    priority = wl.priority
+    if priority is None and wl.priority_class_name:
+        priority = priority_classes.get(wl.priority_class_name, 0)
+    return api.Workload.model_validate({
+        "apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
+        "metadata": {"name": wl.name, "namespace": wl.namespace},
+        "spec": {"queueName": wl.queue_name, "podSets": pod_sets, "priority": priority,
+                 "priorityClassName": wl.priority_class_name},
+    })
+
+
+def _problems(exc: ValidationError, source: str, kind: str, name: str,
+              prefix: str) -> list[Problem]:
+    out = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"])
+        out.append(Problem(source, kind, name, f"{prefix}.{path}" if path else prefix,
+                           err["msg"]))
+    return out

@@ -1,0 +1,83 @@
+"""Pending queues: order, equivalence classes, StrictFIFO vs BestEffortFIFO."""
+
+from __future__ import annotations
+
+from quota.workload import PodSetInfo, WorkloadInfo
+from queueing.pending import PendingQueue
+
+
+def wl(name: str, *, cpu: int = 1000, priority: int = 0, created: float = 0.0) -> WorkloadInfo:
+    return WorkloadInfo("ns", name, "lq", (PodSetInfo("main", 1, {"cpu": cpu}),),
+                        priority=priority, created=created)
+
+
+def push_all(queue: PendingQueue, *infos: WorkloadInfo) -> None:
+    for info in infos:
+        queue.push(info, info.created)
+
+
+def drain(queue: PendingQueue) -> list[str]:
+    order = []
+    while (head := queue.head()) is not None:
+        order.append(head.name)
+        queue.remove(head.key)
+    return order
+
+
+def test_order_is_priority_then_time_then_name() -> None:
+    q = PendingQueue("cq")
+    push_all(q, wl("late", created=5), wl("early", created=1), wl("vip", priority=10, created=9),
+             wl("b-tie", created=3), wl("a-tie", created=3))
+    assert drain(q) == ["vip", "early", "a-tie", "b-tie", "late"]
+
+
+def test_best_effort_sets_a_whole_class_aside() -> None:
+    q = PendingQueue("cq", "BestEffortFIFO")
+    big1, big2 = wl("big1", cpu=8000, created=0), wl("big2", cpu=8000, created=1)
+    small = wl("small", created=2)
+    push_all(q, big1, big2, small)
+    assert q.head() == big1
+    q.block(big1, "WaitingForQuota", "no room")
+    assert q.head() == small, "the equal big2 must not be tried again"
+    assert q.why_blocked(big2) == ("WaitingForQuota", "no room")
+    q.unblock()
+    assert q.head() == big1
+
+
+def test_strict_fifo_head_holds_the_queue() -> None:
+    q = PendingQueue("cq", "StrictFIFO")
+    big, small = wl("big", cpu=8000, created=0), wl("small", created=1)
+    push_all(q, big, small)
+    q.block(big, "WaitingForQuota", "no room")
+    assert q.head() is None
+    q.unblock()
+    assert q.head() == big
+
+
+def test_strict_fifo_newcomer_ahead_of_holder_gets_a_try() -> None:
+    q = PendingQueue("cq", "StrictFIFO")
+    big = wl("big", cpu=8000, created=5)
+    push_all(q, big)
+    q.block(big, "WaitingForQuota", "no room")
+    urgent = wl("urgent", priority=100, created=6)
+    q.push(urgent, urgent.created)
+    assert q.head() == urgent
+
+
+def test_remove_from_the_middle_keeps_order() -> None:
+    q = PendingQueue("cq")
+    push_all(q, *(wl(f"w{i}", created=i) for i in range(5)))
+    q.remove("ns/w2")
+    q.remove("ns/w0")
+    assert drain(q) == ["w1", "w3", "w4"]
+    assert len(q) == 0
+
+
+def test_blocked_class_member_added_later_waits_too() -> None:
+    q = PendingQueue("cq")
+    a = wl("a", cpu=8000, created=0)
+    push_all(q, a)
+    q.block(a, "WaitingForQuota", "no room")
+    b = wl("b", cpu=8000, created=1)
+    q.push(b, b.created)
+    assert q.head() is None
