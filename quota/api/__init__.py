@@ -1,0 +1,159 @@
+"""kuota's API objects (group ``kuota.dev/v1alpha1``), modelled on Kueue v1beta2.
+
+One module per kind, plus shared pieces (:mod:`.meta`, :mod:`.quotas`,
+:mod:`.podtemplate`, :mod:`.quantity`, :mod:`.names`). Models are frozen
+pydantic models: snake_case attributes, camelCase aliases, tuples for lists.
+Parse untrusted data with :func:`parse_object` / :func:`load_objects`, which
+convert Kueue v1beta1/v1beta2 manifests and report :class:`Problem` lists;
+construct objects in code with keyword arguments (lists are accepted and
+stored as tuples).
+
+Differences from a literal reading of Kueue v1beta1, for code that knows it:
+``ClusterQueueSpec.admission_checks`` and ``WorkloadSpec.priority_class_name``
+/ ``priority_class_source`` are read-only properties derived from the v1beta2
+fields ``admission_checks_strategy`` and ``priority_class_ref`` (build the
+latter with ``PriorityClassRef.workload(name)``).
+"""
+
+from quota.api.admissioncheck import (
+    AdmissionCheck,
+    AdmissionCheckParametersReference,
+    AdmissionCheckSpec,
+    AdmissionCheckStatus,
+)
+from quota.api.base import API_VERSION, GROUP, VERSION, ApiModel
+from quota.api.clusterqueue import (
+    AdmissionChecksStrategy,
+    AdmissionCheckStrategyRule,
+    BorrowWithinCohort,
+    ClusterQueue,
+    ClusterQueuePreemption,
+    ClusterQueueSpec,
+    ClusterQueueStatus,
+    FlavorFungibility,
+)
+from quota.api.cohort import Cohort, CohortSpec, CohortStatus
+from quota.api.loader import load_objects, parse_documents, read_documents
+from quota.api.localqueue import LocalQueue, LocalQueueSpec, LocalQueueStatus
+from quota.api.meta import (
+    ApiObject,
+    Condition,
+    LabelSelector,
+    LabelSelectorRequirement,
+    ObjectMeta,
+    OwnerReference,
+    Taint,
+    Toleration,
+    find_condition,
+    tolerates_all,
+)
+from quota.api.podtemplate import (
+    Container,
+    PodSpec,
+    PodTemplateSpec,
+    ResourceRequirements,
+    pod_requests,
+)
+from quota.api.priorityclass import WorkloadPriorityClass
+from quota.api.problems import ObjectError, Problem
+from quota.api.quantity import Quantity, amount, amounts
+from quota.api.quotas import (
+    FairSharing,
+    FairSharingStatus,
+    FlavorQuotas,
+    FlavorUsage,
+    ResourceGroup,
+    ResourceQuota,
+    ResourceUsage,
+)
+from quota.api.registry import KINDS, parse_object, problems_from
+from quota.api.resourceflavor import ResourceFlavor, ResourceFlavorSpec
+from quota.api.topology import Topology, TopologyLevel, TopologySpec
+from quota.api.workload import (
+    Admission,
+    AdmissionCheckState,
+    PodSet,
+    PodSetAssignment,
+    PodSetTopologyRequest,
+    PriorityClassRef,
+    RequeueState,
+    TopologyAssignment,
+    Workload,
+    WorkloadSpec,
+    WorkloadStatus,
+)
+
+__all__ = [
+    "API_VERSION",
+    "GROUP",
+    "KINDS",
+    "VERSION",
+    "Admission",
+    "AdmissionCheck",
+    "AdmissionCheckParametersReference",
+    "AdmissionCheckSpec",
+    "AdmissionCheckState",
+    "AdmissionCheckStatus",
+    "AdmissionCheckStrategyRule",
+    "AdmissionChecksStrategy",
+    "ApiModel",
+    "ApiObject",
+    "BorrowWithinCohort",
+    "ClusterQueue",
+    "ClusterQueuePreemption",
+    "ClusterQueueSpec",
+    "ClusterQueueStatus",
+    "Cohort",
+    "CohortSpec",
+    "CohortStatus",
+    "Condition",
+    "Container",
+    "FairSharing",
+    "FairSharingStatus",
+    "FlavorFungibility",
+    "FlavorQuotas",
+    "FlavorUsage",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "LocalQueue",
+    "LocalQueueSpec",
+    "LocalQueueStatus",
+    "ObjectError",
+    "ObjectMeta",
+    "OwnerReference",
+    "PodSet",
+    "PodSetAssignment",
+    "PodSetTopologyRequest",
+    "PodSpec",
+    "PodTemplateSpec",
+    "PriorityClassRef",
+    "Problem",
+    "Quantity",
+    "RequeueState",
+    "ResourceFlavor",
+    "ResourceFlavorSpec",
+    "ResourceGroup",
+    "ResourceQuota",
+    "ResourceRequirements",
+    "ResourceUsage",
+    "Taint",
+    "Toleration",
+    "Topology",
+    "TopologyAssignment",
+    "TopologyLevel",
+    "TopologySpec",
+    "Workload",
+    "WorkloadPriorityClass",
+    "WorkloadSpec",
+    "WorkloadStatus",
+    "amount",
+    "amounts",
+    "find_condition",
+    "load_objects",
+    "parse_documents",
+    "parse_object",
+    "pod_requests",
+    "problems_from",
+    "read_documents",
+    "tolerates_all",
+]

@@ -1,0 +1,165 @@
+"""Reading Kueue manifests: ``kueue.x-k8s.io/v1beta1`` and ``v1beta2`` to ``kuota.dev/v1alpha1``.
+
+kuota's kinds use Kueue v1beta2's field names, so a v1beta2 manifest converts
+by changing ``apiVersion`` (and the group in a Workload's
+``priorityClassRef``). v1beta1 needs the renames Kueue's own conversion code
+performs (``apis/kueue/v1beta1/*_conversion.go``):
+
+- ClusterQueue: ``spec.cohort`` → ``spec.cohortName``; ``spec.admissionChecks``
+  (a list of names) → ``spec.admissionChecksStrategy.admissionChecks``
+  (``[{name}]``); the deprecated fungibility values ``Borrow`` and
+  ``Preempt`` → ``MayStopSearch``.
+- LocalQueue: ``status.flavorUsage`` → ``status.flavorsUsage``.
+- Workload: ``spec.priorityClassName`` + ``spec.priorityClassSource`` →
+  ``spec.priorityClassRef`` (an empty source is read as a
+  WorkloadPriorityClass, where Kueue would drop the name);
+  ``status.accumulatedPastExexcutionTimeSeconds`` (sic) →
+  ``accumulatedPastExecutionTimeSeconds``; topology assignments as
+  ``domains[{values, count}]`` → ``slices``.
+
+Conversion works on plain mappings and returns a new one; the input is not
+changed. A conflict (both spellings given with different values) is reported
+as ``(field, message)`` problems.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Final
+
+from quota.api.base import API_VERSION, GROUP
+
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+KUEUE_V1BETA1: Final = f"{KUEUE_GROUP}/v1beta1"
+KUEUE_V1BETA2: Final = f"{KUEUE_GROUP}/v1beta2"
+ACCEPTED_API_VERSIONS: Final = (API_VERSION, KUEUE_V1BETA2, KUEUE_V1BETA1)
+
+_V1BETA1_WORKLOAD_SOURCE: Final = "kueue.x-k8s.io/workloadpriorityclass"
+_V1BETA1_POD_SOURCE: Final = "scheduling.k8s.io/priorityclass"
+
+Doc = dict[str, Any]
+
+
+def to_kuota(doc: Mapping[str, Any]) -> tuple[Doc, list[tuple[str, str]]]:
+    """Convert a Kueue manifest to kuota's API; kuota manifests come back unchanged (copied)."""
+    out: Doc = copy.deepcopy(dict(doc))
+    problems: list[tuple[str, str]] = []
+    version = out.get("apiVersion")
+    if version == KUEUE_V1BETA1:
+        _v1beta1_to_v1beta2(out, problems)
+        version = KUEUE_V1BETA2
+    if version == KUEUE_V1BETA2:
+        out["apiVersion"] = API_VERSION
+        ref = _dig(out, "spec", "priorityClassRef")
+        if out.get("kind") == "Workload" and ref is not None and ref.get("group") == KUEUE_GROUP:
+            ref["group"] = GROUP
+    return out, problems
+
+
+def _dig(doc: Doc, *path: str) -> Any:
+    node: Any = doc
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _rename(node: Any, old: str, new: str, at: str, problems: list[tuple[str, str]]) -> None:
+    if not isinstance(node, dict) or old not in node:
+        return
+    value = node.pop(old)
+    if new in node and node[new] != value:
+        problems.append((f"{at}.{old}", f"conflicts with {at}.{new}; set only {new}"))
+        return
+    node[new] = value
+
+
+def _v1beta1_to_v1beta2(doc: Doc, problems: list[tuple[str, str]]) -> None:
+    kind = doc.get("kind")
+    spec = doc.get("spec")
+    status = doc.get("status")
+    if kind == "ClusterQueue" and isinstance(spec, dict):
+        _rename(spec, "cohort", "cohortName", "spec", problems)
+        checks = spec.pop("admissionChecks", None)
+        if checks:
+            if spec.get("admissionChecksStrategy"):
+                problems.append(
+                    (
+                        "spec.admissionChecks",
+                        "set either admissionChecks or admissionChecksStrategy, not both",
+                    )
+                )
+            elif isinstance(checks, list):
+                spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": n} for n in checks]}
+            else:
+                problems.append(("spec.admissionChecks", "must be a list of AdmissionCheck names"))
+        fungibility = spec.get("flavorFungibility")
+        if isinstance(fungibility, dict):
+            for key, old in (("whenCanBorrow", "Borrow"), ("whenCanPreempt", "Preempt")):
+                if fungibility.get(key) == old:
+                    fungibility[key] = "MayStopSearch"
+        if isinstance(status, dict):
+            status.pop("pendingWorkloadsStatus", None)
+    elif kind == "LocalQueue" and isinstance(status, dict):
+        _rename(status, "flavorUsage", "flavorsUsage", "status", problems)
+        status.pop("flavors", None)
+    elif kind == "Workload":
+        if isinstance(spec, dict):
+            _convert_priority_class(spec, problems)
+        if isinstance(status, dict):
+            _rename(
+                status,
+                "accumulatedPastExexcutionTimeSeconds",
+                "accumulatedPastExecutionTimeSeconds",
+                "status",
+                problems,
+            )
+            _convert_topology_assignments(status)
+
+
+def _convert_priority_class(spec: Doc, problems: list[tuple[str, str]]) -> None:
+    name = spec.pop("priorityClassName", None)
+    source = spec.pop("priorityClassSource", "") or ""
+    if not name:
+        return
+    if source in ("", _V1BETA1_WORKLOAD_SOURCE):
+        spec["priorityClassRef"] = {"group": GROUP, "kind": "WorkloadPriorityClass", "name": name}
+    elif source == _V1BETA1_POD_SOURCE:
+        spec["priorityClassRef"] = {
+            "group": "scheduling.k8s.io",
+            "kind": "PriorityClass",
+            "name": name,
+        }
+    else:
+        problems.append(
+            (
+                "spec.priorityClassSource",
+                f"must be {_V1BETA1_WORKLOAD_SOURCE} or {_V1BETA1_POD_SOURCE} (got {source!r})",
+            )
+        )
+
+
+def _convert_topology_assignments(status: Doc) -> None:
+    assignments = _dig(status, "admission", "podSetAssignments")
+    if not isinstance(assignments, list):
+        return
+    for assignment in assignments:
+        topology = assignment.get("topologyAssignment") if isinstance(assignment, dict) else None
+        if not isinstance(topology, dict) or "domains" not in topology:
+            continue
+        levels = list(topology.get("levels") or [])
+        domains = [d for d in topology.pop("domains") or [] if isinstance(d, dict)]
+        if not domains:
+            continue
+        topology["slices"] = [
+            {
+                "domainCount": len(domains),
+                "valuesPerLevel": [
+                    {"individual": {"roots": [list(d.get("values") or [])[i] for d in domains]}}
+                    for i in range(len(levels))
+                ],
+                "podCounts": {"individual": [d.get("count", 0) for d in domains]},
+            }
+        ]

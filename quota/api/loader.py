@@ -1,0 +1,76 @@
+"""Reading objects from YAML: files or text with one or more documents.
+
+This is the one place in :mod:`quota.api` that touches files; the edges
+(``kuota validate``, the simulator, tests) call it, the core never does. Every
+document of every file is checked and all problems are reported together,
+each naming the file and the object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from quota.api.meta import ApiObject
+from quota.api.problems import ObjectError, Problem
+from quota.api.registry import parse_object
+
+
+def read_documents(path_or_text: str | Path) -> tuple[str, list[Any]]:
+    """``(source, documents)`` of a YAML file, or of YAML text (source ``<text>``).
+
+    A ``str`` is taken as a path when it has no newline and names an existing
+    file. Empty documents are skipped; ``kind: List`` documents are expanded.
+    """
+    if isinstance(path_or_text, Path) or (
+        "\n" not in path_or_text and Path(path_or_text).is_file()
+    ):
+        source = str(path_or_text)
+        try:
+            text = Path(path_or_text).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ObjectError(
+                [Problem(source, "", "", "", f"cannot read: {exc.strerror}")]
+            ) from None
+    else:
+        source, text = "<text>", path_or_text
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ObjectError([Problem(source, "", "", "", f"not valid YAML: {exc}")]) from None
+    return source, list(_expand_lists(docs))
+
+
+def _expand_lists(docs: list[Any]) -> Iterator[Any]:
+    for doc in docs:
+        if (
+            isinstance(doc, Mapping)
+            and str(doc.get("kind", "")).endswith("List")
+            and isinstance(doc.get("items"), list)
+        ):
+            yield from doc["items"]
+        else:
+            yield doc
+
+
+def parse_documents(docs: list[Any], *, source: str) -> list[ApiObject]:
+    """Parse every document, collecting all problems into one :class:`ObjectError`."""
+    objects: list[ApiObject] = []
+    problems: list[Problem] = []
+    for doc in docs:
+        try:
+            objects.append(parse_object(doc, source=source))
+        except ObjectError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ObjectError(problems)
+    return objects
+
+
+def load_objects(path_or_text: str | Path) -> list[ApiObject]:
+    """Every object of a multi-document YAML file or text; raises :class:`ObjectError`."""
+    source, docs = read_documents(path_or_text)
+    return parse_documents(docs, source=source)

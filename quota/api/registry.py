@@ -1,0 +1,145 @@
+"""Every kind by name, and turning a mapping into a checked object or a list of problems.
+
+``parse_object`` is the one door from untyped data (YAML documents, API
+server events) into the typed models: it converts Kueue manifests, defaults
+the namespace of namespaced kinds to ``default`` (as ``kubectl`` does with a
+default context), validates, and reports every problem with the field path
+spelled as in the manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from quota.api.admissioncheck import AdmissionCheck
+from quota.api.base import RULES_ERROR, join_dotted, join_path
+from quota.api.clusterqueue import ClusterQueue
+from quota.api.cohort import Cohort
+from quota.api.kueue import ACCEPTED_API_VERSIONS, to_kuota
+from quota.api.localqueue import LocalQueue
+from quota.api.meta import ApiObject
+from quota.api.priorityclass import WorkloadPriorityClass
+from quota.api.problems import ObjectError, Problem
+from quota.api.resourceflavor import ResourceFlavor
+from quota.api.topology import Topology
+from quota.api.workload import Workload
+
+#: Every kind, by its ``kind`` string.
+KINDS: Final[dict[str, type[ApiObject]]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in (
+        ResourceFlavor,
+        Cohort,
+        ClusterQueue,
+        LocalQueue,
+        WorkloadPriorityClass,
+        Workload,
+        Topology,
+        AdmissionCheck,
+    )
+}
+
+
+def parse_object(doc: Mapping[str, Any], *, source: str = "") -> ApiObject:
+    """Check one manifest and return its typed object; raise :class:`ObjectError` otherwise."""
+    if not isinstance(doc, Mapping):
+        raise ObjectError(
+            [
+                Problem(
+                    source, "", "", "", f"expected an object (a mapping), got {type(doc).__name__}"
+                )
+            ]
+        )
+    kind = doc.get("kind")
+    name = _name_of(doc)
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ObjectError(
+            [
+                Problem(
+                    source,
+                    str(kind or ""),
+                    name,
+                    "kind",
+                    f"unknown kind {kind!r}; expected one of {', '.join(sorted(KINDS))}",
+                )
+            ]
+        )
+    if doc.get("apiVersion") not in ACCEPTED_API_VERSIONS:
+        raise ObjectError(
+            [
+                Problem(
+                    source,
+                    kind,
+                    name,
+                    "apiVersion",
+                    f"unsupported apiVersion {doc.get('apiVersion')!r}; expected "
+                    f"{' or '.join(ACCEPTED_API_VERSIONS)}",
+                )
+            ]
+        )
+    converted, conversion_problems = to_kuota(doc)
+    if conversion_problems:
+        raise ObjectError([Problem(source, kind, name, f, m) for f, m in conversion_problems])
+    cls = KINDS[kind]
+    metadata = converted.get("metadata")
+    if cls.namespaced and isinstance(metadata, dict) and not metadata.get("namespace"):
+        metadata["namespace"] = "default"
+    try:
+        return cls.model_validate(converted)
+    except ValidationError as exc:
+        raise ObjectError(problems_from(exc, source=source, kind=kind, name=name)) from None
+
+
+def _name_of(doc: Mapping[str, Any]) -> str:
+    metadata = doc.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return str(name) if name else "(unnamed)"
+
+
+def loc_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        path = join_path(path, part)
+    return path
+
+
+_GENERIC: Final = {
+    "missing": "is required",
+    "extra_forbidden": "unknown field (check the spelling; see docs/reference/api.md)",
+}
+
+
+def problems_from(
+    exc: ValidationError, *, source: str, kind: str, name: str, prefix: str = ""
+) -> list[Problem]:
+    """One :class:`Problem` per pydantic error, with manifest-style field paths."""
+    problems: list[Problem] = []
+    errors = exc.errors(include_url=False)
+    failed = [tuple(e["loc"]) for e in errors]
+    for error in errors:
+        loc = tuple(error["loc"])
+        if error["type"] == "too_short" and any(f[: len(loc)] == loc and f != loc for f in failed):
+            continue  # pydantic counts only valid items; the item's own error says it all
+        path = join_dotted(prefix, loc_path(loc))
+        if error["type"] == RULES_ERROR:
+            for rel, message in error["ctx"]["problems"]:
+                problems.append(Problem(source, kind, name, join_dotted(path, rel), message))
+            continue
+        problems.append(Problem(source, kind, name, path, _message(error)))
+    return problems
+
+
+def _message(error: Any) -> str:
+    if error["type"] in _GENERIC:
+        return str(_GENERIC[error["type"]])
+    message = str(error["msg"])
+    if message.startswith("Value error, "):
+        return message.removeprefix("Value error, ")
+    message = message.replace("Input should be", "must be").replace("input should be", "must be")
+    value = error.get("input")
+    if isinstance(value, str | int | float | bool) or value is None:
+        message += f" (got {value!r})"
+    return message

@@ -1,0 +1,598 @@
+"""Workload: the unit of admission — a gang of podSets admitted whole or not at all.
+
+A workload has one or more podSets, each ``count`` identical pods described by
+a pod template. It waits in the ClusterQueue behind its LocalQueue
+(``queueName``) until every podSet fits at once, then ``status.admission``
+records the ClusterQueue and, per podSet, the flavor chosen for each resource,
+the pod count, and the total usage. With ``minCount`` (on at most one
+podSet) a gang may be admitted smaller.
+
+Priority: ``spec.priority`` is the number the queue orders by;
+``priorityClassRef`` says where it came from (a WorkloadPriorityClass or a
+pod PriorityClass). Kueue v1beta1's ``priorityClassName`` and
+``priorityClassSource`` are read-only properties here, and files in v1beta1
+are converted on read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from functools import cached_property
+from typing import Final, Literal, Self
+
+from pydantic import Field, model_validator
+
+from quota.api.base import ApiModel, Rules, StatusModel, join_path
+from quota.api.meta import ApiObject, Condition, Toleration, find_condition
+from quota.api.names import LabelName, SubdomainName
+from quota.api.podtemplate import (
+    Container,
+    PodSpec,
+    PodTemplateSpec,
+    ResourceRequirements,
+    pod_requests,
+)
+from quota.api.priorityclass import INT32_MAX, INT32_MIN
+from quota.api.quantity import Quantity, amount
+from quota.resources import ResourceVector, scale
+
+#: ``priorityClassSource`` values of Kueue v1beta1, kept for the read-only property.
+WORKLOAD_PRIORITY_CLASS_SOURCE: Final = "kuota.dev/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE: Final = "scheduling.k8s.io/priorityclass"
+#: Resource name Kueue reserves for pod counting.
+PODS_RESOURCE: Final = "pods"
+
+CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]
+
+
+class PriorityClassRef(ApiModel):
+    """The priority class a workload's priority came from."""
+
+    group: Literal["kuota.dev", "scheduling.k8s.io"] = Field(
+        description="kuota.dev for a WorkloadPriorityClass, scheduling.k8s.io for a pod "
+        "PriorityClass."
+    )
+    kind: Literal["WorkloadPriorityClass", "PriorityClass"] = Field(
+        description="WorkloadPriorityClass or PriorityClass, matching the group."
+    )
+    name: SubdomainName = Field(description="Name of the priority class.")
+
+    @classmethod
+    def workload(cls, name: str) -> PriorityClassRef:
+        return cls(group="kuota.dev", kind="WorkloadPriorityClass", name=name)
+
+    @classmethod
+    def pod(cls, name: str) -> PriorityClassRef:
+        return cls(group="scheduling.k8s.io", kind="PriorityClass", name=name)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        rules = Rules()
+        want = "WorkloadPriorityClass" if self.group == "kuota.dev" else "PriorityClass"
+        rules.check(self.kind == want, "kind", f"must be {want} for group {self.group}")
+        rules.raise_if_any()
+        return self
+
+
+class PodsetSliceRequiredTopologyConstraint(ApiModel):
+    """One layer of slice topology constraints."""
+
+    topology: str = Field(min_length=1, max_length=63, description="Topology level of the layer.")
+    size: int = Field(ge=1, description="Pods per group at this layer.")
+
+
+class PodSetTopologyRequest(ApiModel):
+    """Where the pods of a podSet should be placed relative to each other."""
+
+    required: str | None = Field(
+        default=None,
+        max_length=63,
+        description="Topology level (node label) within one domain of which all pods must run.",
+    )
+    preferred: str | None = Field(
+        default=None,
+        max_length=63,
+        description="Topology level within one domain of which the pods should run if possible; "
+        "otherwise as few domains as possible.",
+    )
+    unconstrained: bool | None = Field(
+        default=None, description="Place anywhere there is capacity, with no compactness goal."
+    )
+    pod_index_label: str | None = Field(
+        default=None, max_length=317, description="Label holding each pod's index."
+    )
+    sub_group_index_label: str | None = Field(
+        default=None, max_length=317, description="Label holding the index of a replicated group."
+    )
+    sub_group_count: int | None = Field(
+        default=None, ge=0, description="Number of replicated groups."
+    )
+    pod_set_group_name: str | None = Field(
+        default=None,
+        max_length=256,
+        description="PodSets with the same group name get the same flavor.",
+    )
+    pod_set_slice_required_topology: str | None = Field(
+        default=None,
+        max_length=63,
+        description="Topology level within one domain of which each slice of pods must run.",
+    )
+    pod_set_slice_size: int | None = Field(default=None, ge=1, description="Pods per slice.")
+    podset_slice_required_topology_constraints: tuple[
+        PodsetSliceRequiredTopologyConstraint, ...
+    ] = Field(default=(), max_length=3, description="Layered slice constraints, widest first.")
+
+
+class PodSet(ApiModel):
+    """A group of identical pods: a template and a count."""
+
+    name: LabelName = Field(default="main", description="PodSet name, unique in the workload.")
+    template: PodTemplateSpec = Field(
+        description="Pod template. Requests (limits when requests are absent) of containers, "
+        "init containers and overhead give the per-pod request; nodeSelector, "
+        "required node affinity and tolerations limit the flavors it can get."
+    )
+    count: int = Field(default=1, ge=0, le=INT32_MAX, description="Number of pods.")
+    min_count: int | None = Field(
+        default=None,
+        ge=1,
+        le=INT32_MAX,
+        description="Fewest pods acceptable if the whole count does not fit (partial "
+        "admission). At most one podSet of a workload may set it.",
+    )
+    topology_request: PodSetTopologyRequest | None = Field(
+        default=None, description="Topology constraints for placing the pods."
+    )
+
+    def rules(self) -> list[tuple[str, str]]:
+        """minCount ≤ count; the ``pods`` resource is reserved."""
+        rules = Rules()
+        if self.min_count is not None:
+            rules.check(
+                self.min_count <= self.count,
+                "minCount",
+                f"{self.min_count} must not exceed count {self.count}",
+            )
+        spec = self.template.spec
+        for kind, containers in (
+            ("containers", spec.containers),
+            ("initContainers", spec.init_containers),
+        ):
+            for i, container in enumerate(containers):
+                for part in ("requests", "limits"):
+                    if PODS_RESOURCE in getattr(container.resources, part):
+                        rules.add(
+                            join_path(f"template.spec.{kind}[{i}].resources.{part}", PODS_RESOURCE),
+                            "the resource name 'pods' is reserved for kuota's own use",
+                        )
+        return rules.problems
+
+    @cached_property
+    def _requests(self) -> ResourceVector:
+        return pod_requests(self.template.spec)
+
+    def pod_requests(self) -> ResourceVector:
+        """Effective request of one pod, in milli-units (see :mod:`quota.api.podtemplate`)."""
+        return dict(self._requests)
+
+    def total_requests(self, count: int | None = None) -> ResourceVector:
+        """Requests of ``count`` pods (default: the podSet's count)."""
+        return scale(self._requests, self.count if count is None else count)
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return self.template.spec.node_selector
+
+    @property
+    def tolerations(self) -> tuple[Toleration, ...]:
+        return self.template.spec.tolerations
+
+    @classmethod
+    def from_requests(
+        cls,
+        name: str,
+        count: int,
+        requests: Mapping[str, str | int | float],
+        *,
+        min_count: int | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: tuple[Toleration, ...] | list[Toleration] | None = None,
+    ) -> PodSet:
+        """A podSet of one container requesting ``requests`` per pod (used by the simulator)."""
+        container = Container(
+            name="main",
+            resources=ResourceRequirements(requests={k: str(v) for k, v in requests.items()}),
+        )
+        spec = PodSpec(
+            containers=(container,),
+            node_selector=dict(node_selector or {}),
+            tolerations=tuple(tolerations or ()),
+        )
+        return cls(name=name, count=count, min_count=min_count, template=PodTemplateSpec(spec=spec))
+
+
+class PreemptionGate(ApiModel):
+    """A gate that must be opened before the workload may trigger preemption."""
+
+    name: str = Field(description="Gate name.")
+
+
+class WorkloadSpec(ApiModel):
+    """What a workload needs and where it queues."""
+
+    pod_sets: tuple[PodSet, ...] = Field(
+        min_length=1,
+        max_length=18,
+        description="Groups of identical pods (1 to 18), admitted together as one gang.",
+    )
+    queue_name: SubdomainName | None = Field(
+        default=None, description="LocalQueue, in the workload's namespace, it is submitted to."
+    )
+    priority_class_ref: PriorityClassRef | None = Field(
+        default=None, description="Priority class the priority comes from."
+    )
+    priority: int | None = Field(
+        default=None,
+        ge=INT32_MIN,
+        le=INT32_MAX,
+        description="Priority in the queue; higher is admitted first. Absent: taken from the "
+        "priority class, else 0.",
+    )
+    active: bool = Field(
+        default=True,
+        description="False keeps the workload from being admitted and evicts it if running.",
+    )
+    maximum_execution_time_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description="Deactivate the workload after it has been admitted this long in total.",
+    )
+    preemption_gates: tuple[PreemptionGate, ...] = Field(
+        default=(), max_length=8, description="Gates that hold back preemption by this workload."
+    )
+
+    @property
+    def priority_class_name(self) -> str | None:
+        return self.priority_class_ref.name if self.priority_class_ref else None
+
+    @property
+    def priority_class_source(self) -> str:
+        """Kueue v1beta1 spelling of the class's origin ("" when there is none)."""
+        if self.priority_class_ref is None:
+            return ""
+        if self.priority_class_ref.kind == "WorkloadPriorityClass":
+            return WORKLOAD_PRIORITY_CLASS_SOURCE
+        return POD_PRIORITY_CLASS_SOURCE
+
+    def pod_set(self, name: str) -> PodSet | None:
+        return next((ps for ps in self.pod_sets if ps.name == name), None)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        rules = Rules()
+        seen: set[str] = set()
+        for i, pod_set in enumerate(self.pod_sets):
+            rules.extend(f"podSets[{i}]", pod_set.rules())
+            rules.check(
+                pod_set.name not in seen,
+                f"podSets[{i}].name",
+                f"duplicate podSet name {pod_set.name}",
+            )
+            seen.add(pod_set.name)
+        partial = [i for i, ps in enumerate(self.pod_sets) if ps.min_count is not None]
+        rules.check(
+            len(partial) <= 1,
+            "podSets",
+            f"at most one podSet may set minCount (podSets {partial} do)",
+        )
+        rules.raise_if_any()
+        return self
+
+
+class TopologyAssignmentSliceLevelIndividualValues(ApiModel):
+    """Per-domain values of one level, with a common prefix and suffix factored out."""
+
+    prefix: str | None = Field(default=None, description="Common prefix of every value.")
+    suffix: str | None = Field(default=None, description="Common suffix of every value.")
+    roots: tuple[str, ...] = Field(
+        default=(), description="Value of each domain, minus prefix and suffix."
+    )
+
+
+class TopologyAssignmentSliceLevelValues(ApiModel):
+    """Values of one level for the domains of a slice."""
+
+    universal: str | None = Field(default=None, description="The value shared by every domain.")
+    individual: TopologyAssignmentSliceLevelIndividualValues | None = Field(
+        default=None, description="One value per domain."
+    )
+
+
+class TopologyAssignmentSlicePodCounts(ApiModel):
+    """Pod counts of the domains of a slice."""
+
+    universal: int | None = Field(
+        default=None, ge=0, description="The count shared by every domain."
+    )
+    individual: tuple[int, ...] = Field(default=(), description="One count per domain.")
+
+
+class TopologyAssignmentSlice(ApiModel):
+    """A run of domains with their level values and pod counts."""
+
+    domain_count: int = Field(ge=1, description="Number of domains in this slice.")
+    values_per_level: tuple[TopologyAssignmentSliceLevelValues, ...] = Field(
+        description="Values per level, in the order of levels."
+    )
+    pod_counts: TopologyAssignmentSlicePodCounts = Field(description="Pods per domain.")
+
+
+class TopologyAssignment(ApiModel):
+    """Pods per topology domain (Kueue v1beta2's compact encoding)."""
+
+    levels: tuple[str, ...] = Field(description="Node labels identifying a domain.")
+    slices: tuple[TopologyAssignmentSlice, ...] = Field(
+        default=(), description="Domains and counts."
+    )
+
+    def domains(self) -> Iterator[tuple[tuple[str, ...], int]]:
+        """Each domain's label values (one per level) and its pod count."""
+        for piece in self.slices:
+            columns: list[list[str]] = []
+            for level in piece.values_per_level:
+                if level.universal is not None:
+                    columns.append([level.universal] * piece.domain_count)
+                else:
+                    ind = level.individual or TopologyAssignmentSliceLevelIndividualValues()
+                    columns.append(
+                        [f"{ind.prefix or ''}{root}{ind.suffix or ''}" for root in ind.roots]
+                    )
+            counts = piece.pod_counts
+            pods = (
+                [counts.universal] * piece.domain_count
+                if counts.universal is not None
+                else list(counts.individual)
+            )
+            for index in range(piece.domain_count):
+                yield tuple(column[index] for column in columns), pods[index]
+
+    @classmethod
+    def from_domains(
+        cls, levels: tuple[str, ...] | list[str], domains: list[tuple[tuple[str, ...], int]]
+    ) -> TopologyAssignment:
+        """Encode ``[(values, count), ...]`` as one slice with individual values."""
+        if not domains:
+            return cls(levels=tuple(levels))
+        per_level = tuple(
+            TopologyAssignmentSliceLevelValues(
+                individual=TopologyAssignmentSliceLevelIndividualValues(
+                    roots=tuple(values[i] for values, _ in domains)
+                )
+            )
+            for i in range(len(levels))
+        )
+        piece = TopologyAssignmentSlice(
+            domain_count=len(domains),
+            values_per_level=per_level,
+            pod_counts=TopologyAssignmentSlicePodCounts(individual=tuple(c for _, c in domains)),
+        )
+        return cls(levels=tuple(levels), slices=(piece,))
+
+
+class PodSetAssignment(StatusModel):
+    """Admission of one podSet: flavors, count and usage."""
+
+    name: str = Field(default="main", description="Name of the podSet.")
+    flavors: dict[str, str] = Field(
+        default_factory=dict, description="Flavor assigned to each resource."
+    )
+    resource_usage: dict[str, Quantity] = Field(
+        default_factory=dict, description="Total usage of all admitted pods, per resource."
+    )
+    count: int | None = Field(default=None, ge=0, description="Pods admitted.")
+    topology_assignment: TopologyAssignment | None = Field(
+        default=None, description="Pods per topology domain, for topology-aware placement."
+    )
+    delayed_topology_request: Literal["Pending", "Ready"] | None = Field(
+        default=None, description="State of a topology assignment computed after admission."
+    )
+
+
+class Admission(StatusModel):
+    """Where and how a workload was admitted."""
+
+    cluster_queue: str = Field(description="ClusterQueue that reserved the quota.")
+    pod_set_assignments: tuple[PodSetAssignment, ...] = Field(
+        default=(), max_length=18, description="One entry per podSet."
+    )
+
+
+class RequeueState(StatusModel):
+    """Backoff state of a requeued workload."""
+
+    count: int | None = Field(default=None, description="Times the workload was requeued.")
+    requeue_at: datetime | None = Field(default=None, description="When it may be admitted again.")
+
+
+class ReclaimablePod(StatusModel):
+    """Pods of a podSet that finished and whose quota can be released."""
+
+    name: str = Field(description="PodSet name.")
+    count: int = Field(ge=0, description="Number of such pods.")
+
+
+class PodSetUpdate(StatusModel):
+    """Changes an admission check asks for on a podSet's pods."""
+
+    name: str = Field(description="PodSet name.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Labels to add.")
+    annotations: dict[str, str] = Field(default_factory=dict, description="Annotations to add.")
+    node_selector: dict[str, str] = Field(
+        default_factory=dict, description="Node labels to require."
+    )
+    tolerations: tuple[Toleration, ...] = Field(default=(), description="Tolerations to add.")
+
+
+class AdmissionCheckState(StatusModel):
+    """State of one admission check for this workload."""
+
+    name: str = Field(description="AdmissionCheck name.")
+    state: CheckState = Field(
+        default="Pending",
+        description="Pending, Ready (passed), Retry (release quota and try again) or Rejected.",
+    )
+    last_transition_time: datetime | None = Field(default=None, description="When state changed.")
+    message: str = Field(default="", description="Details from the check's controller.")
+    requeue_after_seconds: int | None = Field(default=None, description="Delay before a retry.")
+    retry_count: int | None = Field(default=None, description="Retries so far.")
+    pod_set_updates: tuple[PodSetUpdate, ...] = Field(
+        default=(), description="Changes to apply to the pods once admitted."
+    )
+
+
+class PodSetRequest(StatusModel):
+    """Total requests of a podSet."""
+
+    name: str = Field(description="PodSet name.")
+    resources: dict[str, Quantity] = Field(
+        default_factory=dict, description="Requests per resource."
+    )
+
+
+class EvictionStats(StatusModel):
+    """How often the workload was evicted for one reason."""
+
+    reason: str = Field(description="Eviction reason.")
+    underlying_cause: str = Field(default="", description="More specific cause.")
+    count: int = Field(default=0, description="Evictions.")
+
+
+class SchedulingStats(StatusModel):
+    """Scheduling history."""
+
+    evictions: tuple[EvictionStats, ...] = Field(default=(), description="Evictions by reason.")
+
+
+class UnhealthyNode(StatusModel):
+    """A node of the workload that failed."""
+
+    name: str = Field(description="Node name.")
+
+
+class WorkloadStatus(StatusModel):
+    """Observed state of a Workload."""
+
+    conditions: tuple[Condition, ...] = Field(
+        default=(),
+        max_length=16,
+        description="QuotaReserved, Admitted, Finished, Evicted, Preempted, Requeued, PodsReady.",
+    )
+    admission: Admission | None = Field(
+        default=None, description="The admission, once quota is reserved."
+    )
+    requeue_state: RequeueState | None = Field(default=None, description="Backoff state.")
+    reclaimable_pods: tuple[ReclaimablePod, ...] = Field(
+        default=(), description="Finished pods whose quota can be released."
+    )
+    admission_checks: tuple[AdmissionCheckState, ...] = Field(
+        default=(), max_length=8, description="State of each admission check."
+    )
+    resource_requests: tuple[PodSetRequest, ...] = Field(
+        default=(), description="Requests per podSet."
+    )
+    accumulated_past_execution_time_seconds: int | None = Field(
+        default=None, description="Time admitted in earlier admissions."
+    )
+    scheduling_stats: SchedulingStats | None = Field(
+        default=None, description="Scheduling history."
+    )
+    nominated_cluster_names: tuple[str, ...] = Field(
+        default=(), description="Member clusters being considered."
+    )
+    cluster_name: str | None = Field(
+        default=None, description="Member cluster the workload runs in."
+    )
+    unhealthy_nodes: tuple[UnhealthyNode, ...] = Field(default=(), description="Failed nodes.")
+
+    def condition(self, type_: str) -> Condition | None:
+        return find_condition(self.conditions, type_)
+
+    def is_true(self, type_: str) -> bool:
+        condition = self.condition(type_)
+        return condition is not None and condition.is_true
+
+
+class Workload(ApiObject):
+    """A gang of pods admitted as a whole: the unit kuota queues and admits."""
+
+    plural = "workloads"
+    namespaced = True
+    short_names = ("kwl",)
+
+    kind: Literal["Workload"] = Field(default="Workload", description="Workload.")
+    spec: WorkloadSpec = Field(description="PodSets, queue and priority.")
+    status: WorkloadStatus = Field(
+        default_factory=WorkloadStatus, description="Observed state, written by kuota."
+    )
+
+    @property
+    def has_quota_reservation(self) -> bool:
+        return self.status.is_true("QuotaReserved")
+
+    @property
+    def is_admitted(self) -> bool:
+        return self.status.is_true("Admitted")
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status.is_true("Finished")
+
+    def check_rules(self, rules: Rules) -> None:
+        names = [ps.name for ps in self.spec.pod_sets]
+        counts = {ps.name: ps.count for ps in self.spec.pod_sets}
+        admission = self.status.admission
+        if self.has_quota_reservation and admission is None:
+            rules.add("status.admission", "must be set while the QuotaReserved condition is True")
+        if admission is not None:
+            if self.has_quota_reservation:
+                rules.check(
+                    len(admission.pod_set_assignments) == len(names),
+                    "status.admission.podSetAssignments",
+                    f"must have one entry per podSet ({len(names)}), "
+                    f"got {len(admission.pod_set_assignments)}",
+                )
+            for i, psa in enumerate(admission.pod_set_assignments):
+                at = f"status.admission.podSetAssignments[{i}]"
+                rules.check(
+                    psa.name in counts,
+                    f"{at}.name",
+                    f"no podSet named {psa.name} (podSets: {', '.join(names)})",
+                )
+                if psa.count:
+                    for resource, quantity in psa.resource_usage.items():
+                        rules.check(
+                            _divisible(quantity, psa.count),
+                            join_path(f"{at}.resourceUsage", resource),
+                            f"{quantity} is not a multiple of count {psa.count}",
+                        )
+        for i, reclaimable in enumerate(self.status.reclaimable_pods):
+            at = f"status.reclaimablePods[{i}]"
+            if reclaimable.name not in counts:
+                rules.add(f"{at}.name", f"no podSet named {reclaimable.name}")
+            elif reclaimable.count > counts[reclaimable.name]:
+                rules.add(
+                    f"{at}.count",
+                    f"{reclaimable.count} exceeds the podSet's count {counts[reclaimable.name]}",
+                )
+        for i, check in enumerate(self.status.admission_checks):
+            for j, update in enumerate(check.pod_set_updates):
+                rules.check(
+                    update.name in counts,
+                    f"status.admissionChecks[{i}].podSetUpdates[{j}].name",
+                    f"no podSet named {update.name}",
+                )
+
+
+def _divisible(quantity: str, count: int) -> bool:
+    return amount(quantity) % count == 0
