@@ -228,6 +228,8 @@ def _label_keys(group: ResourceGroupConfig, flavors: Mapping[str, FlavorConfig])
 
 def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig, label_keys: set[str]) -> str:
     """Why pods of ``ps`` could not run on ``flavor``'s nodes; empty when they could."""
+    if not (flavor.node_taints or (label_keys and (ps.node_selector or ps.affinity_terms))):
+        return ""
     tolerations = (*ps.tolerations, *flavor.tolerations)
     for taint in flavor.node_taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(

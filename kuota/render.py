@@ -10,8 +10,14 @@ from kuota.simulator import SimulationResult
 _STYLE = {"Arrived": "dim", "Admitted": "green", "Finished": "cyan", "Evicted": "red"}
 
 
-def timeline(result: SimulationResult, console: Console | None = None, title: str = "") -> None:
-    console = console or Console()
+def make_console() -> Console:
+    """A console that is wide enough for tables even when output is not a terminal."""
+    out = Console()
+    return out if out.is_terminal else Console(width=120)
+
+
+def timeline(result: SimulationResult, out: Console | None = None, title: str = "") -> None:
+    console = out or make_console()
     table = Table(title=title or "Timeline", show_lines=False)
     for column, justify in (("time", "right"), ("event", "left"), ("workload", "left"),
                             ("cluster queue", "left"), ("detail", "left")):

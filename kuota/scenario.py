@@ -16,6 +16,7 @@ See docs/simulator.md for the full format.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ from pydantic.alias_generators import to_camel
 from quota import api, convert
 from quota.api import Problem
 from quota.config import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
+from quota.workload import PodSetInfo, WorkloadInfo
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -66,7 +68,6 @@ class ScenarioPodSet(_Model):
     requests: dict[str, api.Quantity] = Field(default_factory=dict)
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[api.Toleration] = Field(default_factory=list)
-    annotations: dict[str, str] = Field(default_factory=dict)
 
 
 class ScenarioWorkload(_Model):
@@ -196,7 +197,7 @@ def parse_scenario(doc: object, *, source: str) -> Scenario:
                                     f"WorkloadPriorityClass {wl.priority_class_name} is not "
                                     f"among the objects"))
         try:
-            to_workload(wl, priority_classes)
+            workload_info(wl, priority_classes)
         except (api.ObjectError, ValueError) as exc:
             problems.append(Problem(source, "Workload", key, f"workloads[{i}]", str(exc)))
             continue
@@ -211,19 +212,57 @@ def parse_scenario(doc: object, *, source: str) -> Scenario:
                     expect=dict(expect) if expect else None)
 
 
+def workload_info(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> WorkloadInfo:
+    """The core's view of a scenario entry, queued by its arrival time."""
+    pod_sets = tuple(_pod_set_info(_pod_set_key(ps)) for ps in wl.pod_sets)
+    names = [ps.name for ps in pod_sets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"pod set names must be unique, got {names}")
+    return WorkloadInfo(wl.namespace, wl.name, wl.queue_name, pod_sets,
+                        priority=_priority(wl, priority_classes), created=wl.arrival,
+                        priority_class=wl.priority_class_name)
+
+
+def _priority(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> int:
+    if wl.priority is not None:
+        return wl.priority
+    return priority_classes.get(wl.priority_class_name or "", 0)
+
+
+_PodSetKey = tuple[str, int, int | None, tuple[tuple[str, str], ...],
+                   tuple[tuple[str, str], ...], tuple[str, ...]]
+
+
+def _pod_set_key(ps: ScenarioPodSet) -> _PodSetKey:
+    return (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())),
+            tuple(sorted(ps.node_selector.items())),
+            tuple(t.model_dump_json() for t in ps.tolerations))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pod_set_info(key: _PodSetKey) -> PodSetInfo:
+    # Scenarios repeat a few shapes thousands of times: build each through the
+    # real Workload model once (same validation and request arithmetic as a
+    # Workload object from the API), then share the immutable result.
+    name, count, min_count, requests, node_selector, tolerations = key
+    ps = api.PodSet.from_requests(
+        name, count, dict(requests), min_count=min_count, node_selector=dict(node_selector),
+        tolerations=tuple(api.Toleration.model_validate_json(t) for t in tolerations))
+    return convert.pod_set(ps)
+
+
 def to_workload(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> api.Workload:
     """The Workload object a scenario entry stands for."""
     pod_sets = [api.PodSet.from_requests(
         ps.name, ps.count, ps.requests, min_count=ps.min_count, node_selector=ps.node_selector,
-        tolerations=ps.tolerations, annotations=ps.annotations) for ps in wl.pod_sets]
-    priority = wl.priority
-    if priority is None and wl.priority_class_name:
-        priority = priority_classes.get(wl.priority_class_name, 0)
+        tolerations=ps.tolerations) for ps in wl.pod_sets]
+    priority = _priority(wl, priority_classes)
     return api.Workload.model_validate({
         "apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
         "metadata": {"name": wl.name, "namespace": wl.namespace},
         "spec": {"queueName": wl.queue_name, "podSets": pod_sets, "priority": priority,
-                 "priorityClassName": wl.priority_class_name},
+                 "priorityClassRef": (api.PriorityClassRef.workload(wl.priority_class_name)
+                                      if wl.priority_class_name else None)},
     })
 
 

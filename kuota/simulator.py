@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admission.engine import Engine
-from kuota.scenario import Scenario, to_workload
-from quota import convert
+from kuota.scenario import Scenario, workload_info
 from quota.workload import Admission, WorkloadInfo
 
 
@@ -76,9 +75,7 @@ class Simulation:
         self.timeline: list[TimelineEvent] = []
         self.now = 0.0
         for wl in scenario.workloads:
-            obj = to_workload(wl, scenario.priority_classes)
-            priority = obj.spec.priority or 0
-            info = convert.workload(obj, priority=priority, created=wl.arrival)
+            info = workload_info(wl, scenario.priority_classes)
             self._infos[info.key] = info
             self._durations[info.key] = wl.duration
             self.outcomes[info.key] = WorkloadOutcome(arrival=wl.arrival)
@@ -128,9 +125,10 @@ class Simulation:
             "podSets": {ps.name: {"count": ps.count, "flavors": dict(ps.flavors)}
                         for ps in admission.pod_sets},
         })
-        flavors = ", ".join(f"{ps.name}: " + ",".join(f"{r}={f}" for r, f in ps.flavors.items())
-                            for ps in admission.pod_sets)
-        detail = flavors + (" (borrowing)" if admission.borrowing else "")
+        detail = "; ".join(f"{ps.name}×{ps.count} on {', '.join(dict.fromkeys(ps.flavors.values()))}"
+                           for ps in admission.pod_sets)
+        if admission.borrowing:
+            detail += " (borrowing)"
         waited = now - outcome.arrival
         if waited > 0:
             detail += f" after {waited:g}s"

@@ -51,10 +51,10 @@ def cluster_queue(obj: api.ClusterQueue) -> ClusterQueueConfig:
     groups = tuple(ResourceGroupConfig(tuple(g.covered_resources), tuple(f.name for f in g.flavors))
                    for g in spec.resource_groups)
     pre = spec.preemption
-    checks: list[tuple[str, tuple[str, ...]]] = [(name, ()) for name in spec.admission_checks]
+    checks: list[tuple[str, tuple[str, ...]]] = []
     if spec.admission_checks_strategy is not None:
-        checks += [(rule.name, tuple(rule.on_flavors))
-                   for rule in spec.admission_checks_strategy.admission_checks]
+        checks = [(rule.name, tuple(rule.on_flavors))
+                  for rule in spec.admission_checks_strategy.admission_checks]
     return ClusterQueueConfig(
         name=obj.metadata.name,
         cohort=spec.cohort_name,

@@ -1,0 +1,120 @@
+"""Fluent builders for the core's values, in the style of Kueue's test wrappers.
+
+    cq = ClusterQueueBuilder("cq-a").cohort("co").flavor("default", {"cpu": 10}).obj()
+    wl = WorkloadBuilder("train").pod_set(count=4, cpu=1).obj()
+
+Amounts are given in whole units (``cpu=1`` is one CPU) or as quantity
+strings (``memory="1Gi"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from quota.config import (
+    ClusterQueueConfig,
+    CohortConfig,
+    FlavorConfig,
+    LocalQueueConfig,
+    PreemptionConfig,
+    ResourceGroupConfig,
+)
+from quota.resources import FlavorResource, parse_amount
+from quota.tree import CellQuota
+from quota.workload import PodSetInfo, WorkloadInfo
+
+
+class MatchAll:
+    def matches(self, labels: Any) -> bool:
+        return True
+
+
+class MatchLabels:
+    def __init__(self, **labels: str) -> None:
+        self.labels = labels
+
+    def matches(self, labels: Any) -> bool:
+        return all(labels.get(k) == v for k, v in self.labels.items())
+
+
+def amount(value: int | str) -> int:
+    return parse_amount(value)
+
+
+class ClusterQueueBuilder:
+    def __init__(self, name: str) -> None:
+        self._cq = ClusterQueueConfig(name, namespace_selector=MatchAll())
+        self._groups: list[tuple[list[str], list[str]]] = []
+        self._quotas: dict[FlavorResource, CellQuota] = {}
+
+    def cohort(self, name: str) -> ClusterQueueBuilder:
+        self._cq = replace(self._cq, cohort=name)
+        return self
+
+    def flavor(self, name: str, nominal: dict[str, int | str], *, group: int | None = None,
+               borrowing: dict[str, int | str] | None = None,
+               lending: dict[str, int | str] | None = None) -> ClusterQueueBuilder:
+        """Add a flavor with nominal quotas, in a new resource group unless ``group`` is given."""
+        if group is None:
+            self._groups.append((list(nominal), [name]))
+        else:
+            self._groups[group][1].append(name)
+        for resource, value in nominal.items():
+            b = (borrowing or {}).get(resource)
+            lend = (lending or {}).get(resource)
+            self._quotas[FlavorResource(name, resource)] = CellQuota(
+                amount(value), None if b is None else amount(b),
+                None if lend is None else amount(lend))
+        return self
+
+    def set(self, **fields: Any) -> ClusterQueueBuilder:
+        self._cq = replace(self._cq, **fields)
+        return self
+
+    def preemption(self, **fields: Any) -> ClusterQueueBuilder:
+        self._cq = replace(self._cq, preemption=PreemptionConfig(**fields))
+        return self
+
+    def obj(self) -> ClusterQueueConfig:
+        groups = tuple(ResourceGroupConfig(tuple(r), tuple(f)) for r, f in self._groups)
+        return replace(self._cq, resource_groups=groups, quotas=dict(self._quotas))
+
+
+def cohort(name: str, parent: str | None = None, **nominal: int | str) -> CohortConfig:
+    return CohortConfig(name, parent, {FlavorResource("default", r): CellQuota(amount(v))
+                                       for r, v in nominal.items()})
+
+
+def local_queue(cq: str, name: str = "lq", namespace: str = "ns") -> LocalQueueConfig:
+    return LocalQueueConfig(namespace, name, cq)
+
+
+def flavor(name: str, **fields: Any) -> FlavorConfig:
+    return FlavorConfig(name, **fields)
+
+
+class WorkloadBuilder:
+    def __init__(self, name: str, namespace: str = "ns", queue: str = "lq") -> None:
+        self._wl = WorkloadInfo(namespace, name, queue, ())
+
+    def pod_set(self, name: str = "main", *, count: int = 1, min_count: int | None = None,
+                node_selector: dict[str, str] | None = None, tolerations: tuple[Any, ...] = (),
+                **requests: int | str) -> WorkloadBuilder:
+        resources = {("nvidia.com/gpu" if k == "gpu" else k): amount(v)
+                     for k, v in requests.items()}
+        ps = PodSetInfo(name, count, resources, min_count, node_selector or {},
+                        tolerations=tolerations)
+        self._wl = replace(self._wl, pod_sets=(*self._wl.pod_sets, ps))
+        return self
+
+    def priority(self, value: int) -> WorkloadBuilder:
+        self._wl = replace(self._wl, priority=value)
+        return self
+
+    def created(self, at: float) -> WorkloadBuilder:
+        self._wl = replace(self._wl, created=at)
+        return self
+
+    def obj(self) -> WorkloadInfo:
+        return replace(self._wl)
