@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 #: Group and version of every kuota kind.
@@ -55,18 +56,14 @@ class ApiModel(BaseModel):
 
     @model_serializer(mode="wrap")
     def _drop_empty_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # An empty list or map that is also the field's default says nothing: leave it out, so
-        # written manifests stay as short as the ones users write. Empty values whose default
-        # differs (``namespaceSelector: {}`` means "all namespaces") are kept.
+        # An empty list, map or string that is also the field's default says nothing: leave it
+        # out, so written manifests stay as short as the ones users write. Empty values whose
+        # default differs (``namespaceSelector: {}`` means "all namespaces") are kept.
         data = handler(self)
         if isinstance(data, dict):
             for name, field in type(self).model_fields.items():
                 key = field.alias or name
-                if (
-                    key in data
-                    and data[key] in ({}, [], ())
-                    and (field.default == () or field.default_factory in (dict, list))
-                ):
+                if key in data and _is_empty_default(data[key], field):
                     del data[key]
         return data
 
@@ -85,6 +82,12 @@ class StatusModel(ApiModel):
     """Base of controller-written status: unknown keys are dropped."""
 
     model_config = ConfigDict(**_COMMON, extra="ignore")
+
+
+def _is_empty_default(value: Any, field: FieldInfo) -> bool:
+    if value in ({}, [], ()):
+        return field.default == () or field.default_factory in (dict, list)
+    return bool(value == "" and field.default == "")
 
 
 def join_path(base: str, child: str | int) -> str:

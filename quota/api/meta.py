@@ -137,7 +137,7 @@ class LabelSelector(ApiModel):
 
 
 class Condition(StatusModel):
-    """An observation of one aspect of an object's state (``metav1.Condition``)."""
+    """An observation of one aspect of an object's state, as in Kubernetes conditions."""
 
     type: str = Field(description="Condition type, e.g. Active, QuotaReserved, Admitted, Finished.")
     status: ConditionStatus = Field(description="True, False or Unknown.")

@@ -1,0 +1,57 @@
+"""``kuota crds``: write or check the generated CRDs (and the API reference page)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kuota import crds
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "crds", help="write or check the CustomResourceDefinitions generated from the models",
+        description="Generate one CRD file per kind (<plural>.kuota.dev.yaml) from the API "
+                    "models, or check that checked-in files match them.")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", metavar="DIR", type=Path, help="write the CRDs into DIR")
+    mode.add_argument("--check", metavar="DIR", type=Path,
+                      help="exit 1 if a CRD in DIR is missing or differs from the models")
+    mode.add_argument("--print", action="store_true", dest="print_all",
+                      help="print every CRD to stdout as one multi-document YAML")
+    parser.add_argument("--docs", metavar="FILE", type=Path,
+                        help="also write (or check) the API reference page, e.g. "
+                             "docs/reference/api.md")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.print_all:
+        sys.stdout.write("---\n".join(crds.rendered().values()))
+        return 0
+    if args.write is not None:
+        for path in crds.write(args.write):
+            print(f"wrote {path}")
+        if args.docs is not None:
+            text = crds.reference()
+            if not args.docs.exists() or args.docs.read_text(encoding="utf-8") != text:
+                args.docs.parent.mkdir(parents=True, exist_ok=True)
+                args.docs.write_text(text, encoding="utf-8")
+                print(f"wrote {args.docs}")
+        return 0
+    problems = crds.drift(args.check)
+    if args.docs is not None:
+        if not args.docs.exists():
+            problems.append(f"{args.docs}: missing (run `kuota crds --write DIR --docs "
+                            f"{args.docs}`)")
+        elif args.docs.read_text(encoding="utf-8") != crds.reference():
+            problems.append(f"{args.docs}: differs from the models (run `kuota crds --write DIR "
+                            f"--docs {args.docs}`)")
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
+        return 1
+    print(f"{len(crds.rendered())} CRDs up to date in {args.check}")
+    return 0
