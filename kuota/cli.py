@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "simulate",
     "validate",
     "crds",
+    "extender",
 )
 
 

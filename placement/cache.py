@@ -64,6 +64,9 @@ class ClusterCache:
     def __len__(self) -> int:
         return len(self._nodes)
 
+    def pod_uids(self) -> list[str]:
+        return sorted(self._pods)
+
     @property
     def pod_count(self) -> int:
         return len(self._pods)

@@ -1,0 +1,348 @@
+"""kube-scheduler HTTP extender serving placement's fit and binpack/topology scores.
+
+kube-scheduler runs its own filters and scores, then POSTs the pod and the
+surviving nodes to each configured extender (``k8s.io/kube-scheduler/extender/v1``):
+
+``POST /filter``  body ``ExtenderArgs`` ``{"Pod": v1.Pod, "Nodes": v1.NodeList | null,
+"NodeNames": [..] | null}`` → ``ExtenderFilterResult`` ``{"Nodes" | "NodeNames",
+"FailedNodes": {name: reason}, "FailedAndUnresolvableNodes": {name: reason}, "Error"}``.
+``POST /prioritize``  same body → ``HostPriorityList`` ``[{"Host": name, "Score": 0..10}]``;
+kube-scheduler multiplies each score by the extender's ``weight`` and by 10
+(MaxNodeScore / MaxExtenderPriority) and adds it to its own plugin scores.
+
+The Go structs carry no JSON tags, so the field names are the capitalised Go
+names; like Go's decoder we accept them in any letter case. An extender that
+declares ``nodeCacheCapable: true`` receives only ``NodeNames`` and must know
+the nodes itself: :class:`CacheFeeder` keeps a :class:`placement.cache.ClusterCache`
+from node and pod watches (:class:`KubeWatcher`, a thin loop over the
+``kubernetes`` client). Pods are watched in both modes because a Node object
+does not say what runs on it, and binpacking needs that.
+
+Extenders are shared by every profile of a KubeSchedulerConfiguration, so the
+extender answers only for pods whose ``spec.schedulerName`` it serves
+(``kuota-binpack`` by default); for other pods every node passes and every
+score is 0, which leaves their scheduling unchanged.
+
+Bad requests get HTTP 400 with ``{"Error": message}``; an unexpected failure
+gets 500 with the same shape — the process never dies on a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from aiohttp import web
+
+from placement.cache import ClusterCache
+from placement.fit import check_fit
+from placement.model import Node, PodRequirements
+from placement.objects import ObjectError, node_from_object, object_name, pod_from_object
+from placement.scoring import Scorer, to_extender_priority
+
+log = logging.getLogger("kuota.extender")
+
+#: Pod labels that name a gang, first present wins (kuota's, Kueue's pod groups, Jobs).
+DEFAULT_GANG_LABELS: Final = ("kuota.dev/pod-group", "kueue.x-k8s.io/pod-group-name",
+                              "batch.kubernetes.io/job-name")
+DEFAULT_SCHEDULER_NAME: Final = "kuota-binpack"
+#: A NodeList of 5,000 full Node objects runs to tens of megabytes.
+MAX_BODY: Final = 256 * 1024 * 1024
+_FINISHED: Final = frozenset({"Succeeded", "Failed"})
+
+
+class BadRequest(ValueError):
+    """A request body that is not a usable ExtenderArgs."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderArgs:
+    pod: Mapping[str, Any]
+    #: The NodeList as sent (``items`` checked to be objects), or None.
+    node_list: Mapping[str, Any] | None
+    node_names: list[str] | None
+
+
+def parse_extender_args(body: Any) -> ExtenderArgs:
+    if not isinstance(body, dict):
+        raise BadRequest("ExtenderArgs must be a JSON object")
+    fields = {str(k).lower(): v for k, v in body.items()}  # Go decodes names case-insensitively
+    pod = fields.get("pod")
+    if not isinstance(pod, dict):
+        raise BadRequest("ExtenderArgs.Pod must be a v1.Pod object")
+    node_list, names = fields.get("nodes"), fields.get("nodenames")
+    if node_list is not None:
+        if not isinstance(node_list, dict) or not isinstance(node_list.get("items", []), list):
+            raise BadRequest("ExtenderArgs.Nodes must be a v1.NodeList with an items list")
+        for i, item in enumerate(node_list.get("items") or []):
+            if not isinstance(item, dict):
+                raise BadRequest(f"ExtenderArgs.Nodes.items[{i}] must be a v1.Node object")
+        return ExtenderArgs(pod, node_list, None)
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadRequest("ExtenderArgs.NodeNames must be a list of strings")
+        return ExtenderArgs(pod, None, names)
+    raise BadRequest("ExtenderArgs needs Nodes (a v1.NodeList) or NodeNames")
+
+
+def gang_key(pod: Mapping[str, Any], labels_in_order: Sequence[str]) -> str | None:
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    for label in labels_in_order:
+        value = labels.get(label)
+        if value:
+            return f"{meta.get('namespace') or ''}/{value}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderSettings:
+    scorer: Scorer
+    #: Pods whose spec.schedulerName is listed get answers; empty = every pod.
+    scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME})
+    gang_labels: tuple[str, ...] = DEFAULT_GANG_LABELS
+    ignored_resources: frozenset[str] = field(default_factory=frozenset)
+
+
+class Extender:
+    """Filter and prioritize over a cache; one method per verb, JSON-ready answers."""
+
+    def __init__(self, settings: ExtenderSettings, cache: ClusterCache) -> None:
+        self.settings = settings
+        self.cache = cache
+
+    def serves(self, pod: Mapping[str, Any]) -> bool:
+        if not self.settings.scheduler_names:
+            return True
+        name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        return name in self.settings.scheduler_names
+
+    def _pod(self, args: ExtenderArgs) -> PodRequirements:
+        try:
+            return pod_from_object(args.pod)
+        except ObjectError as exc:
+            raise BadRequest(f"ExtenderArgs.Pod: {exc}") from None
+
+    def _nodes(self, args: ExtenderArgs) -> list[tuple[str, Node | None]]:
+        """(name, node) per candidate; None when a named node is not cached."""
+        if args.node_names is not None:
+            return [(name, self.cache.node(name)) for name in args.node_names]
+        out: list[tuple[str, Node | None]] = []
+        for i, item in enumerate((args.node_list or {}).get("items") or []):
+            try:
+                node = node_from_object(item)
+            except ObjectError as exc:
+                raise BadRequest(f"ExtenderArgs.Nodes.items[{i}]: {exc}") from None
+            out.append((node.name, self.cache.with_usage(node)))
+        return out
+
+    def filter(self, args: ExtenderArgs) -> dict[str, Any]:
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        if self.serves(args.pod):
+            pod = self._pod(args)
+            for name, node in self._nodes(args):
+                if node is None:
+                    unresolvable[name] = "node is not in the kuota extender's cache yet"
+                    continue
+                result = check_fit(node, pod, ignored_resources=self.settings.ignored_resources)
+                if not result.fits:
+                    target = unresolvable if result.unresolvable else failed
+                    target[name] = ", ".join(result.reasons)
+        rejected = failed.keys() | unresolvable.keys()
+        answer: dict[str, Any] = {"Nodes": None, "NodeNames": None, "FailedNodes": failed,
+                                  "FailedAndUnresolvableNodes": unresolvable, "Error": ""}
+        if args.node_names is not None:
+            answer["NodeNames"] = [n for n in args.node_names if n not in rejected]
+        else:
+            node_list = dict(args.node_list or {})
+            node_list["items"] = [item for item in node_list.get("items") or []
+                                  if object_name(item) not in rejected]
+            answer["Nodes"] = node_list
+        return answer
+
+    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
+        candidates = self._nodes(args)
+        if not self.serves(args.pod):
+            return [{"Host": name, "Score": 0} for name, _ in candidates]
+        pod = self._pod(args)
+        known = [(name, node) for name, node in candidates if node is not None]
+        gang = gang_key(args.pod, self.settings.gang_labels)
+        peers = [] if gang is None else [
+            node for node in map(self.cache.node, self.cache.gang_nodes(gang)) if node is not None]
+        scores = self.settings.scorer.score_nodes(pod, [n for _, n in known], peers)
+        by_name = {name: to_extender_priority(s)
+                   for (name, _), s in zip(known, scores, strict=True)}
+        return [{"Host": name, "Score": by_name.get(name, 0)} for name, _ in candidates]
+
+
+# -- HTTP ---------------------------------------------------------------------
+
+EXTENDER_KEY: Final = web.AppKey("extender", Extender)
+
+
+@web.middleware
+async def _errors(request: web.Request,
+                  handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    except BadRequest as exc:
+        return web.json_response({"Error": str(exc)}, status=400)
+    except web.HTTPException:
+        raise
+    except Exception as exc:  # a request must never take the process down
+        log.exception("extender: %s %s failed", request.method, request.path)
+        return web.json_response({"Error": f"internal error: {exc}"}, status=500)
+
+
+async def _read_args(request: web.Request) -> ExtenderArgs:
+    text = await request.text()
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"request body is not JSON: {exc}") from None
+    return parse_extender_args(body)
+
+
+async def _filter(request: web.Request) -> web.Response:
+    args = await _read_args(request)
+    return web.json_response(request.app[EXTENDER_KEY].filter(args))
+
+
+async def _prioritize(request: web.Request) -> web.Response:
+    args = await _read_args(request)
+    return web.json_response(request.app[EXTENDER_KEY].prioritize(args))
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    cache = request.app[EXTENDER_KEY].cache
+    if not cache.synced:
+        return web.Response(status=503, text="cache not synced yet")
+    return web.Response(text=f"ok: {len(cache)} nodes, {cache.pod_count} bound pods")
+
+
+def make_app(extender: Extender) -> web.Application:
+    app = web.Application(middlewares=[_errors], client_max_size=MAX_BODY)
+    app[EXTENDER_KEY] = extender
+    app.router.add_post("/filter", _filter)
+    app.router.add_post("/prioritize", _prioritize)
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    return app
+
+
+# -- cache feeding ------------------------------------------------------------
+
+class CacheFeeder:
+    """Watch events (type + object JSON) → cache calls. A malformed object is
+    logged and skipped; it never stops the stream."""
+
+    def __init__(self, cache: ClusterCache, gang_labels: Sequence[str] = DEFAULT_GANG_LABELS):
+        self.cache = cache
+        self.gang_labels = tuple(gang_labels)
+
+    def node_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        if kind == "DELETED":
+            self.cache.delete_node(object_name(obj))
+            return
+        try:
+            self.cache.upsert_node(node_from_object(obj))
+        except ObjectError as exc:
+            log.warning("extender: skipping node event: %s", exc)
+
+    def pod_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        uid = str((obj.get("metadata") or {}).get("uid") or object_name(obj))
+        if kind == "DELETED":
+            self.cache.delete_pod(uid)
+            return
+        try:
+            pod = pod_from_object(obj)
+        except ObjectError as exc:
+            log.warning("extender: skipping pod event: %s", exc)
+            return
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        self.cache.upsert_pod(uid, spec.get("nodeName") or None, pod,
+                              finished=status.get("phase") in _FINISHED,
+                              gang=gang_key(obj, self.gang_labels))
+
+    def replace_nodes(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        """A fresh list: forget nodes it lacks, then take every one of it."""
+        present = {object_name(o) for o in objs}
+        for name in self.cache.node_names():
+            if name not in present:
+                self.cache.delete_node(name)
+        for obj in objs:
+            self.node_event("ADDED", obj)
+
+    def replace_pods(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        present = {str((o.get("metadata") or {}).get("uid") or object_name(o)) for o in objs}
+        for uid in self.cache.pod_uids():
+            if uid not in present:
+                self.cache.delete_pod(uid)
+        for obj in objs:
+            self.pod_event("ADDED", obj)
+
+
+class KubeWatcher:
+    """List-then-watch loops over the kubernetes client, one thread per kind.
+
+    The client blocks, so each loop runs in a daemon thread and hands every
+    list and event to the event loop (``call_soon_threadsafe``): the cache is
+    only ever touched from the loop's thread. A lost watch relists.
+    """
+
+    def __init__(self, feeder: CacheFeeder, loop: asyncio.AbstractEventLoop, api: Any, *,
+                 watch_nodes: bool) -> None:
+        self.feeder, self.loop, self.api = feeder, loop, api
+        self.kinds = ("nodes", "pods") if watch_nodes else ("pods",)
+        self._listed: set[str] = set()
+        self.stop = threading.Event()
+
+    def start(self) -> None:
+        for kind in self.kinds:
+            threading.Thread(target=self._run, args=(kind,), name=f"watch-{kind}",
+                             daemon=True).start()
+
+    def _mark_listed(self, kind: str) -> None:
+        self._listed.add(kind)
+        self.feeder.cache.synced = self._listed >= set(self.kinds)
+
+    def _run(self, kind: str) -> None:
+        from kubernetes import watch  # the edge's client, imported where used
+
+        list_fn = (self.api.list_node if kind == "nodes"
+                   else self.api.list_pod_for_all_namespaces)
+        replace = self.feeder.replace_nodes if kind == "nodes" else self.feeder.replace_pods
+        on_event = self.feeder.node_event if kind == "nodes" else self.feeder.pod_event
+        version: str | None = None  # None: (re)list first
+        while not self.stop.is_set():
+            try:
+                if version is None:
+                    raw = json.loads(list_fn(_preload_content=False).data)
+                    self.loop.call_soon_threadsafe(replace, raw.get("items") or [])
+                    self.loop.call_soon_threadsafe(self._mark_listed, kind)
+                    version = (raw.get("metadata") or {}).get("resourceVersion") or ""
+                stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
+                    list_fn, resource_version=version, timeout_seconds=300)
+                for event in stream:
+                    if self.stop.is_set():
+                        return
+                    obj = event["raw_object"]
+                    if event["type"] == "ERROR":  # e.g. 410 Gone: our version expired
+                        raise RuntimeError(obj.get("message") or "watch error")
+                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                    self.loop.call_soon_threadsafe(on_event, event["type"], obj)
+            except Exception as exc:
+                log.warning("extender: %s watch failed (%s); relisting", kind, exc)
+                version = None
+                self.stop.wait(2.0)

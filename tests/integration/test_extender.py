@@ -1,0 +1,380 @@
+"""The scheduler extender over real HTTP on 127.0.0.1: real JSON bodies in both
+the ``Nodes`` and ``NodeNames`` forms, answers checked field by field."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import ssl
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from kuota import extender as ext
+from kuota.cli import main as kuota_main
+from kuota.commands import extender as command
+from placement.cache import ClusterCache
+from placement.model import Node, PodRequirements
+from placement.scoring import (
+    ResourceAllocationScorer,
+    ResourceSpec,
+    Strategy,
+    WeightedScorer,
+)
+from placement.topology import Topology, TopologyScorer
+
+RACK = "cloud.provider.com/topology-rack"
+HOST = "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
+
+
+# -- builders -----------------------------------------------------------------
+
+def node_object(name: str, gpus: int = 8, *, rack: str = "r1", taints: Sequence[dict[str, str]]
+                = (), unschedulable: bool = False) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {HOST: name, RACK: rack}},
+        "spec": {"taints": list(taints), "unschedulable": unschedulable},
+        "status": {"allocatable": {"cpu": "64", "memory": "512Gi", GPU: str(gpus),
+                                   "pods": "110"}},
+    }
+
+
+def pod_object(name: str = "w-0", gpus: int = 1, *, scheduler: str = "kuota-binpack",
+               node: str | None = None, labels: Mapping[str, str] | None = None,
+               phase: str = "Pending", uid: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "train", "image": "trainer",
+                        "resources": {"requests": {"cpu": "4", GPU: str(gpus)},
+                                      "limits": {GPU: str(gpus)}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", "uid": uid or f"uid-{name}",
+                         "labels": dict(labels or {})},
+            "spec": spec, "status": {"phase": phase}}
+
+
+def filled_cache(nodes: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]] = ()
+                 ) -> ClusterCache:
+    cache = ClusterCache()
+    feeder = ext.CacheFeeder(cache)
+    feeder.replace_nodes(nodes)
+    feeder.replace_pods(pods)
+    cache.synced = True
+    return cache
+
+
+BINPACK = ResourceAllocationScorer(Strategy.MOST_ALLOCATED, (ResourceSpec(GPU),))
+
+
+def make_extender(cache: ClusterCache, scorer: Any = BINPACK) -> ext.Extender:
+    return ext.Extender(ext.ExtenderSettings(scorer=scorer), cache)
+
+
+Call = Callable[[str, Any], tuple[int, Any]]
+
+
+def call_app(extender: ext.Extender, requests: Sequence[tuple[str, str, Any]]
+             ) -> list[tuple[int, Any]]:
+    """Serve the app on 127.0.0.1 and send (method, path, body) requests;
+    a ``str`` body is sent as is, anything else as JSON."""
+    async def scenario() -> list[tuple[int, Any]]:
+        async with TestClient(TestServer(ext.make_app(extender), host="127.0.0.1")) as client:
+            out = []
+            for method, path, body in requests:
+                data = body if isinstance(body, str) else json.dumps(body)
+                async with client.request(method, path, data=data,
+                                          headers={"Content-Type": "application/json"}) as resp:
+                    text = await resp.text()
+                    try:
+                        out.append((resp.status, json.loads(text)))
+                    except json.JSONDecodeError:
+                        out.append((resp.status, text))
+            return out
+    return asyncio.run(scenario())
+
+
+def post(extender: ext.Extender, path: str, body: Any) -> tuple[int, Any]:
+    return call_app(extender, [("POST", path, body)])[0]
+
+
+# -- filter -------------------------------------------------------------------
+
+NODES = [node_object("a"), node_object("b"), node_object("c", taints=[
+    {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]),
+    node_object("d", unschedulable=True)]
+FULL_B = pod_object("busy", 8, node="b")
+
+
+def test_filter_node_names_form() -> None:
+    extender = make_extender(filled_cache(NODES, [FULL_B]))
+    status, answer = post(extender, "/filter", {
+        "Pod": pod_object(), "Nodes": None, "NodeNames": ["a", "b", "c", "d", "ghost"]})
+    assert status == 200
+    assert answer["NodeNames"] == ["a"]
+    assert answer["Nodes"] is None
+    assert answer["FailedNodes"] == {"b": "Insufficient nvidia.com/gpu"}
+    assert answer["FailedAndUnresolvableNodes"] == {
+        "c": "node(s) had untolerated taint {dedicated: infra}",
+        "d": "node(s) were unschedulable",
+        "ghost": "node is not in the kuota extender's cache yet",
+    }
+    assert answer["Error"] == ""
+
+
+def test_filter_nodes_form_echoes_the_passing_node_objects() -> None:
+    # Without --node-cache the cache holds pods only; node facts come from the body.
+    extender = make_extender(filled_cache([], [FULL_B]))
+    node_list = {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
+                 "items": NODES}
+    status, answer = post(extender, "/filter", {"Pod": pod_object(), "Nodes": node_list,
+                                                "NodeNames": None})
+    assert status == 200
+    assert answer["NodeNames"] is None
+    assert answer["Nodes"]["kind"] == "NodeList"
+    assert answer["Nodes"]["metadata"] == {"resourceVersion": "7"}
+    assert answer["Nodes"]["items"] == [NODES[0]]
+    assert answer["FailedNodes"] == {"b": "Insufficient nvidia.com/gpu"}
+    assert set(answer["FailedAndUnresolvableNodes"]) == {"c", "d"}
+
+
+def test_lowercase_field_names_are_accepted_like_go_does() -> None:
+    extender = make_extender(filled_cache(NODES))
+    status, answer = post(extender, "/filter", {"pod": pod_object(), "nodenames": ["a", "b"]})
+    assert (status, answer["NodeNames"]) == (200, ["a", "b"])
+
+
+def test_pods_of_other_schedulers_pass_untouched() -> None:
+    extender = make_extender(filled_cache(NODES, [FULL_B]))
+    other = pod_object(scheduler="default-scheduler")
+    (f_status, filtered), (p_status, scores) = call_app(extender, [
+        ("POST", "/filter", {"Pod": other, "NodeNames": ["a", "b", "c"]}),
+        ("POST", "/prioritize", {"Pod": other, "NodeNames": ["a", "b"]})])
+    assert (f_status, filtered["NodeNames"], filtered["FailedNodes"]) == (200, ["a", "b", "c"], {})
+    assert (p_status, scores) == (200, [{"Host": "a", "Score": 0}, {"Host": "b", "Score": 0}])
+
+
+# -- prioritize ---------------------------------------------------------------
+
+def test_prioritize_binpacks_on_a_0_to_10_scale() -> None:
+    # a: 6 of 8 used → (6+1)*100//8 = 87 → 8; e: empty → 12 → 1; f: 7 used → 100 → 10
+    pods = [pod_object("p1", 6, node="a"), pod_object("p2", 7, node="f")]
+    extender = make_extender(filled_cache([node_object("a"), node_object("e"),
+                                           node_object("f")], pods))
+    status, answer = post(extender, "/prioritize", {"Pod": pod_object(),
+                                                    "NodeNames": ["e", "a", "f", "ghost"]})
+    assert status == 200
+    assert answer == [{"Host": "e", "Score": 1}, {"Host": "a", "Score": 8},
+                      {"Host": "f", "Score": 10}, {"Host": "ghost", "Score": 0}]
+
+
+def test_prioritize_nodes_form_uses_cached_usage() -> None:
+    extender = make_extender(filled_cache([], [pod_object("p1", 3, node="a")]))
+    status, answer = post(extender, "/prioritize", {
+        "Pod": pod_object(), "Nodes": {"items": [node_object("a"), node_object("e")]}})
+    # a: (3+1)*100//8 = 50 → 5; e: 12 → 1
+    assert (status, answer) == (200, [{"Host": "a", "Score": 5}, {"Host": "e", "Score": 1}])
+
+
+def test_prioritize_pulls_a_gang_into_its_rack() -> None:
+    gang = {"kueue.x-k8s.io/pod-group-name": "job-1"}
+    nodes = [node_object("x1", rack="r1"), node_object("x2", rack="r1"),
+             node_object("y1", rack="r2")]
+    placed = [pod_object("m-0", 8, node="x1", labels=gang)]
+    scorer = WeightedScorer(((BINPACK, 1), (TopologyScorer(Topology((RACK, HOST))), 1)))
+    extender = make_extender(filled_cache(nodes, placed), scorer)
+    # x2: binpack 12, topology 50 (same rack) → 31 → 3; y1: binpack 12 → 6 → 0
+    _, mate = post(extender, "/prioritize", {"Pod": pod_object("m-1", labels=gang),
+                                             "NodeNames": ["x2", "y1"]})
+    _, stranger = post(extender, "/prioritize", {"Pod": pod_object("s-0"),
+                                                 "NodeNames": ["x2", "y1"]})
+    assert mate == [{"Host": "x2", "Score": 3}, {"Host": "y1", "Score": 0}]
+    assert stranger == [{"Host": "x2", "Score": 0}, {"Host": "y1", "Score": 0}]
+
+
+# -- bad requests and failures -------------------------------------------------
+
+BAD_BODIES = [
+    ("not JSON", "{not json", "request body is not JSON"),
+    ("a JSON list", [1, 2], "ExtenderArgs must be a JSON object"),
+    ("no pod", {"NodeNames": ["a"]}, "ExtenderArgs.Pod must be a v1.Pod object"),
+    ("no nodes at all", {"Pod": pod_object(), "Nodes": None, "NodeNames": None},
+     "ExtenderArgs needs Nodes (a v1.NodeList) or NodeNames"),
+    ("names not strings", {"Pod": pod_object(), "NodeNames": ["a", 3]},
+     "ExtenderArgs.NodeNames must be a list of strings"),
+    ("nodes not a list", {"Pod": pod_object(), "Nodes": {"items": "a"}},
+     "ExtenderArgs.Nodes must be a v1.NodeList with an items list"),
+    ("a node not an object", {"Pod": pod_object(), "Nodes": {"items": ["a"]}},
+     "ExtenderArgs.Nodes.items[0] must be a v1.Node object"),
+    ("a node without allocatable numbers", {"Pod": pod_object(), "Nodes": {"items": [
+        {"metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "many"}}}]}},
+     "ExtenderArgs.Nodes.items[0]: node a: status.allocatable.cpu: 'many' is not a quantity"),
+    ("a bad pod request", {"Pod": {"metadata": {"name": "p", "namespace": "ml"},
+                                   "spec": {"schedulerName": "kuota-binpack", "containers": [
+                                       {"resources": {"requests": {GPU: "one"}}}]}},
+                           "NodeNames": ["a"]},
+     "ExtenderArgs.Pod: pod ml/p: spec.containers[0].resources.requests.nvidia.com/gpu: "
+     "'one' is not a quantity"),
+]
+
+
+@pytest.mark.parametrize("path", ["/filter", "/prioritize"])
+@pytest.mark.parametrize("name, body, want_error", BAD_BODIES, ids=[b[0] for b in BAD_BODIES])
+def test_bad_requests_get_400_and_the_server_lives_on(path: str, name: str, body: Any,
+                                                      want_error: str) -> None:
+    extender = make_extender(filled_cache(NODES))
+    (status, answer), (health, text) = call_app(extender, [("POST", path, body),
+                                                           ("GET", "/healthz", "")])
+    assert status == 400
+    assert list(answer) == ["Error"]
+    assert answer["Error"].startswith(want_error)  # the parser's detail may follow
+    assert (health, text) == (200, "ok")
+
+
+class ExplodingScorer:
+    def score_nodes(self, pod: PodRequirements, nodes: Sequence[Node],
+                    peers: Sequence[Node] = ()) -> list[int]:
+        raise RuntimeError("scorer bug")
+
+
+def test_an_internal_failure_is_a_500_not_a_crash() -> None:
+    extender = make_extender(filled_cache(NODES), ExplodingScorer())
+    (status, answer), (health, _) = call_app(extender, [
+        ("POST", "/prioritize", {"Pod": pod_object(), "NodeNames": ["a"]}),
+        ("GET", "/healthz", "")])
+    assert (status, answer) == (500, {"Error": "internal error: scorer bug"})
+    assert health == 200
+
+
+def test_wrong_method_is_refused() -> None:
+    extender = make_extender(filled_cache(NODES))
+    (status, _), = call_app(extender, [("GET", "/filter", "")])
+    assert status == 405
+
+
+def test_readyz_waits_for_the_cache() -> None:
+    cache = ClusterCache()
+    extender = make_extender(cache)
+    (before, _), = call_app(extender, [("GET", "/readyz", "")])
+    ext.CacheFeeder(cache).replace_nodes([node_object("a")])
+    cache.synced = True
+    (after, text), = call_app(extender, [("GET", "/readyz", "")])
+    assert (before, after, text) == (503, 200, "ok: 1 nodes, 0 bound pods")
+
+
+# -- the cache feeder -----------------------------------------------------------
+
+def test_feeder_follows_node_and_pod_events() -> None:
+    cache = ClusterCache()
+    feeder = ext.CacheFeeder(cache)
+    feeder.node_event("ADDED", node_object("a"))
+    feeder.pod_event("ADDED", pod_object("p", 2, labels={"batch.kubernetes.io/job-name": "j"}))
+    assert cache.node("a").requested == {}  # type: ignore[union-attr]
+    feeder.pod_event("MODIFIED", pod_object("p", 2, node="a", phase="Running",
+                                            labels={"batch.kubernetes.io/job-name": "j"}))
+    assert cache.node("a").requested == {GPU: 2000, "cpu": 4000, "pods": 1000}  # type: ignore[union-attr]
+    assert cache.gang_nodes("ml/j") == ["a"]
+    feeder.pod_event("MODIFIED", pod_object("p", 2, node="a", phase="Succeeded"))
+    assert cache.node("a").requested == {}  # type: ignore[union-attr]
+    feeder.pod_event("DELETED", pod_object("p", 2, node="a"))
+    feeder.node_event("MODIFIED", node_object("a", gpus=4))
+    assert cache.node("a").allocatable[GPU] == 4000  # type: ignore[union-attr]
+    feeder.node_event("DELETED", node_object("a"))
+    assert cache.node("a") is None
+
+
+def test_feeder_skips_malformed_objects(caplog: pytest.LogCaptureFixture) -> None:
+    cache = ClusterCache()
+    feeder = ext.CacheFeeder(cache)
+    feeder.node_event("ADDED", {"metadata": {"name": "bad"},
+                                "status": {"allocatable": {"cpu": "lots"}}})
+    feeder.node_event("ADDED", node_object("good"))
+    assert cache.node_names() == ["good"]
+    assert "node bad: status.allocatable.cpu" in caplog.text
+
+
+def test_relists_drop_what_disappeared() -> None:
+    cache = filled_cache([node_object("a"), node_object("b")],
+                         [pod_object("p", node="a"), pod_object("q", node="b")])
+    feeder = ext.CacheFeeder(cache)
+    feeder.replace_nodes([node_object("b")])
+    feeder.replace_pods([pod_object("q", node="b")])
+    assert cache.node_names() == ["b"]
+    assert cache.pod_uids() == ["uid-q"]
+
+
+# -- the command ----------------------------------------------------------------
+
+def options(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    command.register(parser.add_subparsers())
+    return parser.parse_args(["extender", *argv])
+
+
+def test_options_build_the_scorer() -> None:
+    plain = command.build_scorer(options("--topology-weight", "0", "--weights", "nvidia.com/gpu=5"))
+    assert plain == ResourceAllocationScorer(Strategy.MOST_ALLOCATED, (ResourceSpec(GPU, 5),))
+    combined = command.build_scorer(options("--strategy", "RequestedToCapacityRatio",
+                                            "--shape", "0=10,100=0", "--topology-levels",
+                                            f"{RACK},{HOST}", "--topology-weight", "2"))
+    assert isinstance(combined, WeightedScorer)
+    (resources, w1), (topology, w2) = combined.parts
+    assert (w1, w2) == (1, 2)
+    assert topology == TopologyScorer(Topology((RACK, HOST)))
+    assert resources.shape[0].score == 10  # type: ignore[attr-defined]
+    settings = command.build_settings(options("--scheduler-name", "*", "--gang-label", "team"))
+    assert (settings.scheduler_names, settings.gang_labels) == (frozenset(), ("team",))
+
+
+@pytest.mark.parametrize("argv, want_error", [
+    (["--listen", "nowhere"], "--listen: 'nowhere' is not HOST:PORT"),
+    (["--weights", "cpu=0.5"], "--weights: cpu needs a whole-number weight"),
+    (["--weights", "cpu=500"], "weight 500 is not in 1..100"),
+    (["--strategy", "RequestedToCapacityRatio", "--shape", "0=11"], "score 11 is not in 0..10"),
+    (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together"),
+])
+def test_bad_options_exit_2(argv: list[str], want_error: str,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert kuota_main(["extender", *argv]) == 2
+    assert want_error in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl program")
+def test_tls(tmp_path: Path) -> None:
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    server_context = command._ssl_context(options("--tls-cert", str(cert), "--tls-key", str(key)))
+    assert server_context is not None
+    extender = make_extender(filled_cache(NODES))
+
+    async def scenario() -> tuple[int, Any]:
+        runner = web.AppRunner(ext.make_app(extender))
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        client_context = ssl.create_default_context(cafile=str(cert))
+        try:
+            async with aiohttp.ClientSession() as session, session.post(
+                    f"https://127.0.0.1:{port}/filter", ssl=client_context,
+                    json={"Pod": pod_object(), "NodeNames": ["a", "c"]}) as resp:
+                return resp.status, await resp.json()
+        finally:
+            await runner.cleanup()
+
+    status, answer = asyncio.run(scenario())
+    assert (status, answer["NodeNames"]) == (200, ["a"])
