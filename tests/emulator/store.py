@@ -1,0 +1,537 @@
+"""The emulator's object store: what etcd plus the generic registry do in a real server.
+
+Objects are JSON dicts kept per resource ``(group, plural)`` and
+``(namespace, name)``. One counter stands for etcd's revision: every write
+(create, update, patch, delete, and the deletionTimestamp a delete sets on an
+object with finalizers) takes the next number as the object's
+``metadata.resourceVersion``, and a list carries the counter's value. A write
+that names a ``resourceVersion`` other than the stored one fails with 409
+Conflict; a write that changes nothing is a no-op and keeps the old version.
+
+The rules the real server applies on the way in are here too:
+
+* create: ``generateName``, ``uid``, ``creationTimestamp``, ``generation``,
+  name and label syntax, the namespace must exist; ``status`` is dropped when
+  the resource has a status subresource (as the real strategies do).
+* update: the main resource ignores ``status`` and the status subresource
+  ignores everything but ``status``; ``generation`` grows when anything but
+  metadata (and status) changes; custom resources need a resourceVersion on PUT.
+* delete: with finalizers, only ``deletionTimestamp`` is set; the object goes
+  when its last finalizer is removed. Dependents (``ownerReferences``) are
+  then deleted too (background propagation), and a namespace takes its objects
+  with it.
+* custom resources are pruned, defaulted and validated by their CRD's schema
+  (see :mod:`.schema`); CRDs become servable types (see :mod:`.resources`).
+
+Every change is appended to a bounded event log; watchers get the log after a
+given resourceVersion and then each new event through a callback. The store is
+thread-safe: the HTTP server runs in its own thread while tests seed and read
+objects from theirs. Callbacks run under the store's lock and must not block.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import datetime
+import itertools
+import random
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from . import errors, patches, schema
+from .resources import CRD_GROUP, CRDError, Registry, ResourceType, types_from_crd
+from .selectors import Matcher
+
+Obj = dict[str, Any]
+ObjKey = tuple[str | None, str]
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+_IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp",
+                   "deletionGracePeriodSeconds", "generation", "name", "namespace")
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One change, as watchers see it; ``prev`` is the state before (None when added)."""
+
+    rv: int
+    type: str
+    key: tuple[str, str]
+    namespace: str | None
+    obj: Obj
+    prev: Obj | None
+
+
+Subscriber = Callable[[Event], None]
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def timestamp(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _payload(obj: Mapping[str, Any], rtype: ResourceType) -> dict[str, Any]:
+    """What ``generation`` tracks: everything but metadata (and status if it has its own)."""
+    skip = {"metadata", "apiVersion", "kind"} | ({"status"} if rtype.has_status else set())
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+class Store:
+    """Objects, resource versions and the event log of one emulated cluster."""
+
+    def __init__(
+        self,
+        registry: Registry | None = None,
+        *,
+        clock: Callable[[], datetime.datetime] = utc_now,
+        history: int = 20_000,
+        require_namespaces: bool = True,
+        seed: int | None = None,
+    ) -> None:
+        self.registry = registry or Registry()
+        self._clock = clock
+        self._require_namespaces = require_namespaces
+        self._random = random.Random(seed)
+        self._lock = threading.RLock()
+        self._objects: dict[tuple[str, str], dict[ObjKey, Obj]] = collections.defaultdict(dict)
+        self._rv = 0
+        self._log: collections.deque[Event] = collections.deque(maxlen=history)
+        self._subscribers: dict[int, tuple[tuple[str, str], str | None, Subscriber]] = {}
+        self._ids = itertools.count()
+        namespaces = self.registry.get("", "v1", "namespaces")
+        assert namespaces is not None
+        for name in _DEFAULT_NAMESPACES:
+            self.create(namespaces, None, {"metadata": {"name": name}})
+
+    # --- reading ------------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        with self._lock:
+            return self._rv
+
+    def get(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj:
+        with self._lock:
+            return self._out(rtype, self._require(rtype, namespace, name))
+
+    def list_objects(
+        self,
+        rtype: ResourceType,
+        namespace: str | None = None,
+        matchers: Iterable[Matcher] = (),
+    ) -> tuple[list[Obj], int]:
+        """Objects (of one namespace, or all) that every matcher accepts, and the list's rv."""
+        tests = list(matchers)
+        with self._lock:
+            bucket = self._objects.get(rtype.key, {})
+            items = [self._out(rtype, obj) for (ns, _), obj in sorted(bucket.items(), key=_order)
+                     if namespace is None or ns == namespace]
+            return [obj for obj in items if all(test(obj) for test in tests)], self._rv
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def create(self, rtype: ResourceType, namespace: str | None, body: Mapping[str, Any], *,
+               keep_status: bool = True) -> Obj:
+        """Store a new object; ``keep_status=False`` is what the HTTP API does."""
+        with self._lock:
+            obj: Obj = copy.deepcopy(dict(body))
+            meta = obj.setdefault("metadata", {})
+            namespace = self._check_namespace(rtype, namespace, meta)
+            if not meta.get("name"):
+                if not meta.get("generateName"):
+                    raise errors.invalid(rtype, "", ["metadata.name: Required value: name or "
+                                                     "generateName is required"])
+                meta["name"] = self._generate_name(rtype, namespace, meta["generateName"])
+            name = meta["name"]
+            if (namespace, name) in self._objects[rtype.key]:
+                raise errors.already_exists(rtype, name)
+            if not keep_status and rtype.has_status:
+                obj.pop("status", None)
+            for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+                meta.pop(field, None)
+            meta.update(uid=str(uuid.UUID(int=self._random.getrandbits(128), version=4)),
+                        creationTimestamp=timestamp(self._clock()), generation=1)
+            obj = self._admit(rtype, obj, None)
+            return self._out(rtype, self._commit(rtype, namespace, name, obj, None))
+
+    def replace(self, rtype: ResourceType, namespace: str | None, name: str,
+                body: Mapping[str, Any], *, subresource: str | None = None) -> Obj:
+        """PUT: the whole object (or its status), guarded by the body's resourceVersion."""
+        with self._lock:
+            new: Obj = copy.deepcopy(dict(body))
+            rv = _meta(new).get("resourceVersion")
+            if not rv and rtype.custom:
+                raise errors.invalid(rtype, name, ["metadata.resourceVersion: Invalid value: "
+                                                   "0x0: must be specified for an update"])
+            return self._update(rtype, namespace, name, new, subresource)
+
+    def patch(self, rtype: ResourceType, namespace: str | None, name: str, patch_type: str,
+              patch: Any, *, subresource: str | None = None) -> Obj:
+        """PATCH in one of the three formats (see :mod:`.patches`)."""
+        with self._lock:
+            old = self._require(rtype, namespace, name)
+            try:
+                if patch_type == JSON_PATCH:
+                    new = patches.json_patch(old, patch)
+                elif patch_type == MERGE_PATCH:
+                    new = patches.merge_patch(old, patch)
+                elif patch_type == STRATEGIC_PATCH and not rtype.custom:
+                    new = patches.strategic_merge_patch(old, patch)
+                else:
+                    raise errors.unsupported_media_type(
+                        f"the body of the request was in an unknown format - accepted media "
+                        f"types include: {JSON_PATCH}, {MERGE_PATCH}"
+                        + ("" if rtype.custom else f", {STRATEGIC_PATCH}"))
+            except patches.PatchError as exc:
+                raise errors.invalid(rtype, name, [str(exc)]) from exc
+            if not isinstance(new, dict):
+                raise errors.bad_request(f"the patch of {rtype} {name!r} does not yield an object")
+            return self._update(rtype, namespace, name, new, subresource)
+
+    def delete(self, rtype: ResourceType, namespace: str | None, name: str, *,
+               preconditions: Mapping[str, Any] | None = None,
+               propagation: str = "Background") -> Obj:
+        """Delete now, or mark for deletion while finalizers remain; returns the last state."""
+        with self._lock:
+            obj = self._require(rtype, namespace, name)
+            meta = _meta(obj)
+            for field in ("uid", "resourceVersion"):
+                wanted = (preconditions or {}).get(field)
+                if wanted and wanted != meta.get(field):
+                    raise errors.conflict(rtype, name, f"Precondition failed: {field} in "
+                                          f"precondition: {wanted}, {field} in object meta: "
+                                          f"{meta.get(field)}")
+            return self._out(rtype, self._delete(rtype, namespace, name, propagation))
+
+    # --- watching -----------------------------------------------------------------------------
+
+    def watch(self, rtype: ResourceType, namespace: str | None, since: int | None,
+              callback: Subscriber) -> tuple[list[Event], Callable[[], None]]:
+        """Events after ``since`` (or the current objects as ADDED when None), then live ones.
+
+        Returns the backlog and an unsubscribe function; ``callback`` gets every
+        later event of the resource (and namespace, if given) in order.
+        Raises 410 Gone when ``since`` is older than the retained log.
+        """
+        with self._lock:
+            if since is None:
+                backlog = [Event(self._rv, "ADDED", rtype.key, ns, obj, None)
+                           for (ns, _), obj in sorted(self._objects[rtype.key].items(),
+                                                      key=_order)
+                           if namespace is None or ns == namespace]
+            else:
+                oldest = self._log[0].rv if self._log else self._rv + 1
+                if since < oldest - 1 and since < self._rv:
+                    raise errors.gone(f"too old resource version: {since} ({oldest - 1})")
+                backlog = [event for event in self._log
+                           if event.rv > since and event.key == rtype.key
+                           and (namespace is None or event.namespace == namespace)]
+            token = next(self._ids)
+            self._subscribers[token] = (rtype.key, namespace, callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._subscribers.pop(token, None)
+
+        return backlog, unsubscribe
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _out(self, rtype: ResourceType, obj: Obj) -> Obj:
+        result = copy.deepcopy(obj)
+        result["apiVersion"] = rtype.api_version
+        result["kind"] = rtype.kind
+        return result
+
+    def _require(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj:
+        obj = self._objects[rtype.key].get((namespace if rtype.namespaced else None, name))
+        if obj is None:
+            raise errors.not_found(rtype, name)
+        return obj
+
+    def _check_namespace(self, rtype: ResourceType, namespace: str | None,
+                         meta: dict[str, Any]) -> str | None:
+        if not rtype.namespaced:
+            meta.pop("namespace", None)
+            return None
+        body_ns = meta.get("namespace")
+        if namespace and body_ns and body_ns != namespace:
+            raise errors.bad_request("the namespace of the provided object does not match "
+                                     "the namespace sent on the request")
+        namespace = namespace or body_ns
+        if not namespace:
+            raise errors.bad_request(f"{rtype} is namespaced: a namespace is required")
+        meta["namespace"] = namespace
+        if self._require_namespaces:
+            ns_obj = self._objects[("", "namespaces")].get((None, namespace))
+            if ns_obj is None:
+                raise errors.namespace_not_found(namespace)
+            if _meta(ns_obj).get("deletionTimestamp"):
+                raise errors.api_error(403, "Forbidden", f"unable to create new content in "
+                                       f"namespace {namespace} because it is being terminated")
+        return str(namespace)
+
+    def _generate_name(self, rtype: ResourceType, namespace: str | None, prefix: str) -> str:
+        for _ in range(100):
+            name = prefix + "".join(self._random.choice(_NAME_CHARS) for _ in range(5))
+            if (namespace, name) not in self._objects[rtype.key]:
+                return name
+        raise errors.already_exists(rtype, prefix + "*")
+
+    def _admit(self, rtype: ResourceType, obj: Obj, old: Obj | None) -> Obj:
+        """Validate and default an object on its way in (the admission chain)."""
+        meta = obj["metadata"]
+        name = meta.get("name", "")
+        problems = _check_meta(rtype, meta)
+        if rtype.custom:
+            obj, schema_problems = schema.admit(obj, rtype.schema)
+            problems += schema_problems
+        if problems:
+            raise errors.invalid(rtype, name, problems)
+        _DEFAULTERS.get(rtype.key, _no_defaults)(obj, old)
+        if rtype.key == (CRD_GROUP, "customresourcedefinitions"):
+            self._admit_crd(rtype, obj)
+        return obj
+
+    def _admit_crd(self, rtype: ResourceType, crd: Obj) -> None:
+        try:
+            new_types = types_from_crd(crd)
+        except CRDError as exc:
+            raise errors.invalid(rtype, crd["metadata"].get("name", ""), [str(exc)]) from exc
+        for new in new_types:
+            clash = self.registry.get(new.group, new.version, new.plural)
+            if clash is not None and not clash.custom:
+                raise errors.invalid(rtype, crd["metadata"]["name"],
+                                     [f"spec.group: {new.api_version}/{new.plural} is built in"])
+        names = crd["spec"]["names"]
+        crd["status"] = {
+            "acceptedNames": {k: v for k, v in names.items()},
+            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+            "conditions": [
+                {"type": kind, "status": "True", "reason": reason, "message": message,
+                 "lastTransitionTime": timestamp(self._clock())}
+                for kind, reason, message in (
+                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
+                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                )
+            ],
+        }
+
+    def _update(self, rtype: ResourceType, namespace: str | None, name: str, new: Obj,
+                subresource: str | None) -> Obj:
+        namespace = namespace if rtype.namespaced else None
+        old = self._require(rtype, namespace, name)
+        meta = new.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise errors.bad_request(f"metadata of {rtype} {name!r} must be an object")
+        if meta.get("name", name) != name:
+            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match "
+                                     f"the name on the URL ({name})")
+        if rtype.namespaced and meta.get("namespace", namespace) != namespace:
+            raise errors.bad_request("the namespace of the provided object does not match the "
+                                     "namespace sent on the request")
+        rv = meta.get("resourceVersion")
+        if rv and rv != _meta(old)["resourceVersion"]:
+            raise errors.conflict(rtype, name)
+        if subresource == "status" and rtype.has_status:
+            status = new.get("status")
+            new = copy.deepcopy(old)
+            new.pop("status", None)
+            if status is not None:
+                new["status"] = status
+        elif subresource is not None:
+            raise errors.page_not_found(f"{rtype} {name}/{subresource}")
+        elif rtype.has_status:
+            new.pop("status", None)
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+        meta = new["metadata"]
+        for field in _IMMUTABLE_META:
+            if field in _meta(old):
+                meta[field] = copy.deepcopy(_meta(old)[field])
+            else:
+                meta.pop(field, None)
+        meta["resourceVersion"] = _meta(old)["resourceVersion"]
+        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+        new = self._admit(rtype, new, old)
+        if _payload(new, rtype) != _payload(old, rtype):
+            meta = new["metadata"]
+            meta["generation"] = int(_meta(old).get("generation", 1)) + 1
+        if new == old:
+            return self._out(rtype, old)  # a no-op write keeps the resourceVersion
+        stored = self._commit(rtype, namespace, name, new, old)
+        if _meta(stored).get("deletionTimestamp") and self._ready_to_go(rtype, stored):
+            stored = self._finally_delete(rtype, namespace, name, "Background")
+        return self._out(rtype, stored)
+
+    def _commit(self, rtype: ResourceType, namespace: str | None, name: str, obj: Obj,
+                old: Obj | None) -> Obj:
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+        self._objects[rtype.key][(namespace, name)] = obj
+        if rtype.key == (CRD_GROUP, "customresourcedefinitions"):
+            self.registry.register_crd(obj)
+        self._emit("ADDED" if old is None else "MODIFIED", rtype, namespace, obj, old)
+        return obj
+
+    def _delete(self, rtype: ResourceType, namespace: str | None, name: str,
+                propagation: str) -> Obj:
+        namespace = namespace if rtype.namespaced else None
+        obj = self._require(rtype, namespace, name)
+        meta = _meta(obj)
+        is_namespace = rtype.key == ("", "namespaces")
+        if not meta.get("deletionTimestamp") and (meta.get("finalizers") or is_namespace):
+            new = copy.deepcopy(obj)
+            new["metadata"].update(deletionTimestamp=timestamp(self._clock()),
+                                   deletionGracePeriodSeconds=0)
+            if is_namespace:
+                new.setdefault("status", {})["phase"] = "Terminating"
+            obj = self._commit(rtype, namespace, name, new, obj)
+            if is_namespace:
+                self._delete_contents(name)
+                obj = self._objects[rtype.key].get((None, name), obj)
+        if (namespace, name) in self._objects[rtype.key] and self._ready_to_go(rtype, obj):
+            return self._finally_delete(rtype, namespace, name, propagation)
+        return obj
+
+    def _ready_to_go(self, rtype: ResourceType, obj: Obj) -> bool:
+        if _meta(obj).get("finalizers"):
+            return False
+        if rtype.key == ("", "namespaces"):
+            name = _meta(obj)["name"]
+            return not any(ns == name for bucket in self._objects.values() for ns, _ in bucket)
+        return True
+
+    def _finally_delete(self, rtype: ResourceType, namespace: str | None, name: str,
+                        propagation: str) -> Obj:
+        obj = self._objects[rtype.key].pop((namespace, name))
+        self._rv += 1
+        gone = copy.deepcopy(obj)
+        gone["metadata"]["resourceVersion"] = str(self._rv)
+        self._emit("DELETED", rtype, namespace, gone, obj, rv=self._rv)
+        if rtype.key == (CRD_GROUP, "customresourcedefinitions"):
+            served = self.registry.unregister_crd(name)
+            if served:  # all versions share one bucket: drop the custom objects once
+                for (ns, child) in list(self._objects[served[0].key]):
+                    self._finally_delete(served[0], ns, child, "Background")
+        if propagation != "Orphan":
+            self._delete_dependents(_meta(obj).get("uid"))
+        if namespace is not None:
+            ns_obj = self._objects[("", "namespaces")].get((None, namespace))
+            ns_type = self.registry.get("", "v1", "namespaces")
+            if ns_obj is not None and ns_type is not None and \
+                    _meta(ns_obj).get("deletionTimestamp") and self._ready_to_go(ns_type, ns_obj):
+                self._finally_delete(ns_type, None, namespace, "Background")
+        return gone
+
+    def _delete_contents(self, namespace: str) -> None:
+        for rtype in self._served_types():
+            for (ns, name) in list(self._objects.get(rtype.key, {})):
+                if ns == namespace and (ns, name) in self._objects[rtype.key]:
+                    self._delete(rtype, ns, name, "Background")
+
+    def _delete_dependents(self, uid: str | None) -> None:
+        if not uid:
+            return
+        for rtype in self._served_types():
+            for (ns, name), obj in list(self._objects.get(rtype.key, {}).items()):
+                owners = _meta(obj).get("ownerReferences") or []
+                if any(owner.get("uid") == uid for owner in owners) and \
+                        (ns, name) in self._objects[rtype.key]:
+                    self._delete(rtype, ns, name, "Background")
+
+    def _served_types(self) -> list[ResourceType]:
+        seen: dict[tuple[str, str], ResourceType] = {}
+        for rtype in self.registry.all():
+            seen.setdefault(rtype.key, rtype)
+        return list(seen.values())
+
+    def _emit(self, kind: str, rtype: ResourceType, namespace: str | None, obj: Obj,
+              prev: Obj | None, rv: int | None = None) -> None:
+        event = Event(rv or self._rv, kind, rtype.key, namespace, obj, prev)
+        self._log.append(event)
+        for key, ns, callback in list(self._subscribers.values()):
+            if key == rtype.key and (ns is None or ns == namespace):
+                callback(event)
+
+
+def _order(item: tuple[ObjKey, Obj]) -> tuple[str, str]:
+    (namespace, name), _ = item
+    return (namespace or "", name)
+
+
+def _check_meta(rtype: ResourceType, meta: Mapping[str, Any]) -> list[str]:
+    problems = []
+    name = meta.get("name", "")
+    dns_label = rtype.key in (("", "namespaces"), ("", "services"))
+    pattern, limit = (_DNS_LABEL, 63) if dns_label else (_SUBDOMAIN, 253)
+    if rtype.key != ("", "events") and (not pattern.match(name) or len(name) > limit):
+        problems.append(f'metadata.name: Invalid value: "{name}": a lowercase RFC 1123 '
+                        f'{"label" if dns_label else "subdomain"} must consist of lower case '
+                        "alphanumeric characters, '-' or '.', and must start and end with an "
+                        "alphanumeric character")
+    for key, value in (meta.get("labels") or {}).items():
+        prefix, _, label = str(key).rpartition("/")
+        if not _LABEL_VALUE.match(label) or not label or len(label) > 63 or \
+                (prefix and not _SUBDOMAIN.match(prefix)):
+            problems.append(f'metadata.labels: Invalid value: "{key}": name part must consist '
+                            "of alphanumeric characters, '-', '_' or '.' (at most 63)")
+        if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
+            problems.append(f'metadata.labels: Invalid value: "{value}": a valid label must be '
+                            "an empty string or consist of alphanumeric characters, '-', '_' "
+                            "or '.', and must start and end with an alphanumeric character "
+                            "(at most 63 characters)")
+    return problems
+
+
+def _no_defaults(obj: Obj, old: Obj | None) -> None:
+    return None
+
+
+def _default_namespace(obj: Obj, old: Obj | None) -> None:
+    if not _meta(obj).get("deletionTimestamp"):
+        obj.setdefault("status", {}).setdefault("phase", "Active")
+
+
+def _default_pod(obj: Obj, old: Obj | None) -> None:
+    obj.setdefault("status", {}).setdefault("phase", "Pending")
+
+
+def _default_job(obj: Obj, old: Obj | None) -> None:
+    spec = obj.setdefault("spec", {})
+    if spec.get("parallelism") is None and spec.get("completions") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("suspend", False)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+
+
+_DEFAULTERS: dict[tuple[str, str], Callable[[Obj, Obj | None], None]] = {
+    ("", "namespaces"): _default_namespace,
+    ("", "pods"): _default_pod,
+    ("batch", "jobs"): _default_job,
+}
+
