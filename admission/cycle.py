@@ -24,11 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from admission import flavors
+from queueing.manager import Head
 from quota import tree as qt
 from quota.cache import Snapshot
 from quota.resources import FlavorResource
 from quota.workload import Admission, WorkloadInfo
-from queueing.manager import Head
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from admission.cycle import CycleResult, schedule
+from queueing.manager import QueueManager
 from quota import lifecycle
 from quota.cache import QuotaCache
 from quota.config import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
 from quota.lifecycle import Event, State
 from quota.workload import Admission, WorkloadInfo
-from queueing.manager import QueueManager
 
 ConfigObject = FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
 

@@ -234,7 +234,8 @@ def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig, label_keys: set[s
     for taint in flavor.node_taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(
                 t.tolerates(taint) for t in tolerations):
-            return f"has taint {taint.key}={taint.value or ''}:{taint.effect} the pods don't tolerate"
+            spelled = f"{taint.key}={taint.value or ''}:{taint.effect}"
+            return f"has taint {spelled} the pods don't tolerate"
     labels = flavor.node_labels
     for key, value in ps.node_selector.items():
         if key in label_keys and labels.get(key) != value:

@@ -127,7 +127,8 @@ class Scenario(BaseModel):
 
     def configs(self) -> list[ConfigObject]:
         """Queue objects as core configs (ResourceFlavors first, as a cluster would have them)."""
-        order = {api.ResourceFlavor: 0, api.Cohort: 1, api.ClusterQueue: 2, api.LocalQueue: 3}
+        order: dict[type, int] = {api.ResourceFlavor: 0, api.Cohort: 1, api.ClusterQueue: 2,
+                                  api.LocalQueue: 3}
         queue_objects = [o for o in self.objects if type(o) in order]
         queue_objects.sort(key=lambda o: order[type(o)])
         return [convert.config(o) for o in queue_objects]

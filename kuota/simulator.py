@@ -125,8 +125,9 @@ class Simulation:
             "podSets": {ps.name: {"count": ps.count, "flavors": dict(ps.flavors)}
                         for ps in admission.pod_sets},
         })
-        detail = "; ".join(f"{ps.name}×{ps.count} on {', '.join(dict.fromkeys(ps.flavors.values()))}"
-                           for ps in admission.pod_sets)
+        detail = "; ".join(
+            f"{ps.name}×{ps.count} on {', '.join(dict.fromkeys(ps.flavors.values()))}"
+            for ps in admission.pod_sets)
         if admission.borrowing:
             detail += " (borrowing)"
         waited = now - outcome.arrival

@@ -5,7 +5,7 @@ or the last eviction when the requeuing strategy says so), then the key — a
 total order, so every run decides the same way.
 
 Workloads are grouped into *equivalence classes* (same pod sets, requests,
-constraints, namespace and priority, see :class:`quota.workload.WorkloadInfo`).
+constraints, namespace, LocalQueue and priority, see :class:`quota.workload.WorkloadInfo`).
 The queue's head is the best head among classes that are not blocked; a
 two-level heap (one heap per class, one heap of class heads) finds it in
 O(log n).

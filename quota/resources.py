@@ -65,7 +65,7 @@ def parse_amount(value: str | int | float | Decimal) -> Amount:
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     try:
-        parsed = parse_quantity(value)
+        parsed = parse_quantity(value)  # type: ignore[no-untyped-call]
     except (ValueError, TypeError, InvalidOperation) as exc:
         raise QuantityError(f"{value!r} is not a quantity: {exc}") from exc
     if parsed < 0:

@@ -175,18 +175,18 @@ class QuotaTree:
         for name, (_, quotas) in cohorts.items():
             tree.cohorts[name] = QuotaNode(name, True, quotas)
         wanted_parents = {name: parent for name, (parent, _) in cohorts.items()}
-        for parent in [p for p, _ in [*cohorts.values(), *queues.values()] if p]:
-            if parent not in tree.cohorts:
-                tree.cohorts[parent] = QuotaNode(parent, True, {})
-                wanted_parents.setdefault(parent, None)
+        for implied in [p for p, _ in [*cohorts.values(), *queues.values()] if p]:
+            if implied not in tree.cohorts:
+                tree.cohorts[implied] = QuotaNode(implied, True, {})
+                wanted_parents.setdefault(implied, None)
         tree.broken = _find_loops(wanted_parents)
         for name, parent in wanted_parents.items():
             if parent and name not in tree.broken:
                 _link(tree.cohorts[parent], tree.cohorts[name])
-        for name, (parent, quotas) in queues.items():
+        for name, (cohort, quotas) in queues.items():
             node = tree.queues[name] = QuotaNode(name, False, quotas)
-            if parent:
-                _link(tree.cohorts[parent], node)
+            if cohort:
+                _link(tree.cohorts[cohort], node)
         for node in tree.cohorts.values():
             if node.parent is None and node.name not in tree.broken:
                 _recompute_subtree(node)
@@ -274,7 +274,7 @@ def _find_loops(parents: Mapping[str, str | None]) -> dict[str, str]:
         if name in broken:
             message = broken[name]
         else:
-            loop = seen[seen.index(name):] + [name]
+            loop = [*seen[seen.index(name):], name]
             message = "cohort parents form a cycle: " + " -> ".join(loop)
         for member in seen:
             broken[member] = message

@@ -105,7 +105,8 @@ class WorkloadInfo:
 
     def __post_init__(self) -> None:
         shapes = tuple(ps.shape() for ps in self.pod_sets)
-        object.__setattr__(self, "equivalence", hash((self.namespace, self.priority, shapes)))
+        object.__setattr__(self, "equivalence",
+                           hash((self.namespace, self.queue_name, self.priority, shapes)))
 
     @property
     def key(self) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from quota.workload import PodSetInfo, WorkloadInfo
 from queueing.pending import PendingQueue
+from quota.workload import PodSetInfo, WorkloadInfo
 
 
 def wl(name: str, *, cpu: int = 1000, priority: int = 0, created: float = 0.0) -> WorkloadInfo:

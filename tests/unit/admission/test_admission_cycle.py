@@ -1,0 +1,130 @@
+"""The cycle's order and re-checks, and the engine's assume / forget / finish."""
+
+from __future__ import annotations
+
+import pytest
+
+from admission.cycle import schedule
+from admission.engine import Engine
+from quota.lifecycle import Event, IllegalTransition, State, transition
+from tests.builders import ClusterQueueBuilder, WorkloadBuilder, flavor, local_queue
+
+
+def engine_with(*cqs: ClusterQueueBuilder) -> Engine:
+    engine = Engine()
+    engine.apply(flavor("f"))
+    for b in cqs:
+        cq = b.obj()
+        engine.apply(cq)
+        engine.apply(local_queue(cq.name, name=cq.name))
+    return engine
+
+
+def cq(name: str, cpu: int) -> ClusterQueueBuilder:
+    return ClusterQueueBuilder(name).cohort("co").flavor("f", {"cpu": cpu})
+
+
+def submit(engine: Engine, name: str, queue: str, cpu: int, *, priority: int = 0,
+           at: float = 0.0) -> None:
+    engine.submit(WorkloadBuilder(name, queue=queue).pod_set(count=cpu, cpu=1)
+                  .priority(priority).created(at).obj())
+
+
+@pytest.mark.parametrize(("heads", "want_admitted"), [
+    # (name, queue, cpu, priority, created): the cohort holds 8 cpu, 4 per queue.
+    pytest.param([("borrows", "a", 6, 10, 0), ("own", "b", 4, 0, 1)], ["own"],
+                 id="non-borrowing before borrowing, whatever the priority"),
+    pytest.param([("low", "a", 3, 0, 0), ("high", "b", 3, 5, 1)], ["high", "low"],
+                 id="then higher priority"),
+    pytest.param([("young", "a", 5, 0, 2), ("old", "b", 5, 0, 1)], ["old"],
+                 id="then older first, the other no longer fits"),
+])
+def test_cycle_order(heads: list[tuple[str, str, int, int, float]],
+                     want_admitted: list[str]) -> None:
+    engine = engine_with(cq("a", 4), cq("b", 4))
+    for name, queue, cpu, priority, at in heads:
+        submit(engine, name, queue, cpu, priority=priority, at=at)
+    result = schedule(engine.cache.snapshot(), engine.queues.heads(),
+                      engine.cache.namespace_labels)
+    assert [h.info.name for h, _ in result.admitted] == want_admitted
+    assert len(result.skipped) + len(result.admitted) == len(heads)
+
+
+def test_skipped_workload_is_retried_next_cycle_and_then_waits() -> None:
+    engine = engine_with(cq("a", 4), cq("b", 4))
+    submit(engine, "first", "a", 5, at=0)
+    submit(engine, "second", "b", 5, at=1)
+    first = engine.schedule(0)
+    assert [h.info.name for h, _ in first.admitted] == ["first"]
+    assert [v.head.info.name for v in first.skipped] == ["second"]
+    second = engine.schedule(0)
+    assert [v.reason for v in second.inadmissible] == ["WaitingForQuota"]
+    assert engine.schedule(0).tried == 0
+
+
+def test_finish_releases_quota_and_wakes_the_cohort() -> None:
+    engine = engine_with(cq("a", 4), cq("b", 4))
+    submit(engine, "big", "a", 8)
+    engine.run_until_idle(0)
+    submit(engine, "waits", "b", 2, at=1)
+    engine.run_until_idle(1)
+    assert engine.records["ns/waits"].pending_reason == "WaitingForQuota"
+    engine.finish("ns/big", 5)
+    engine.run_until_idle(5)
+    assert engine.records["ns/waits"].state is State.ADMITTED
+    assert engine.records["ns/big"].state is State.FINISHED
+
+
+def test_forget_undoes_an_admission_exactly() -> None:
+    engine = engine_with(cq("a", 4))
+    submit(engine, "w", "a", 3)
+    engine.run_until_idle(0)
+    node = engine.cache.tree.queues["a"]
+    assert sum(node.usage.values()) == 3000
+    engine.forget("ns/w", 1)
+    assert sum(node.usage.values()) == 0
+    assert engine.records["ns/w"].state is State.PENDING
+    engine.run_until_idle(1)
+    assert engine.records["ns/w"].state is State.ADMITTED
+
+
+def test_config_change_recounts_usage() -> None:
+    engine = engine_with(cq("a", 4))
+    submit(engine, "w", "a", 3)
+    engine.run_until_idle(0)
+    engine.apply(cq("a", 10).obj())
+    assert sum(engine.cache.tree.queues["a"].usage.values()) == 3000
+
+
+def test_duplicate_submission_is_refused() -> None:
+    engine = engine_with(cq("a", 4))
+    submit(engine, "w", "a", 1)
+    with pytest.raises(ValueError, match="already exists"):
+        submit(engine, "w", "a", 1)
+
+
+@pytest.mark.parametrize(("state", "event", "want"), [
+    (State.PENDING, Event.RESERVE, State.QUOTA_RESERVED),
+    (State.QUOTA_RESERVED, Event.ADMIT, State.ADMITTED),
+    (State.ADMITTED, Event.EVICT, State.PENDING),
+    (State.ADMITTED, Event.FINISH, State.FINISHED),
+    (State.INACTIVE, Event.ACTIVATE, State.PENDING),
+    (State.FINISHED, Event.RESERVE, None),
+    (State.PENDING, Event.ADMIT, None),
+    (State.FINISHED, Event.EVICT, None),
+])
+def test_lifecycle_table(state: State, event: Event, want: State | None) -> None:
+    if want is None:
+        with pytest.raises(IllegalTransition, match=f"cannot {event.value}"):
+            transition("ns/w", state, event)
+    else:
+        assert transition("ns/w", state, event) is want
+
+
+def test_illegal_transition_changes_nothing() -> None:
+    engine = engine_with(cq("a", 4))
+    submit(engine, "w", "a", 1)
+    with pytest.raises(IllegalTransition):
+        engine.forget("ns/w", 0)
+    assert engine.records["ns/w"].state is State.PENDING
+    assert "ns/w" in engine.queues.waiting
