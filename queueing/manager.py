@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from quota.config import ClusterQueueConfig, LocalQueueConfig
 from queueing.pending import PendingQueue
+from quota.config import ClusterQueueConfig, LocalQueueConfig
 from quota.workload import WorkloadInfo
 
 
@@ -99,10 +99,17 @@ class QueueManager:
             return None
         return self.queues[entry.cluster_queue].why_blocked(entry.info)
 
-    def positions(self, cluster_queue: str) -> Iterator[WorkloadInfo]:
+    def positions(self, cluster_queue: str) -> Iterator[tuple[WorkloadInfo, int, int]]:
+        """Waiting workloads of a ClusterQueue in admission order, each with its
+        0-based position in the ClusterQueue and in its LocalQueue (for visibility)."""
         queue = self.queues.get(cluster_queue)
-        if queue is not None:
-            yield from queue.ordered()
+        if queue is None:
+            return
+        in_local: dict[str, int] = {}
+        for position, info in enumerate(queue.ordered()):
+            lq = f"{info.namespace}/{info.queue_name}"
+            yield info, position, in_local.get(lq, 0)
+            in_local[lq] = in_local.get(lq, 0) + 1
 
     def cluster_queue_of(self, key: str) -> str | None:
         entry = self.waiting.get(key)

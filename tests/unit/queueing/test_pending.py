@@ -81,3 +81,18 @@ def test_blocked_class_member_added_later_waits_too() -> None:
     b = wl("b", cpu=8000, created=1)
     q.push(b, b.created)
     assert q.head() is None
+
+
+def test_positions_in_cluster_queue_and_local_queue() -> None:
+    from queueing.manager import QueueManager
+    from tests.builders import ClusterQueueBuilder, local_queue
+
+    manager = QueueManager()
+    manager.configure([ClusterQueueBuilder("cq").obj()],
+                      [local_queue("cq", "lq-a"), local_queue("cq", "lq-b")])
+    for name, lq, at in [("a1", "lq-a", 0), ("b1", "lq-b", 1), ("a2", "lq-a", 2),
+                         ("b2", "lq-b", 3)]:
+        manager.push(WorkloadInfo("ns", name, lq, (PodSetInfo("main", 1, {"cpu": 1}),),
+                                  created=at), at)
+    got = [(info.name, in_cq, in_lq) for info, in_cq, in_lq in manager.positions("cq")]
+    assert got == [("a1", 0, 0), ("b1", 1, 0), ("a2", 2, 1), ("b2", 3, 1)]
