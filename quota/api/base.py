@@ -24,6 +24,7 @@ back into one problem per path.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
@@ -36,6 +37,8 @@ GROUP: Final = "kuota.dev"
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 
+#: Map keys that read well after a dot; others (``nvidia.com/gpu``) are shown as ``[key]``.
+_PLAIN_KEY: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 #: pydantic error type carrying a list of ``(relative path, message)`` pairs.
 RULES_ERROR: Final = "kuota_rules"
 
@@ -98,7 +101,7 @@ def join_path(base: str, child: str | int) -> str:
         return child
     if not child:
         return base
-    return f"{base}[{child}]" if "/" in child or "." in child else f"{base}.{child}"
+    return f"{base}.{child}" if _PLAIN_KEY.match(child) else f"{base}[{child}]"
 
 
 class Rules:

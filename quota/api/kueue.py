@@ -84,17 +84,13 @@ def _v1beta1_to_v1beta2(doc: Doc, problems: list[tuple[str, str]]) -> None:
         _rename(spec, "cohort", "cohortName", "spec", problems)
         checks = spec.pop("admissionChecks", None)
         if checks:
-            if spec.get("admissionChecksStrategy"):
-                problems.append(
-                    (
-                        "spec.admissionChecks",
-                        "set either admissionChecks or admissionChecksStrategy, not both",
-                    )
-                )
-            elif isinstance(checks, list):
-                spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": n} for n in checks]}
-            else:
+            if not isinstance(checks, list):
                 problems.append(("spec.admissionChecks", "must be a list of AdmissionCheck names"))
+            elif spec.get("admissionChecksStrategy"):
+                problems.append(("spec.admissionChecks",
+                                 "set either admissionChecks or admissionChecksStrategy, not both"))
+            else:
+                spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": n} for n in checks]}
         fungibility = spec.get("flavorFungibility")
         if isinstance(fungibility, dict):
             for key, old in (("whenCanBorrow", "Borrow"), ("whenCanPreempt", "Preempt")):

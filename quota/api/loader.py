@@ -40,8 +40,16 @@ def read_documents(path_or_text: str | Path) -> tuple[str, list[Any]]:
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise ObjectError([Problem(source, "", "", "", f"not valid YAML: {exc}")]) from None
+        raise ObjectError([Problem(source, "", "", "", _yaml_error(exc))]) from None
     return source, list(_expand_lists(docs))
+
+
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    """One line: where and what (PyYAML's own text spans several lines)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"not valid YAML{where}: {problem}"
 
 
 def _expand_lists(docs: list[Any]) -> Iterator[Any]:
