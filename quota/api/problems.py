@@ -20,11 +20,18 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.source}: " if self.source else ""
-        what = f"{self.kind} {self.name}".strip()
+        source, kind, name, field, message = map(
+            _one_line, (self.source, self.kind, self.name, self.field, self.message))
+        where = f"{source}: " if source else ""
+        what = f"{kind} {name}".strip()
         what = f"{what}: " if what else ""
-        field = f"{self.field}: " if self.field else ""
-        return f"{where}{what}{field}{self.message}"
+        field = f"{field}: " if field else ""
+        return f"{where}{what}{field}{message}"
+
+
+def _one_line(text: str) -> str:
+    """Escape control characters, so a problem never spans lines (names come from input)."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
 class ObjectError(ValueError):
