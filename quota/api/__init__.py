@@ -70,16 +70,18 @@ from quota.api.registry import KINDS, parse_object, problems_from
 from quota.api.resourceflavor import ResourceFlavor, ResourceFlavorSpec
 from quota.api.topology import Topology, TopologyLevel, TopologySpec
 from quota.api.workload import (
-    Admission,
-    AdmissionCheckState,
     PodSet,
-    PodSetAssignment,
     PodSetTopologyRequest,
     PriorityClassRef,
-    RequeueState,
-    TopologyAssignment,
     Workload,
     WorkloadSpec,
+)
+from quota.api.workload_status import (
+    Admission,
+    AdmissionCheckState,
+    PodSetAssignment,
+    RequeueState,
+    TopologyAssignment,
     WorkloadStatus,
 )
 

@@ -87,8 +87,12 @@ def _v1beta1_to_v1beta2(doc: Doc, problems: list[tuple[str, str]]) -> None:
             if not isinstance(checks, list):
                 problems.append(("spec.admissionChecks", "must be a list of AdmissionCheck names"))
             elif spec.get("admissionChecksStrategy"):
-                problems.append(("spec.admissionChecks",
-                                 "set either admissionChecks or admissionChecksStrategy, not both"))
+                problems.append(
+                    (
+                        "spec.admissionChecks",
+                        "set either admissionChecks or admissionChecksStrategy, not both",
+                    )
+                )
             else:
                 spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": n} for n in checks]}
         fungibility = spec.get("flavorFungibility")

@@ -21,7 +21,8 @@ class Problem:
 
     def __str__(self) -> str:
         source, kind, name, field, message = map(
-            _one_line, (self.source, self.kind, self.name, self.field, self.message))
+            _one_line, (self.source, self.kind, self.name, self.field, self.message)
+        )
         where = f"{source}: " if source else ""
         what = f"{kind} {name}".strip()
         what = f"{what}: " if what else ""

@@ -16,15 +16,14 @@ are converted on read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Final, Literal, Self
 
 from pydantic import Field, model_validator
 
-from quota.api.base import ApiModel, Rules, StatusModel, join_path
-from quota.api.meta import ApiObject, Condition, Toleration, find_condition
+from quota.api.base import ApiModel, Rules, join_path
+from quota.api.meta import ApiObject, Toleration
 from quota.api.names import LabelName, SubdomainName
 from quota.api.podtemplate import (
     Container,
@@ -34,7 +33,8 @@ from quota.api.podtemplate import (
     pod_requests,
 )
 from quota.api.priorityclass import INT32_MAX, INT32_MIN
-from quota.api.quantity import Quantity, amount
+from quota.api.quantity import amount
+from quota.api.workload_status import WorkloadStatus
 from quota.resources import ResourceVector, scale
 
 #: ``priorityClassSource`` values of Kueue v1beta1, kept for the read-only property.
@@ -42,8 +42,6 @@ WORKLOAD_PRIORITY_CLASS_SOURCE: Final = "kuota.dev/workloadpriorityclass"
 POD_PRIORITY_CLASS_SOURCE: Final = "scheduling.k8s.io/priorityclass"
 #: Resource name Kueue reserves for pod counting.
 PODS_RESOURCE: Final = "pods"
-
-CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]
 
 
 class PriorityClassRef(ApiModel):
@@ -288,239 +286,6 @@ class WorkloadSpec(ApiModel):
         )
         rules.raise_if_any()
         return self
-
-
-class TopologyAssignmentSliceLevelIndividualValues(ApiModel):
-    """Per-domain values of one level, with a common prefix and suffix factored out."""
-
-    prefix: str | None = Field(default=None, description="Common prefix of every value.")
-    suffix: str | None = Field(default=None, description="Common suffix of every value.")
-    roots: tuple[str, ...] = Field(
-        default=(), description="Value of each domain, minus prefix and suffix."
-    )
-
-
-class TopologyAssignmentSliceLevelValues(ApiModel):
-    """Values of one level for the domains of a slice."""
-
-    universal: str | None = Field(default=None, description="The value shared by every domain.")
-    individual: TopologyAssignmentSliceLevelIndividualValues | None = Field(
-        default=None, description="One value per domain."
-    )
-
-
-class TopologyAssignmentSlicePodCounts(ApiModel):
-    """Pod counts of the domains of a slice."""
-
-    universal: int | None = Field(
-        default=None, ge=0, description="The count shared by every domain."
-    )
-    individual: tuple[int, ...] = Field(default=(), description="One count per domain.")
-
-
-class TopologyAssignmentSlice(ApiModel):
-    """A run of domains with their level values and pod counts."""
-
-    domain_count: int = Field(ge=1, description="Number of domains in this slice.")
-    values_per_level: tuple[TopologyAssignmentSliceLevelValues, ...] = Field(
-        description="Values per level, in the order of levels."
-    )
-    pod_counts: TopologyAssignmentSlicePodCounts = Field(description="Pods per domain.")
-
-
-class TopologyAssignment(ApiModel):
-    """Pods per topology domain (Kueue v1beta2's compact encoding)."""
-
-    levels: tuple[str, ...] = Field(description="Node labels identifying a domain.")
-    slices: tuple[TopologyAssignmentSlice, ...] = Field(
-        default=(), description="Domains and counts."
-    )
-
-    def domains(self) -> Iterator[tuple[tuple[str, ...], int]]:
-        """Each domain's label values (one per level) and its pod count."""
-        for piece in self.slices:
-            columns: list[list[str]] = []
-            for level in piece.values_per_level:
-                if level.universal is not None:
-                    columns.append([level.universal] * piece.domain_count)
-                else:
-                    ind = level.individual or TopologyAssignmentSliceLevelIndividualValues()
-                    columns.append(
-                        [f"{ind.prefix or ''}{root}{ind.suffix or ''}" for root in ind.roots]
-                    )
-            counts = piece.pod_counts
-            pods = (
-                [counts.universal] * piece.domain_count
-                if counts.universal is not None
-                else list(counts.individual)
-            )
-            for index in range(piece.domain_count):
-                yield tuple(column[index] for column in columns), pods[index]
-
-    @classmethod
-    def from_domains(
-        cls, levels: tuple[str, ...] | list[str], domains: list[tuple[tuple[str, ...], int]]
-    ) -> TopologyAssignment:
-        """Encode ``[(values, count), ...]`` as one slice with individual values."""
-        if not domains:
-            return cls(levels=tuple(levels))
-        per_level = tuple(
-            TopologyAssignmentSliceLevelValues(
-                individual=TopologyAssignmentSliceLevelIndividualValues(
-                    roots=tuple(values[i] for values, _ in domains)
-                )
-            )
-            for i in range(len(levels))
-        )
-        piece = TopologyAssignmentSlice(
-            domain_count=len(domains),
-            values_per_level=per_level,
-            pod_counts=TopologyAssignmentSlicePodCounts(individual=tuple(c for _, c in domains)),
-        )
-        return cls(levels=tuple(levels), slices=(piece,))
-
-
-class PodSetAssignment(StatusModel):
-    """Admission of one podSet: flavors, count and usage."""
-
-    name: str = Field(default="main", description="Name of the podSet.")
-    flavors: dict[str, str] = Field(
-        default_factory=dict, description="Flavor assigned to each resource."
-    )
-    resource_usage: dict[str, Quantity] = Field(
-        default_factory=dict, description="Total usage of all admitted pods, per resource."
-    )
-    count: int | None = Field(default=None, ge=0, description="Pods admitted.")
-    topology_assignment: TopologyAssignment | None = Field(
-        default=None, description="Pods per topology domain, for topology-aware placement."
-    )
-    delayed_topology_request: Literal["Pending", "Ready"] | None = Field(
-        default=None, description="State of a topology assignment computed after admission."
-    )
-
-
-class Admission(StatusModel):
-    """Where and how a workload was admitted."""
-
-    cluster_queue: str = Field(description="ClusterQueue that reserved the quota.")
-    pod_set_assignments: tuple[PodSetAssignment, ...] = Field(
-        default=(), max_length=18, description="One entry per podSet."
-    )
-
-
-class RequeueState(StatusModel):
-    """Backoff state of a requeued workload."""
-
-    count: int | None = Field(default=None, description="Times the workload was requeued.")
-    requeue_at: datetime | None = Field(default=None, description="When it may be admitted again.")
-
-
-class ReclaimablePod(StatusModel):
-    """Pods of a podSet that finished and whose quota can be released."""
-
-    name: str = Field(description="PodSet name.")
-    count: int = Field(ge=0, description="Number of such pods.")
-
-
-class PodSetUpdate(StatusModel):
-    """Changes an admission check asks for on a podSet's pods."""
-
-    name: str = Field(description="PodSet name.")
-    labels: dict[str, str] = Field(default_factory=dict, description="Labels to add.")
-    annotations: dict[str, str] = Field(default_factory=dict, description="Annotations to add.")
-    node_selector: dict[str, str] = Field(
-        default_factory=dict, description="Node labels to require."
-    )
-    tolerations: tuple[Toleration, ...] = Field(default=(), description="Tolerations to add.")
-
-
-class AdmissionCheckState(StatusModel):
-    """State of one admission check for this workload."""
-
-    name: str = Field(description="AdmissionCheck name.")
-    state: CheckState = Field(
-        default="Pending",
-        description="Pending, Ready (passed), Retry (release quota and try again) or Rejected.",
-    )
-    last_transition_time: datetime | None = Field(default=None, description="When state changed.")
-    message: str = Field(default="", description="Details from the check's controller.")
-    requeue_after_seconds: int | None = Field(default=None, description="Delay before a retry.")
-    retry_count: int | None = Field(default=None, description="Retries so far.")
-    pod_set_updates: tuple[PodSetUpdate, ...] = Field(
-        default=(), description="Changes to apply to the pods once admitted."
-    )
-
-
-class PodSetRequest(StatusModel):
-    """Total requests of a podSet."""
-
-    name: str = Field(description="PodSet name.")
-    resources: dict[str, Quantity] = Field(
-        default_factory=dict, description="Requests per resource."
-    )
-
-
-class EvictionStats(StatusModel):
-    """How often the workload was evicted for one reason."""
-
-    reason: str = Field(description="Eviction reason.")
-    underlying_cause: str = Field(default="", description="More specific cause.")
-    count: int = Field(default=0, description="Evictions.")
-
-
-class SchedulingStats(StatusModel):
-    """Scheduling history."""
-
-    evictions: tuple[EvictionStats, ...] = Field(default=(), description="Evictions by reason.")
-
-
-class UnhealthyNode(StatusModel):
-    """A node of the workload that failed."""
-
-    name: str = Field(description="Node name.")
-
-
-class WorkloadStatus(StatusModel):
-    """Observed state of a Workload."""
-
-    conditions: tuple[Condition, ...] = Field(
-        default=(),
-        max_length=16,
-        description="QuotaReserved, Admitted, Finished, Evicted, Preempted, Requeued, PodsReady.",
-    )
-    admission: Admission | None = Field(
-        default=None, description="The admission, once quota is reserved."
-    )
-    requeue_state: RequeueState | None = Field(default=None, description="Backoff state.")
-    reclaimable_pods: tuple[ReclaimablePod, ...] = Field(
-        default=(), description="Finished pods whose quota can be released."
-    )
-    admission_checks: tuple[AdmissionCheckState, ...] = Field(
-        default=(), max_length=8, description="State of each admission check."
-    )
-    resource_requests: tuple[PodSetRequest, ...] = Field(
-        default=(), description="Requests per podSet."
-    )
-    accumulated_past_execution_time_seconds: int | None = Field(
-        default=None, description="Time admitted in earlier admissions."
-    )
-    scheduling_stats: SchedulingStats | None = Field(
-        default=None, description="Scheduling history."
-    )
-    nominated_cluster_names: tuple[str, ...] = Field(
-        default=(), description="Member clusters being considered."
-    )
-    cluster_name: str | None = Field(
-        default=None, description="Member cluster the workload runs in."
-    )
-    unhealthy_nodes: tuple[UnhealthyNode, ...] = Field(default=(), description="Failed nodes.")
-
-    def condition(self, type_: str) -> Condition | None:
-        return find_condition(self.conditions, type_)
-
-    def is_true(self, type_: str) -> bool:
-        condition = self.condition(type_)
-        return condition is not None and condition.is_true
 
 
 class Workload(ApiObject):
