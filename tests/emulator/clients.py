@@ -12,11 +12,15 @@ import http.client
 import json
 import os
 import pathlib
+import queue
 import shutil
 import subprocess
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -67,6 +71,12 @@ class Kubectl:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({done.returncode}):\n"
                                  f"{done.stderr}{done.stdout}")
         return done
+
+    def manifest(self, name: str, *objs: dict[str, Any]) -> pathlib.Path:
+        """Write objects as a multi-document YAML file in the work directory."""
+        path = self.workdir / name
+        path.write_text(yaml.safe_dump_all(objs))
+        return path
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         """Start a long-running kubectl (``get -w``); the caller stops it."""
@@ -135,3 +145,47 @@ class WatchStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class LineReader:
+    """Lines of a running process's stdout, read in a thread so a test can wait with a timeout."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def until(self, predicate: Callable[[str], bool], timeout: float = 10) -> str:
+        """Wait for the first new line that satisfies ``predicate`` and return it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError(f"no matching line within {timeout}s; got {self.lines!r}")\
+                    from None
+            if line is None:
+                raise EOFError(f"the process ended; got {self.lines!r}")
+            self.lines.append(line)
+            if predicate(line):
+                return line
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+        self._thread.join(5)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()

@@ -34,6 +34,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Self, TypeVar
 
 import aiohttp.web
+import kmock
 
 from . import errors
 from .faults import Faults
@@ -56,9 +57,10 @@ class Emulator:
         port: int = 0,
         bookmark_interval: float = 20.0,
         keep_requests: int | None = 10_000,
+        history: int = 20_000,
     ) -> None:
         self.store = Store(Registry(), clock=clock, require_namespaces=require_namespaces,
-                           seed=seed)
+                           seed=seed, history=history)
         self.faults = Faults()
         self._clock = clock
         self._port = port
@@ -133,6 +135,10 @@ class Emulator:
         if self._handler is None:
             raise RuntimeError("the emulator is not started")
         return self._handler
+
+    def status_of(self, request: kmock.Request) -> int | None:
+        """The HTTP status the emulator answered to a recorded request (None while open)."""
+        return self.handler.statuses.get(request.id)
 
     @property
     def unexpected_errors(self) -> list[BaseException]:

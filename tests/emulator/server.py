@@ -104,6 +104,8 @@ class KubeEmulator(kmock.KubernetesScaffold):
     bookmark_interval: float = 20.0
     #: Exceptions that were not Kubernetes errors: bugs a test may assert are absent.
     unexpected_errors: list[BaseException] = attrs.field(factory=list, init=False)
+    #: The HTTP status answered to each recorded request, by the request's id.
+    statuses: dict[int, int] = attrs.field(factory=dict, init=False)
     _running: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _streams: set[asyncio.Queue[Event | None]] = attrs.field(factory=set, init=False)
     _count: int = attrs.field(default=0, init=False)
@@ -130,18 +132,22 @@ class KubeEmulator(kmock.KubernetesScaffold):
     # --- entry point ----------------------------------------------------------------------
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        request: rendering.Request | None = None
         try:
             body = await raw_request.read()
             await self._running.wait()
             request = self._record(raw_request, body)
-            return await self._handle(request)
+            response = await self._handle(request)
         except kmock.KubernetesError as exc:
-            return await self._render_error(exc)
+            response = await self._render_error(exc)
         except Exception as exc:
             self.unexpected_errors.append(exc)
             logger.error("emulator failed on %s %s:\n%s", raw_request.method,
                          raw_request.path_qs, traceback.format_exc())
-            return await self._render_error(exc)
+            response = await self._render_error(exc)
+        if request is not None:
+            self.statuses[request.id] = response.status
+        return response
 
     def _record(self, raw_request: aiohttp.web.BaseRequest, body: bytes) -> rendering.Request:
         route = parse_route(raw_request.path)
@@ -163,7 +169,10 @@ class KubeEmulator(kmock.KubernetesScaffold):
         self._count += 1
         self._requests.append(request)
         if self.keep_requests is not None and len(self._requests) > self.keep_requests:
-            del self._requests[: len(self._requests) - self.keep_requests]
+            dropped = self._requests[: len(self._requests) - self.keep_requests]
+            del self._requests[: len(dropped)]
+            for old in dropped:
+                self.statuses.pop(old.id, None)
         return request
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:

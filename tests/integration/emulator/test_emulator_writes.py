@@ -247,9 +247,10 @@ class TestDelete:
 class TestLists:
     @pytest.fixture
     def pods(self, k8s_api: Emulator) -> Emulator:
-        for name, labels, phase, ns in [("a", {"app": "web"}, "Running", "default"),
-                                        ("b", {"app": "db"}, "Pending", "default"),
-                                        ("c", {"app": "web", "tier": "x"}, "Running", "kube-system")]:
+        for name, labels, phase, ns in [
+                ("a", {"app": "web"}, "Running", "default"),
+                ("b", {"app": "db"}, "Pending", "default"),
+                ("c", {"app": "web", "tier": "x"}, "Running", "kube-system")]:
             k8s_api.create({"apiVersion": "v1", "kind": "Pod", "status": {"phase": phase},
                             "metadata": {"name": name, "namespace": ns, "labels": labels}})
         return k8s_api
