@@ -39,8 +39,9 @@ import kmock
 from . import errors
 from .faults import Faults
 from .resources import Registry, ResourceType
+from .rules import utc_now
 from .server import KubeEmulator
-from .store import MERGE_PATCH, Obj, Store, utc_now
+from .store import MERGE_PATCH, Obj, Store
 
 T = TypeVar("T")
 

@@ -36,8 +36,9 @@ from kmock._internal import rendering  # the Request record kmock's DSL filters 
 from . import discovery, errors, tables, watch
 from .faults import Faults
 from .resources import ResourceType
+from .rules import utc_now
 from .selectors import Matcher, SelectorError, field_value, parse_fields, parse_labels
-from .store import Event, Obj, Store, utc_now
+from .store import Event, Obj, Store
 
 logger = logging.getLogger(__name__)
 

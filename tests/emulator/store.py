@@ -37,14 +37,14 @@ import dataclasses
 import datetime
 import itertools
 import random
-import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from . import errors, patches, schema
-from .resources import CRD_GROUP, CRDError, Registry, ResourceType, types_from_crd
+from . import errors, patches, rules
+from .resources import CRD_GROUP, Registry, ResourceType
+from .rules import meta_of, timestamp, utc_now
 from .selectors import Matcher
 
 Obj = dict[str, Any]
@@ -57,9 +57,6 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp",
                    "deletionGracePeriodSeconds", "generation", "name", "namespace")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -76,19 +73,6 @@ class Event:
 
 
 Subscriber = Callable[[Event], None]
-
-
-def utc_now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
-
-def timestamp(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 def _payload(obj: Mapping[str, Any], rtype: ResourceType) -> dict[str, Any]:
@@ -180,7 +164,7 @@ class Store:
         """PUT: the whole object (or its status), guarded by the body's resourceVersion."""
         with self._lock:
             new: Obj = copy.deepcopy(dict(body))
-            rv = _meta(new).get("resourceVersion")
+            rv = meta_of(new).get("resourceVersion")
             if not rv and rtype.custom:
                 raise errors.invalid(rtype, name, ["metadata.resourceVersion: Invalid value: "
                                                    "0x0: must be specified for an update"])
@@ -215,7 +199,7 @@ class Store:
         """Delete now, or mark for deletion while finalizers remain; returns the last state."""
         with self._lock:
             obj = self._require(rtype, namespace, name)
-            meta = _meta(obj)
+            meta = meta_of(obj)
             for field in ("uid", "resourceVersion"):
                 wanted = (preconditions or {}).get(field)
                 if wanted and wanted != meta.get(field):
@@ -287,7 +271,7 @@ class Store:
             ns_obj = self._objects[("", "namespaces")].get((None, namespace))
             if ns_obj is None:
                 raise errors.namespace_not_found(namespace)
-            if _meta(ns_obj).get("deletionTimestamp"):
+            if meta_of(ns_obj).get("deletionTimestamp"):
                 raise errors.api_error(403, "Forbidden", f"unable to create new content in "
                                        f"namespace {namespace} because it is being terminated")
         return str(namespace)
@@ -301,42 +285,7 @@ class Store:
 
     def _admit(self, rtype: ResourceType, obj: Obj, old: Obj | None) -> Obj:
         """Validate and default an object on its way in (the admission chain)."""
-        meta = obj["metadata"]
-        name = meta.get("name", "")
-        problems = _check_meta(rtype, meta)
-        if rtype.custom:
-            obj, schema_problems = schema.admit(obj, rtype.schema)
-            problems += schema_problems
-        if problems:
-            raise errors.invalid(rtype, name, problems)
-        _DEFAULTERS.get(rtype.key, _no_defaults)(obj, old)
-        if rtype.key == (CRD_GROUP, "customresourcedefinitions"):
-            self._admit_crd(rtype, obj)
-        return obj
-
-    def _admit_crd(self, rtype: ResourceType, crd: Obj) -> None:
-        try:
-            new_types = types_from_crd(crd)
-        except CRDError as exc:
-            raise errors.invalid(rtype, crd["metadata"].get("name", ""), [str(exc)]) from exc
-        for new in new_types:
-            clash = self.registry.get(new.group, new.version, new.plural)
-            if clash is not None and not clash.custom:
-                raise errors.invalid(rtype, crd["metadata"]["name"],
-                                     [f"spec.group: {new.api_version}/{new.plural} is built in"])
-        names = crd["spec"]["names"]
-        crd["status"] = {
-            "acceptedNames": {k: v for k, v in names.items()},
-            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
-            "conditions": [
-                {"type": kind, "status": "True", "reason": reason, "message": message,
-                 "lastTransitionTime": timestamp(self._clock())}
-                for kind, reason, message in (
-                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
-                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-                )
-            ],
-        }
+        return rules.admit(rtype, obj, old, registry=self.registry, now=self._clock())
 
     def _update(self, rtype: ResourceType, namespace: str | None, name: str, new: Obj,
                 subresource: str | None) -> Obj:
@@ -352,7 +301,7 @@ class Store:
             raise errors.bad_request("the namespace of the provided object does not match the "
                                      "namespace sent on the request")
         rv = meta.get("resourceVersion")
-        if rv and rv != _meta(old)["resourceVersion"]:
+        if rv and rv != meta_of(old)["resourceVersion"]:
             raise errors.conflict(rtype, name)
         if subresource == "status" and rtype.has_status:
             status = new.get("status")
@@ -368,20 +317,20 @@ class Store:
                 new["status"] = copy.deepcopy(old["status"])
         meta = new["metadata"]
         for field in _IMMUTABLE_META:
-            if field in _meta(old):
-                meta[field] = copy.deepcopy(_meta(old)[field])
+            if field in meta_of(old):
+                meta[field] = copy.deepcopy(meta_of(old)[field])
             else:
                 meta.pop(field, None)
-        meta["resourceVersion"] = _meta(old)["resourceVersion"]
+        meta["resourceVersion"] = meta_of(old)["resourceVersion"]
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
         new = self._admit(rtype, new, old)
         if _payload(new, rtype) != _payload(old, rtype):
             meta = new["metadata"]
-            meta["generation"] = int(_meta(old).get("generation", 1)) + 1
+            meta["generation"] = int(meta_of(old).get("generation", 1)) + 1
         if new == old:
             return self._out(rtype, old)  # a no-op write keeps the resourceVersion
         stored = self._commit(rtype, namespace, name, new, old)
-        if _meta(stored).get("deletionTimestamp") and self._ready_to_go(rtype, stored):
+        if meta_of(stored).get("deletionTimestamp") and self._ready_to_go(rtype, stored):
             stored = self._finally_delete(rtype, namespace, name, "Background")
         return self._out(rtype, stored)
 
@@ -400,7 +349,7 @@ class Store:
                 propagation: str) -> Obj:
         namespace = namespace if rtype.namespaced else None
         obj = self._require(rtype, namespace, name)
-        meta = _meta(obj)
+        meta = meta_of(obj)
         is_namespace = rtype.key == ("", "namespaces")
         if not meta.get("deletionTimestamp") and (meta.get("finalizers") or is_namespace):
             new = copy.deepcopy(obj)
@@ -417,10 +366,10 @@ class Store:
         return obj
 
     def _ready_to_go(self, rtype: ResourceType, obj: Obj) -> bool:
-        if _meta(obj).get("finalizers"):
+        if meta_of(obj).get("finalizers"):
             return False
         if rtype.key == ("", "namespaces"):
-            name = _meta(obj)["name"]
+            name = meta_of(obj)["name"]
             return not any(ns == name for bucket in self._objects.values() for ns, _ in bucket)
         return True
 
@@ -437,12 +386,12 @@ class Store:
                 for (ns, child) in list(self._objects[served[0].key]):
                     self._finally_delete(served[0], ns, child, "Background")
         if propagation != "Orphan":
-            self._delete_dependents(_meta(obj).get("uid"))
+            self._delete_dependents(meta_of(obj).get("uid"))
         if namespace is not None:
             ns_obj = self._objects[("", "namespaces")].get((None, namespace))
             ns_type = self.registry.get("", "v1", "namespaces")
             if ns_obj is not None and ns_type is not None and \
-                    _meta(ns_obj).get("deletionTimestamp") and self._ready_to_go(ns_type, ns_obj):
+                    meta_of(ns_obj).get("deletionTimestamp") and self._ready_to_go(ns_type, ns_obj):
                 self._finally_delete(ns_type, None, namespace, "Background")
         return gone
 
@@ -457,7 +406,7 @@ class Store:
             return
         for rtype in self._served_types():
             for (ns, name), obj in list(self._objects.get(rtype.key, {}).items()):
-                owners = _meta(obj).get("ownerReferences") or []
+                owners = meta_of(obj).get("ownerReferences") or []
                 if any(owner.get("uid") == uid for owner in owners) and \
                         (ns, name) in self._objects[rtype.key]:
                     self._delete(rtype, ns, name, "Background")
@@ -480,58 +429,3 @@ class Store:
 def _order(item: tuple[ObjKey, Obj]) -> tuple[str, str]:
     (namespace, name), _ = item
     return (namespace or "", name)
-
-
-def _check_meta(rtype: ResourceType, meta: Mapping[str, Any]) -> list[str]:
-    problems = []
-    name = meta.get("name", "")
-    dns_label = rtype.key in (("", "namespaces"), ("", "services"))
-    pattern, limit = (_DNS_LABEL, 63) if dns_label else (_SUBDOMAIN, 253)
-    if rtype.key != ("", "events") and (not pattern.match(name) or len(name) > limit):
-        problems.append(f'metadata.name: Invalid value: "{name}": a lowercase RFC 1123 '
-                        f'{"label" if dns_label else "subdomain"} must consist of lower case '
-                        "alphanumeric characters, '-' or '.', and must start and end with an "
-                        "alphanumeric character")
-    for key, value in (meta.get("labels") or {}).items():
-        prefix, _, label = str(key).rpartition("/")
-        if not _LABEL_VALUE.match(label) or not label or len(label) > 63 or \
-                (prefix and not _SUBDOMAIN.match(prefix)):
-            problems.append(f'metadata.labels: Invalid value: "{key}": name part must consist '
-                            "of alphanumeric characters, '-', '_' or '.' (at most 63)")
-        if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
-            problems.append(f'metadata.labels: Invalid value: "{value}": a valid label must be '
-                            "an empty string or consist of alphanumeric characters, '-', '_' "
-                            "or '.', and must start and end with an alphanumeric character "
-                            "(at most 63 characters)")
-    return problems
-
-
-def _no_defaults(obj: Obj, old: Obj | None) -> None:
-    return None
-
-
-def _default_namespace(obj: Obj, old: Obj | None) -> None:
-    if not _meta(obj).get("deletionTimestamp"):
-        obj.setdefault("status", {}).setdefault("phase", "Active")
-
-
-def _default_pod(obj: Obj, old: Obj | None) -> None:
-    obj.setdefault("status", {}).setdefault("phase", "Pending")
-
-
-def _default_job(obj: Obj, old: Obj | None) -> None:
-    spec = obj.setdefault("spec", {})
-    if spec.get("parallelism") is None and spec.get("completions") is None:
-        spec["completions"] = 1
-    spec.setdefault("parallelism", 1)
-    spec.setdefault("suspend", False)
-    spec.setdefault("backoffLimit", 6)
-    spec.setdefault("completionMode", "NonIndexed")
-
-
-_DEFAULTERS: dict[tuple[str, str], Callable[[Obj, Obj | None], None]] = {
-    ("", "namespaces"): _default_namespace,
-    ("", "pods"): _default_pod,
-    ("batch", "jobs"): _default_job,
-}
-

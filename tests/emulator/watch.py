@@ -85,7 +85,8 @@ async def serve(
     response = aiohttp.web.StreamResponse(
         status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
     def deliver(event: Event) -> None:  # runs in whichever thread wrote the change
-        loop.call_soon_threadsafe(queue.put_nowait, event)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is listening
+            loop.call_soon_threadsafe(queue.put_nowait, event)
 
     try:
         backlog, unsubscribe = store.watch(rtype, namespace, since, deliver)
