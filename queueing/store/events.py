@@ -1,0 +1,68 @@
+"""The event stream: what changed that the active scheduler must look at.
+
+Writers that are not the scheduler (submit, cancel, pod exits, node
+registration, config changes) append a small entry to one Redis stream —
+``kind`` plus the workload key, pod id or node name. The active scheduler
+reads it from the last id it saw; every entry only says *look again*: the
+scheduler re-reads the named object from Redis, so handling an entry twice,
+or after a rebuild that already saw its effect, changes nothing.
+
+The stream is capped (approximately) at :data:`EVENTS_MAXLEN` entries. A
+scheduler that fell further behind than that cannot know what it missed and
+rebuilds from scratch (:meth:`EventStream.missed`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from queueing.store.keys import Keys
+
+EVENTS_MAXLEN: Final = 100_000
+#: Id before every entry.
+START: Final = "0-0"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    id: str
+    kind: str  # workload | pod | node | config
+    key: str = ""  # workload key
+    pod: str = ""
+    node: str = ""
+
+
+def _id_tuple(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+class EventStream:
+    def __init__(self, redis: Any, keys: Keys) -> None:
+        self._r = redis
+        self._keys = keys
+
+    def last_id(self) -> str:
+        """Id of the newest entry (read this *before* loading state, then follow from it)."""
+        newest = self._r.xrevrange(self._keys.events, count=1)
+        return str(newest[0][0]) if newest else START
+
+    def read(self, after: str, *, block_ms: int | None, count: int = 5000) -> list[Event]:
+        reply = self._r.xread({self._keys.events: after}, count=count, block=block_ms)
+        events: list[Event] = []
+        for _stream, entries in reply or ():
+            for entry_id, fields in entries:
+                events.append(Event(str(entry_id), fields.get("kind", ""), fields.get("key", ""),
+                                    fields.get("pod", ""), fields.get("node", "")))
+        return events
+
+    def missed(self, after: str) -> bool:
+        """True if entries after ``after`` were trimmed away before being read."""
+        if after == START:
+            return False
+        oldest = self._r.xrange(self._keys.events, count=1)
+        if not oldest:
+            return False
+        return _id_tuple(str(oldest[0][0])) > _id_tuple(after) and \
+            self._r.xlen(self._keys.events) >= EVENTS_MAXLEN

@@ -1,0 +1,150 @@
+"""Every Redis key of the store, built in one place under one prefix.
+
+rq's key strings drifted over the years because each module spelled its own;
+here every key kuota writes is a method of :class:`Keys`, and Lua scripts get
+them only through ``KEYS[]``. Shapes (``P`` is the prefix)::
+
+    P:objects:<Kind>                 hash   name -> manifest JSON (queue objects)
+    P:namespaces                     hash   name -> labels JSON
+    P:config:generation              string bumped by every apply/delete
+    P:workloads                      zset   workload key -> submission time
+    P:workload:<ns>/<name>           hash   one workload's spec, state, admission
+    P:workload:<ns>/<name>:history   list   JSON lines: what happened when
+    P:pod:<ns>/<name>:<attempt>:<i>  hash   one pod of one attempt of a gang
+    P:log:<ns>/<name>:<attempt>:<i>  list   the pod's output, in chunks
+    P:nodes                          set    node names
+    P:node:<name>                    hash   pool, capacity, labels, heartbeat, state
+    P:node:<name>:pods               set    ids of the pods holding the node's capacity
+    P:events                         stream what the scheduler must look at
+    P:scheduler:lease                string holder|token, with a TTL
+    P:scheduler:fence                string the last fencing token handed out
+
+rq keeps its own keys under ``rq:``; the store chooses only the *names* of
+the per-node rq queues (``P:node:<name>``, so rq's key is ``rq:queue:P:node:<name>``)
+and the rq job ids, which rq restricts to ``[A-Za-z0-9_-]`` — a digest of the
+prefix and the pod id.
+
+Workload keys are ``namespace/name`` (DNS labels and subdomains, so never a
+``:``); node names are checked by :func:`check_node_name` for the same reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Final
+
+_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.{}-]*$")
+#: DNS-subdomain-like, as Kubernetes node names.
+_NODE = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+
+DEFAULT_PREFIX: Final = "kuota"
+
+
+class BadKey(ValueError):
+    """A prefix, node name or pod id that cannot be part of a key."""
+
+
+def check_node_name(name: str) -> str:
+    if not _NODE.match(name):
+        raise BadKey(f"node name {name!r} is invalid: use lower-case letters, digits, '-' and "
+                        "'.', starting and ending with a letter or digit")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """One pod of one attempt of a workload; ``id`` is how sets and events name it."""
+
+    workload: str
+    attempt: int
+    index: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.workload}:{self.attempt}:{self.index}"
+
+    @classmethod
+    def parse(cls, pod_id: str) -> PodRef:
+        workload, sep1, rest = pod_id.partition(":")
+        attempt, sep2, index = rest.partition(":")
+        if not (sep1 and sep2 and "/" in workload and attempt.isdigit() and index.isdigit()):
+            raise BadKey(f"{pod_id!r} is not a pod id (namespace/name:attempt:index)")
+        return cls(workload, int(attempt), int(index))
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if not _PREFIX.match(self.prefix):
+            raise BadKey(f"key prefix {self.prefix!r} is invalid: use letters, digits and "
+                            "'_', '.', '-', '{', '}', starting with a letter or digit")
+
+    # -- queue objects ---------------------------------------------------------
+    def objects(self, kind: str) -> str:
+        return f"{self.prefix}:objects:{kind}"
+
+    @property
+    def namespaces(self) -> str:
+        return f"{self.prefix}:namespaces"
+
+    @property
+    def config_generation(self) -> str:
+        return f"{self.prefix}:config:generation"
+
+    # -- workloads and pods ----------------------------------------------------
+    @property
+    def workloads(self) -> str:
+        return f"{self.prefix}:workloads"
+
+    def workload(self, key: str) -> str:
+        return f"{self.prefix}:workload:{key}"
+
+    def history(self, key: str) -> str:
+        return f"{self.prefix}:workload:{key}:history"
+
+    def pod(self, pod: PodRef) -> str:
+        return f"{self.prefix}:pod:{pod.id}"
+
+    def log(self, pod: PodRef) -> str:
+        return f"{self.prefix}:log:{pod.id}"
+
+    # -- nodes -----------------------------------------------------------------
+    @property
+    def nodes(self) -> str:
+        return f"{self.prefix}:nodes"
+
+    def node(self, name: str) -> str:
+        return f"{self.prefix}:node:{name}"
+
+    def node_pods(self, name: str) -> str:
+        return f"{self.prefix}:node:{name}:pods"
+
+    def node_queue(self, name: str) -> str:
+        """The rq queue *name* (not a key) a node's worker consumes."""
+        return f"{self.prefix}:node:{name}"
+
+    def pod_job_id(self, pod: PodRef) -> str:
+        """A deterministic rq job id: enqueueing a pod twice names the same job."""
+        digest = hashlib.sha1(f"{self.prefix}|{pod.id}".encode()).hexdigest()
+        return f"kuota-{digest}"
+
+    # -- scheduler -------------------------------------------------------------
+    @property
+    def events(self) -> str:
+        return f"{self.prefix}:events"
+
+    @property
+    def lease(self) -> str:
+        return f"{self.prefix}:scheduler:lease"
+
+    @property
+    def fence(self) -> str:
+        return f"{self.prefix}:scheduler:fence"
+
+    def pattern(self) -> str:
+        """SCAN pattern for every key of this prefix (tests and ``reset``)."""
+        return f"{self.prefix}:*"

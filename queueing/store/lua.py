@@ -1,0 +1,407 @@
+"""The store's Lua scripts: every state change is one of these, run atomically by Redis.
+
+Each script lists its ``KEYS[]`` and ``ARGV[]`` in a header; keys come only
+from :mod:`queueing.store.keys`. Scripts answer with a status string rather
+than raising, so a pipeline of many calls never aborts half-way:
+
+``ok`` / ``ok:<value>``   done (or had already been done by the same request)
+``fenced``                the caller no longer holds the scheduler lease
+``missing``               no such workload / pod / node
+``state:<State>``         the transition is not legal from the current state
+``stale:<attempt>``       the caller's view is older than Redis's (re-read, retry)
+
+**One lifecycle table.** The workload transitions are not re-typed in Lua: the
+prologue holds a table rendered from :data:`quota.lifecycle.TRANSITIONS`, and
+scripts move a workload only through ``step(state, event)``.
+
+**Fencing.** Scheduler decisions (admit, place, evict, reject, node loss,
+pending reasons) carry the writer's lease value ``identity|token``; the script
+compares it with the lease key inside the same atomic step, so a deposed
+leader's late writes are refused even if it still believes it leads. Facts
+reported by workers (a pod started or exited, a node heartbeat) and user
+requests (submit, cancel) are not fenced: they are checked against the
+workload's state and attempt instead.
+
+**Idempotence.** A retried write finds its own effect and answers ``ok``:
+submissions carry a submission id, admissions a decision id, placements their
+node list, pod reports the pod's current phase.
+
+Times: ``now`` arguments are the caller's clock (seconds since the epoch);
+node heartbeats and the node-timeout check use Redis's own ``TIME`` so that
+workers and schedulers on different machines compare one clock.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from quota.lifecycle import HOLDS_QUOTA, TRANSITIONS
+
+
+def _lifecycle_table() -> str:
+    rows = ", ".join(f'["{state.value}|{event.value}"] = "{target.value}"'
+                     for (state, event), target in sorted(TRANSITIONS.items()))
+    holds = ", ".join(f'["{s.value}"] = true' for s in sorted(HOLDS_QUOTA))
+    return f"local TRANSITIONS = {{{rows}}}\nlocal HOLDS_QUOTA = {{{holds}}}\n"
+
+
+PROLOGUE: Final = _lifecycle_table() + r"""
+local unpack = unpack or table.unpack
+local function step(state, event)
+  return TRANSITIONS[(state or "") .. "|" .. event]
+end
+local function fenced(lease_key, holder)
+  return redis.call("GET", lease_key) ~= holder
+end
+local function redis_now()
+  local t = redis.call("TIME")
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local function note(history, entry)
+  redis.call("RPUSH", history, cjson.encode(entry))
+end
+local function emit(stream, maxlen, ...)
+  redis.call("XADD", stream, "MAXLEN", "~", maxlen, "*", ...)
+end
+-- Ask every live pod among the keys from `first` on to stop (its worker terminates it).
+local function stop_pods(first)
+  for i = first, #KEYS do
+    local phase = redis.call("HGET", KEYS[i], "state")
+    if phase == "Placed" or phase == "Running" then
+      redis.call("HSET", KEYS[i], "stop", "1")
+    end
+  end
+end
+"""
+
+SUBMIT: Final = r"""
+-- Submit a workload, or find the same submission already there.
+-- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
+-- ARGV[1] workload key  ARGV[2] submission id  ARGV[3] now  ARGV[4] events maxlen
+-- ARGV[5..] field, value, ... (spec, queue, priority, backoff_limit)
+local state = redis.call("HGET", KEYS[1], "state")
+if state and state ~= "Finished" then
+  if redis.call("HGET", KEYS[1], "submission") == ARGV[2] then return "ok:again" end
+  return "exists:" .. state
+end
+-- A finished workload of the same name is replaced; attempts keep counting so
+-- the new pods never reuse the old pods' keys.
+local attempt = tonumber(redis.call("HGET", KEYS[1], "attempt") or "0")
+redis.call("DEL", KEYS[1], KEYS[3])
+redis.call("HSET", KEYS[1], unpack(ARGV, 5))
+redis.call("HSET", KEYS[1], "state", "Pending", "attempt", attempt, "submission", ARGV[2],
+           "created", ARGV[3], "queued_at", ARGV[3], "failures", 0, "pods", 0, "pods_done", 0)
+redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
+note(KEYS[3], {at = tonumber(ARGV[3]), event = "Submitted"})
+emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
+return "ok"
+"""
+
+ADMIT: Final = r"""
+-- Persist an admission decided by the scheduler (quota reserved and admitted).
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history
+-- ARGV[1] lease holder  ARGV[2] expected attempt  ARGV[3] admission JSON
+-- ARGV[4] ClusterQueue  ARGV[5] now  ARGV[6] pod count  ARGV[7] decision id
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local w = redis.call("HMGET", KEYS[2], "state", "attempt", "decision")
+if not w[1] then return "missing" end
+if w[3] == ARGV[7] then return "ok:" .. w[2] end
+if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+local reserved = step(w[1], "reserve")
+local admitted = reserved and step(reserved, "admit")
+if not admitted then return "state:" .. w[1] end
+local attempt = tonumber(w[2]) + 1
+redis.call("HSET", KEYS[2], "state", admitted, "admission", ARGV[3], "cq", ARGV[4],
+           "admitted_at", ARGV[5], "attempt", attempt, "placement", "", "pods", ARGV[6],
+           "pods_done", 0, "reason", "", "message", "", "decision", ARGV[7])
+note(KEYS[3], {at = tonumber(ARGV[5]), event = "Admitted", clusterQueue = ARGV[4],
+               attempt = attempt})
+return "ok:" .. attempt
+"""
+
+PLACE: Final = r"""
+-- Persist where every pod of an admitted gang runs: all pods or none.
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history
+-- then per pod i (0-based): KEYS[4+3i] pod hash  KEYS[5+3i] node hash  KEYS[6+3i] node pods set
+-- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] placement JSON  ARGV[4] now
+-- then per pod i: ARGV[5+4i] pod id  ARGV[6+4i] node  ARGV[7+4i] pod set  ARGV[8+4i] requests JSON
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local w = redis.call("HMGET", KEYS[2], "state", "attempt", "placement")
+if not w[1] then return "missing" end
+if w[1] ~= "Admitted" then return "state:" .. w[1] end
+if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+if w[3] and w[3] ~= "" then
+  if w[3] == ARGV[3] then return "ok:again" end
+  return "placed"
+end
+local pods = (#KEYS - 3) / 3
+local epochs = {}
+for i = 0, pods - 1 do
+  local node = redis.call("HMGET", KEYS[5 + 3 * i], "state", "epoch")
+  if node[1] ~= "Ready" then return "node:" .. ARGV[6 + 4 * i] end
+  epochs[i] = node[2]
+end
+for i = 0, pods - 1 do
+  redis.call("HSET", KEYS[4 + 3 * i], "workload", ARGV[5 + 4 * i], "attempt", ARGV[2],
+             "index", i, "node", ARGV[6 + 4 * i], "epoch", epochs[i], "pod_set", ARGV[7 + 4 * i],
+             "requests", ARGV[8 + 4 * i], "state", "Placed", "stop", "0", "placed_at", ARGV[4])
+  redis.call("SADD", KEYS[6 + 3 * i], ARGV[5 + 4 * i])
+end
+redis.call("HSET", KEYS[2], "placement", ARGV[3])
+note(KEYS[3], {at = tonumber(ARGV[4]), event = "Placed", nodes = cjson.decode(ARGV[3]),
+               attempt = tonumber(ARGV[2])})
+return "ok"
+"""
+
+EVICT: Final = r"""
+-- Stop an admitted workload's pods and put it back in its queue (scheduler decision).
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4..] pod hashes of the attempt
+-- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] reason  ARGV[4] message  ARGV[5] now
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local w = redis.call("HMGET", KEYS[2], "state", "attempt")
+if not w[1] then return "missing" end
+if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+local target = HOLDS_QUOTA[w[1]] and step(w[1], "evict")
+if not target then return "state:" .. w[1] end
+stop_pods(4)
+redis.call("HSET", KEYS[2], "state", target, "queued_at", ARGV[5], "reason", ARGV[3],
+           "message", ARGV[4], "admission", "", "cq", "", "placement", "")
+note(KEYS[3], {at = tonumber(ARGV[5]), event = "Evicted", reason = ARGV[3],
+               message = ARGV[4], attempt = tonumber(ARGV[2])})
+return "ok"
+"""
+
+REJECT: Final = r"""
+-- Finish a workload the scheduler cannot read (invalid spec written around the client).
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history
+-- ARGV[1] lease holder  ARGV[2] message  ARGV[3] now
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local state = redis.call("HGET", KEYS[2], "state")
+if not state then return "missing" end
+local target = step(state, "finish")
+if not target then return "state:" .. state end
+redis.call("HSET", KEYS[2], "state", target, "outcome", "Rejected", "reason", "Invalid",
+           "message", ARGV[2], "finished_at", ARGV[3])
+note(KEYS[3], {at = tonumber(ARGV[3]), event = "Rejected", message = ARGV[2]})
+return "ok"
+"""
+
+SET_REASONS: Final = r"""
+-- Record why pending workloads wait (what `kuota get workloads` shows).
+-- KEYS[1] lease  KEYS[2..] workload hashes
+-- ARGV[1] lease holder  then per workload: attempt, reason, message
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local n = 0
+for i = 2, #KEYS do
+  local base = 2 + (i - 2) * 3
+  local w = redis.call("HMGET", KEYS[i], "state", "attempt")
+  if w[1] == "Pending" and w[2] == ARGV[base] then
+    redis.call("HSET", KEYS[i], "reason", ARGV[base + 1], "message", ARGV[base + 2])
+    n = n + 1
+  end
+end
+return "ok:" .. n
+"""
+
+CANCEL: Final = r"""
+-- Cancel a workload at the user's request: finish it and stop its pods.
+-- KEYS[1] workload hash  KEYS[2] history  KEYS[3] events  KEYS[4..] pod hashes of the attempt
+-- ARGV[1] workload key  ARGV[2] attempt as read  ARGV[3] now  ARGV[4] events maxlen
+-- ARGV[5] message
+local w = redis.call("HMGET", KEYS[1], "state", "attempt")
+if not w[1] then return "missing" end
+if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+local target = step(w[1], "finish")
+if not target then return "state:" .. w[1] end
+stop_pods(4)
+redis.call("HSET", KEYS[1], "state", target, "outcome", "Cancelled", "reason", "Cancelled",
+           "message", ARGV[5], "finished_at", ARGV[3])
+note(KEYS[2], {at = tonumber(ARGV[3]), event = "Cancelled", message = ARGV[5]})
+emit(KEYS[3], ARGV[4], "kind", "workload", "key", ARGV[1])
+return "ok"
+"""
+
+POD_START: Final = r"""
+-- A worker is about to start a pod: Placed -> Running, unless it should not run.
+-- KEYS[1] pod hash  KEYS[2] workload hash  KEYS[3] node hash  KEYS[4] node pods set  KEYS[5] events
+-- ARGV[1] pod id  ARGV[2] attempt  ARGV[3] node  ARGV[4] node epoch  ARGV[5] now
+-- ARGV[6] devices  ARGV[7] events maxlen
+local p = redis.call("HMGET", KEYS[1], "state", "stop", "node", "epoch", "workload")
+if not p[1] then return "missing" end
+if p[1] ~= "Placed" then return "state:" .. p[1] end
+if p[3] ~= ARGV[3] or p[4] ~= ARGV[4] then return "wrong-node" end
+local w = redis.call("HMGET", KEYS[2], "state", "attempt")
+local node = redis.call("HMGET", KEYS[3], "state", "epoch")
+if p[2] == "1" or w[1] ~= "Admitted" or w[2] ~= ARGV[2]
+    or node[1] ~= "Ready" or node[2] ~= ARGV[4] then
+  -- Never started: give the node's capacity back and tell the scheduler.
+  redis.call("HSET", KEYS[1], "state", "Stopped", "finished_at", ARGV[5])
+  redis.call("SREM", KEYS[4], ARGV[1])
+  emit(KEYS[5], ARGV[7], "kind", "pod", "key", p[5], "pod", ARGV[1])
+  return "stopped"
+end
+redis.call("HSET", KEYS[1], "state", "Running", "started_at", ARGV[5], "devices", ARGV[6])
+return "ok"
+"""
+
+POD_EXIT: Final = r"""
+-- A pod's process ended. Record it; finish, retry or fail the gang as the exit says.
+-- KEYS[1] pod hash  KEYS[2] workload hash  KEYS[3] node pods set  KEYS[4] history
+-- KEYS[5] events  KEYS[6..] the other pods of the attempt
+-- ARGV[1] pod id  ARGV[2] attempt  ARGV[3] exit code  ARGV[4] now
+-- ARGV[5] "1" if stopped on request  ARGV[6] events maxlen  ARGV[7] message  ARGV[8] pid
+local p = redis.call("HMGET", KEYS[1], "state", "workload")
+if not p[1] then return "missing" end
+if p[1] ~= "Running" and p[1] ~= "Placed" then return "ok:" .. p[1] end
+local code = tonumber(ARGV[3])
+local phase = "Failed"
+if ARGV[5] == "1" then phase = "Stopped" elseif code == 0 then phase = "Succeeded" end
+redis.call("HSET", KEYS[1], "state", phase, "exit_code", ARGV[3], "finished_at", ARGV[4],
+           "pid", ARGV[8])
+redis.call("SREM", KEYS[3], ARGV[1])
+emit(KEYS[5], ARGV[6], "kind", "pod", "key", p[2], "pod", ARGV[1])
+local w = redis.call("HMGET", KEYS[2], "state", "attempt", "pods", "failures", "backoff_limit")
+if w[1] ~= "Admitted" or w[2] ~= ARGV[2] or phase == "Stopped" then return "ok:" .. phase end
+local now = tonumber(ARGV[4])
+if phase == "Succeeded" then
+  local done = redis.call("HINCRBY", KEYS[2], "pods_done", 1)
+  if done >= tonumber(w[3]) then
+    redis.call("HSET", KEYS[2], "state", step(w[1], "finish"), "outcome", "Succeeded",
+               "reason", "Succeeded", "message", "all pods exited 0", "finished_at", ARGV[4])
+    note(KEYS[4], {at = now, event = "Finished", outcome = "Succeeded"})
+    emit(KEYS[5], ARGV[6], "kind", "workload", "key", p[2])
+  end
+  return "ok:" .. phase
+end
+stop_pods(6)
+local failures = tonumber(w[4] or "0")
+if failures < tonumber(w[5] or "0") then
+  local message = ARGV[7] .. "; retry " .. (failures + 1) .. " of " .. w[5]
+  redis.call("HSET", KEYS[2], "state", step(w[1], "evict"), "failures", failures + 1,
+             "queued_at", ARGV[4], "reason", "PodFailed", "message", message,
+             "admission", "", "cq", "", "placement", "")
+  note(KEYS[4], {at = now, event = "Evicted", reason = "PodFailed", message = message,
+                 attempt = tonumber(ARGV[2])})
+else
+  redis.call("HSET", KEYS[2], "state", step(w[1], "finish"), "outcome", "Failed",
+             "reason", "BackoffLimitExceeded", "message", ARGV[7], "finished_at", ARGV[4])
+  note(KEYS[4], {at = now, event = "Finished", outcome = "Failed", message = ARGV[7]})
+end
+emit(KEYS[5], ARGV[6], "kind", "workload", "key", p[2])
+return "ok:" .. phase
+"""
+
+REGISTER_NODE: Final = r"""
+-- A worker (re)registers its node. Pods of an earlier incarnation died with it: mark them Lost.
+-- KEYS[1] nodes set  KEYS[2] node hash  KEYS[3] node pods set  KEYS[4] events
+-- KEYS[5..] pod hashes of the node's pods set, as read
+-- ARGV[1] node  ARGV[2] pool  ARGV[3] capacity JSON  ARGV[4] labels JSON  ARGV[5] devices JSON
+-- ARGV[6] now  ARGV[7] events maxlen  ARGV[8..] the pod ids, in KEYS order
+if redis.call("SCARD", KEYS[3]) ~= #KEYS - 4 then return "stale" end
+for i = 5, #KEYS do
+  if redis.call("SISMEMBER", KEYS[3], ARGV[i + 3]) == 0 then return "stale" end
+end
+for i = 5, #KEYS do
+  local phase = redis.call("HGET", KEYS[i], "state")
+  if phase == "Placed" or phase == "Running" then
+    redis.call("HSET", KEYS[i], "state", "Lost", "finished_at", ARGV[6])
+  end
+end
+redis.call("DEL", KEYS[3])
+local epoch = redis.call("HINCRBY", KEYS[2], "epoch", 1)
+redis.call("HSET", KEYS[2], "name", ARGV[1], "pool", ARGV[2], "capacity", ARGV[3],
+           "labels", ARGV[4], "devices", ARGV[5], "state", "Ready", "heartbeat", redis_now(),
+           "registered_at", ARGV[6], "reason", "")
+redis.call("SADD", KEYS[1], ARGV[1])
+emit(KEYS[4], ARGV[7], "kind", "node", "node", ARGV[1])
+return "ok:" .. epoch
+"""
+
+HEARTBEAT: Final = r"""
+-- A worker says its node is alive.
+-- KEYS[1] node hash  ARGV[1] epoch
+local n = redis.call("HMGET", KEYS[1], "state", "epoch")
+if not n[1] then return "missing" end
+if n[2] ~= ARGV[1] then return "replaced" end
+if n[1] ~= "Ready" then return "state:" .. n[1] end
+redis.call("HSET", KEYS[1], "heartbeat", redis_now())
+return "ok"
+"""
+
+NODE_LEAVE: Final = r"""
+-- A node stops: by its worker on shutdown (no lease, no timeout check), or by the
+-- scheduler when its heartbeat is older than the timeout (fenced).
+-- KEYS[1] lease  KEYS[2] node hash  KEYS[3] node pods set  KEYS[4] events
+-- KEYS[5..] pod hashes of the node's pods set, as read
+-- ARGV[1] lease holder, or "" for the worker itself  ARGV[2] timeout seconds (scheduler)
+-- ARGV[3] epoch (worker)  ARGV[4] reason  ARGV[5] now  ARGV[6] events maxlen
+-- ARGV[7..] the pod ids, in KEYS order
+if ARGV[1] ~= "" and fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local n = redis.call("HMGET", KEYS[2], "state", "epoch", "heartbeat")
+if not n[1] then return "missing" end
+if n[1] ~= "Ready" then return "state:" .. n[1] end
+if ARGV[1] == "" then
+  if n[2] ~= ARGV[3] then return "replaced" end
+elseif redis_now() - tonumber(n[3]) < tonumber(ARGV[2]) then
+  return "alive"
+end
+if redis.call("SCARD", KEYS[3]) ~= #KEYS - 4 then return "stale" end
+for i = 5, #KEYS do
+  if redis.call("SISMEMBER", KEYS[3], ARGV[i + 2]) == 0 then return "stale" end
+end
+for i = 5, #KEYS do
+  local phase = redis.call("HGET", KEYS[i], "state")
+  if phase == "Placed" or phase == "Running" then
+    redis.call("HSET", KEYS[i], "state", "Lost", "finished_at", ARGV[5])
+  end
+end
+redis.call("DEL", KEYS[3])
+redis.call("HSET", KEYS[2], "state", "Lost", "reason", ARGV[4], "lost_at", ARGV[5])
+emit(KEYS[4], ARGV[6], "kind", "node", "node", redis.call("HGET", KEYS[2], "name"))
+return "ok"
+"""
+
+LEASE_ACQUIRE: Final = r"""
+-- Take the scheduler lease if free (or already ours); a new holder gets a new fencing token.
+-- KEYS[1] lease  KEYS[2] fence  ARGV[1] identity  ARGV[2] ttl ms
+local current = redis.call("GET", KEYS[1])
+if current then
+  local sep = string.find(current, "|", 1, true)
+  if string.sub(current, 1, sep - 1) ~= ARGV[1] then return "held:" .. current end
+  redis.call("PEXPIRE", KEYS[1], ARGV[2])
+  return "ok:" .. current
+end
+local token = redis.call("INCR", KEYS[2])
+local value = ARGV[1] .. "|" .. token
+redis.call("SET", KEYS[1], value, "PX", ARGV[2])
+return "ok:" .. value
+"""
+
+LEASE_RENEW: Final = r"""
+-- Extend the lease if the caller still holds it.
+-- KEYS[1] lease  ARGV[1] holder value  ARGV[2] ttl ms
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then return "lost" end
+redis.call("PEXPIRE", KEYS[1], ARGV[2])
+return "ok"
+"""
+
+LEASE_RELEASE: Final = r"""
+-- Give the lease up (clean shutdown) so a standby need not wait for the TTL.
+-- KEYS[1] lease  ARGV[1] holder value
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then return "lost" end
+redis.call("DEL", KEYS[1])
+return "ok"
+"""
+
+#: Every script, by name; each gets the prologue.
+SCRIPTS: Final = {
+    "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "evict": EVICT, "reject": REJECT,
+    "set_reasons": SET_REASONS, "cancel": CANCEL, "pod_start": POD_START, "pod_exit": POD_EXIT,
+    "register_node": REGISTER_NODE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
+    "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
+}
+
+
+def source(name: str) -> str:
+    """The full text Redis runs for script ``name``."""
+    return PROLOGUE + SCRIPTS[name]

@@ -1,0 +1,88 @@
+"""Queue objects in Redis: ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
+WorkloadPriorityClasses and namespace labels, stored as the manifests users apply.
+
+Objects are kept in their manifest form (checked by :mod:`quota.api` before
+they get here), one hash per kind, so the scheduler rebuilds its configs with
+the same parser ``kuota validate`` uses. Every change is one MULTI/EXEC
+transaction that also bumps the config generation and posts a ``config``
+event: the scheduler never sees half of an apply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from queueing.store.errors import NotFound
+from queueing.store.events import EVENTS_MAXLEN
+from queueing.store.keys import Keys
+
+#: Kinds the store keeps, in the order a scheduler applies them.
+KINDS: Final = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+#: Namespaced kinds are stored as ``namespace/name``.
+NAMESPACED: Final = frozenset({"LocalQueue"})
+
+
+def object_name(kind: str, manifest: Mapping[str, Any]) -> str:
+    meta = manifest.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    if kind in NAMESPACED:
+        return f"{meta.get('namespace') or 'default'}/{name}"
+    return name
+
+
+class ObjectStore:
+    def __init__(self, redis: Any, keys: Keys) -> None:
+        self._r = redis
+        self._keys = keys
+
+    def apply(self, manifests: Iterable[Mapping[str, Any]],
+              namespaces: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
+        """Store checked manifests (and namespace labels) at once; returns ``Kind/name`` each."""
+        applied: list[str] = []
+        pipe = self._r.pipeline(transaction=True)
+        for manifest in manifests:
+            kind = str(manifest.get("kind"))
+            if kind not in KINDS:
+                raise ValueError(f"{kind} objects cannot be applied to the store "
+                                 f"(expected one of {', '.join(KINDS)})")
+            name = object_name(kind, manifest)
+            pipe.hset(self._keys.objects(kind), name,
+                      json.dumps(dict(manifest), sort_keys=True, separators=(",", ":")))
+            applied.append(f"{kind}/{name}")
+        for name, labels in (namespaces or {}).items():
+            pipe.hset(self._keys.namespaces, name, json.dumps(dict(labels), sort_keys=True))
+            applied.append(f"Namespace/{name}")
+        self._bump(pipe)
+        pipe.execute()
+        return applied
+
+    def delete(self, kind: str, name: str) -> None:
+        """Remove one object; raises :class:`NotFound` when it is not there."""
+        key = self._keys.namespaces if kind == "Namespace" else self._keys.objects(kind)
+        if kind != "Namespace" and kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r} (expected Namespace or one of "
+                             f"{', '.join(KINDS)})")
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hdel(key, name)
+        self._bump(pipe)
+        removed = pipe.execute()[0]
+        if not removed:
+            raise NotFound(f"{kind} {name}: not found")
+
+    def manifests(self, kind: str) -> dict[str, dict[str, Any]]:
+        raw: dict[str, str] = self._r.hgetall(self._keys.objects(kind))
+        return {name: json.loads(text) for name, text in sorted(raw.items())}
+
+    def namespaces(self) -> dict[str, dict[str, str]]:
+        raw: dict[str, str] = self._r.hgetall(self._keys.namespaces)
+        return {name: json.loads(text) for name, text in sorted(raw.items())}
+
+    def generation(self) -> int:
+        return int(self._r.get(self._keys.config_generation) or 0)
+
+    def _bump(self, pipe: Any) -> None:
+        pipe.incr(self._keys.config_generation)
+        pipe.xadd(self._keys.events, {"kind": "config"}, maxlen=EVENTS_MAXLEN, approximate=True)
+

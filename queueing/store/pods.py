@@ -1,0 +1,84 @@
+"""Pods as workers see them: start, exit, stop requests and logs.
+
+A worker starts a pod only through :meth:`PodStore.start`, which moves it
+Placed → Running if, at that instant, the pod was not asked to stop, its
+workload is still Admitted at the same attempt and the node is still the same
+Ready incarnation; otherwise the pod is marked Stopped and never runs. That
+check-and-set is what makes a re-delivered rq job harmless.
+
+:meth:`PodStore.exit` records how the process ended and, in the same atomic
+step, finishes the workload when its last pod succeeded, or — on a failure —
+stops the other pods and requeues the gang (while ``failures < backoffLimit``)
+or fails it.
+
+Logs are kept in Redis as a list of chunks per pod (the newest
+:data:`LOG_CHUNKS` chunks), so ``kuota logs`` works from any machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from queueing.store.events import EVENTS_MAXLEN
+from queueing.store.keys import Keys, PodRef
+from queueing.store.records import PodPhase, PodRecord
+from queueing.store.scripts import Scripts
+
+#: Chunks of output kept per pod.
+LOG_CHUNKS: Final = 4096
+
+
+class PodStore:
+    def __init__(self, redis: Any, keys: Keys, scripts: Scripts) -> None:
+        self._r = redis
+        self._keys = keys
+        self._scripts = scripts
+
+    def start(self, ref: PodRef, *, node: str, epoch: int, devices: str, now: float) -> str:
+        """``ok``: run it; ``stopped``: never run it; or ``state:…``, ``wrong-node``."""
+        k = self._keys
+        return self._scripts.run(
+            "pod_start",
+            [k.pod(ref), k.workload(ref.workload), k.node(node), k.node_pods(node), k.events],
+            [ref.id, ref.attempt, node, epoch, now, devices, EVENTS_MAXLEN])
+
+    def exit(self, ref: PodRef, *, node: str, pod_count: int, exit_code: int, stopped: bool,
+             message: str, pid: int, now: float) -> str:
+        """Record the end of the pod's process; ``ok:<phase>`` or ``ok:<earlier phase>``."""
+        k = self._keys
+        others = [k.pod(PodRef(ref.workload, ref.attempt, i))
+                  for i in range(pod_count) if i != ref.index]
+        return self._scripts.run(
+            "pod_exit",
+            [k.pod(ref), k.workload(ref.workload), k.node_pods(node), k.history(ref.workload),
+             k.events, *others],
+            [ref.id, ref.attempt, exit_code, now, stopped, EVENTS_MAXLEN, message, pid])
+
+    def get(self, ref: PodRef) -> PodRecord | None:
+        h: dict[str, str] = self._r.hgetall(self._keys.pod(ref))
+        return PodRecord.from_hash(ref, h) if h else None
+
+    def get_many(self, refs: Sequence[PodRef]) -> list[PodRecord | None]:
+        pipe = self._r.pipeline(transaction=False)
+        for ref in refs:
+            pipe.hgetall(self._keys.pod(ref))
+        return [PodRecord.from_hash(ref, h) if h else None
+                for ref, h in zip(refs, pipe.execute(), strict=True)]
+
+    def should_stop(self, refs: Sequence[PodRef]) -> list[bool]:
+        """For running pods: was each asked to stop, or taken from its node (Lost)?"""
+        pipe = self._r.pipeline(transaction=False)
+        for ref in refs:
+            pipe.hmget(self._keys.pod(ref), "state", "stop")
+        answers = pipe.execute()
+        return [stop == "1" or state != PodPhase.RUNNING for state, stop in answers]
+
+    def append_log(self, ref: PodRef, chunk: str) -> None:
+        pipe = self._r.pipeline(transaction=False)
+        pipe.rpush(self._keys.log(ref), chunk)
+        pipe.ltrim(self._keys.log(ref), -LOG_CHUNKS, -1)
+        pipe.execute()
+
+    def logs(self, ref: PodRef) -> str:
+        return "".join(self._r.lrange(self._keys.log(ref), 0, -1))

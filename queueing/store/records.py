@@ -1,0 +1,218 @@
+"""Typed views of the store's hashes, and the JSON form of an admission.
+
+Redis hands back flat ``str -> str`` hashes; everything else reads these
+frozen records instead, so a field's spelling and type live in one place.
+Parsing is total: a missing field takes its empty value, so a record written
+by an older version still reads.
+
+Pods have a small lifecycle of their own (:class:`PodPhase`)::
+
+    Placed --start--> Running --exit 0--> Succeeded
+       |                 |  --exit n--> Failed
+       |                 +--stopped--> Stopped   (terminated on request)
+       +--not started--> Stopped
+    Placed/Running --node lost--> Lost
+
+Only *live* pods (Placed, Running) hold capacity on their node.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from queueing.store.keys import PodRef
+from quota.lifecycle import State
+from quota.resources import ResourceVector
+from quota.workload import Admission, PodSetAdmission
+
+
+class PodPhase(enum.StrEnum):
+    PLACED = "Placed"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    STOPPED = "Stopped"
+    LOST = "Lost"
+
+
+LIVE_PHASES: Final = frozenset({PodPhase.PLACED, PodPhase.RUNNING})
+
+
+class NodeState(enum.StrEnum):
+    READY = "Ready"
+    LOST = "Lost"
+
+
+class Outcome(enum.StrEnum):
+    """How a finished workload ended."""
+
+    NONE = ""
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+    REJECTED = "Rejected"
+
+
+# -- admission codec -----------------------------------------------------------------
+
+def admission_to_json(admission: Admission) -> str:
+    return json.dumps({
+        "clusterQueue": admission.cluster_queue,
+        "borrowing": admission.borrowing,
+        "cluster": admission.cluster,
+        "podSets": [{"name": ps.name, "count": ps.count, "flavors": dict(ps.flavors),
+                     "usage": dict(ps.usage),
+                     "topology": [[list(values), count] for values, count in ps.topology]}
+                    for ps in admission.pod_sets],
+    }, sort_keys=True, separators=(",", ":"))
+
+
+def admission_from_json(text: str) -> Admission:
+    doc = json.loads(text)
+    pod_sets = tuple(
+        PodSetAdmission(name=ps["name"], count=int(ps["count"]),
+                        flavors={str(k): str(v) for k, v in ps["flavors"].items()},
+                        usage={str(k): int(v) for k, v in ps["usage"].items()},
+                        topology=tuple((tuple(values), int(count))
+                                       for values, count in ps.get("topology", [])))
+        for ps in doc["podSets"])
+    return Admission(doc["clusterQueue"], pod_sets, borrowing=bool(doc.get("borrowing")),
+                     cluster=doc.get("cluster"))
+
+
+def vector_to_json(vector: Mapping[str, int]) -> str:
+    return json.dumps(dict(sorted(vector.items())), separators=(",", ":"))
+
+
+def vector_from_json(text: str) -> ResourceVector:
+    return {str(k): int(v) for k, v in json.loads(text or "{}").items()}
+
+
+def _float(h: Mapping[str, str], name: str) -> float | None:
+    value = h.get(name)
+    return float(value) if value not in (None, "") else None
+
+
+def _int(h: Mapping[str, str], name: str, default: int = 0) -> int:
+    value = h.get(name)
+    return int(value) if value not in (None, "") else default
+
+
+# -- records -------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRecord:
+    key: str
+    state: State
+    spec_json: str = ""
+    queue: str = ""
+    priority: int = 0
+    created: float = 0.0
+    #: The FIFO key: submission time, or the last eviction.
+    queued_at: float = 0.0
+    attempt: int = 0
+    outcome: Outcome = Outcome.NONE
+    reason: str = ""
+    message: str = ""
+    cluster_queue: str = ""
+    admission: Admission | None = None
+    admitted_at: float | None = None
+    #: Node of every pod of the current attempt; empty until placed.
+    placement: tuple[str, ...] = ()
+    pods: int = 0
+    pods_done: int = 0
+    failures: int = 0
+    backoff_limit: int = 0
+    finished_at: float | None = None
+    submission: str = ""
+
+    @classmethod
+    def from_hash(cls, key: str, h: Mapping[str, str]) -> WorkloadRecord:
+        admission = h.get("admission") or ""
+        placement = h.get("placement") or ""
+        return cls(
+            key=key, state=State(h.get("state") or State.PENDING), spec_json=h.get("spec", ""),
+            queue=h.get("queue", ""), priority=_int(h, "priority"),
+            created=_float(h, "created") or 0.0, queued_at=_float(h, "queued_at") or 0.0,
+            attempt=_int(h, "attempt"), outcome=Outcome(h.get("outcome") or ""),
+            reason=h.get("reason", ""), message=h.get("message", ""),
+            cluster_queue=h.get("cq", ""),
+            admission=admission_from_json(admission) if admission else None,
+            admitted_at=_float(h, "admitted_at"),
+            placement=tuple(json.loads(placement)) if placement else (),
+            pods=_int(h, "pods"), pods_done=_int(h, "pods_done"), failures=_int(h, "failures"),
+            backoff_limit=_int(h, "backoff_limit"), finished_at=_float(h, "finished_at"),
+            submission=h.get("submission", ""))
+
+    def spec(self) -> dict[str, Any]:
+        """The Workload manifest as submitted."""
+        doc = json.loads(self.spec_json) if self.spec_json else {}
+        if not isinstance(doc, dict):
+            raise ValueError(f"workload {self.key}: stored spec is not an object")
+        return doc
+
+    def pod_refs(self) -> list[PodRef]:
+        """The pods of the current attempt (empty before the first admission)."""
+        if self.attempt == 0:
+            return []
+        return [PodRef(self.key, self.attempt, i) for i in range(self.pods)]
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    ref: PodRef
+    state: PodPhase
+    node: str = ""
+    epoch: int = 0
+    pod_set: str = ""
+    requests: ResourceVector = field(default_factory=dict)
+    stop: bool = False
+    exit_code: int | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    devices: str = ""
+
+    @classmethod
+    def from_hash(cls, ref: PodRef, h: Mapping[str, str]) -> PodRecord:
+        code = h.get("exit_code")
+        return cls(ref=ref, state=PodPhase(h.get("state") or PodPhase.PLACED),
+                   node=h.get("node", ""), epoch=_int(h, "epoch"), pod_set=h.get("pod_set", ""),
+                   requests=vector_from_json(h.get("requests", "")), stop=h.get("stop") == "1",
+                   exit_code=int(code) if code not in (None, "") else None,
+                   started_at=_float(h, "started_at"), finished_at=_float(h, "finished_at"),
+                   devices=h.get("devices", ""))
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE_PHASES
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    pool: str
+    state: NodeState
+    capacity: ResourceVector = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    devices: tuple[str, ...] = ()
+    epoch: int = 0
+    heartbeat: float = 0.0
+    reason: str = ""
+
+    @classmethod
+    def from_hash(cls, name: str, h: Mapping[str, str]) -> NodeRecord:
+        return cls(name=name, pool=h.get("pool", ""),
+                   state=NodeState(h.get("state") or NodeState.LOST),
+                   capacity=vector_from_json(h.get("capacity", "")),
+                   labels={str(k): str(v) for k, v in json.loads(h.get("labels") or "{}").items()},
+                   devices=tuple(json.loads(h.get("devices") or "[]")),
+                   epoch=_int(h, "epoch"), heartbeat=_float(h, "heartbeat") or 0.0,
+                   reason=h.get("reason", ""))
+
+    @property
+    def ready(self) -> bool:
+        return self.state is NodeState.READY

@@ -1,0 +1,45 @@
+"""The Lua scripts registered on one connection, called by name.
+
+redis-py's ``register_script`` runs a script by its SHA and loads it on the
+first ``NOSCRIPT`` — also inside pipelines — so a restarted Redis (which
+forgets loaded scripts) needs nothing special here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from queueing.store import lua
+
+
+class Scripts:
+    def __init__(self, redis: Any) -> None:
+        self._scripts = {name: redis.register_script(lua.source(name)) for name in lua.SCRIPTS}
+
+    def run(self, name: str, keys: Sequence[str], args: Sequence[object]) -> str:
+        """Run script ``name`` now and return its status string."""
+        return _text(self._scripts[name](keys=list(keys), args=[_arg(a) for a in args]))
+
+    def queue(self, name: str, keys: Sequence[str], args: Sequence[object], pipe: Any) -> None:
+        """Add a call to a pipeline; read its answer from ``pipe.execute()``."""
+        self._scripts[name](keys=list(keys), args=[_arg(a) for a in args], client=pipe)
+
+
+def _arg(value: object) -> str | int | float:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | float | str):
+        return value
+    raise TypeError(f"script argument {value!r} must be str, int, float or bool")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode()
+    return str(value)
+
+
+def text(value: object) -> str:
+    """A script answer read back from a pipeline, as text."""
+    return _text(value)

@@ -1,0 +1,188 @@
+"""Workloads in Redis: submission, the scheduler's decisions, cancellation, history.
+
+A workload is one hash (see :mod:`queueing.store.keys`) whose ``state`` moves
+only through :mod:`quota.lifecycle` transitions, inside Lua scripts. Writers:
+
+* users submit and cancel (not fenced; checked against state and attempt);
+* the active scheduler admits, places, evicts, rejects and annotates pending
+  reasons (fenced by its lease, see :mod:`queueing.store.lease`);
+* workers report pods (see :mod:`queueing.store.pods`), which may finish or
+  requeue the workload.
+
+The *attempt* counts admissions. Pods are named by attempt, and every write
+that acts on pods names the attempt it read, so a report or a decision about
+an earlier run can never touch a later one.
+
+Decisions are batched: :meth:`WorkloadStore.admit_many` and
+:meth:`WorkloadStore.place_many` send one pipeline of script calls per
+scheduling round; each call is atomic on its own and answers separately.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from queueing.store.errors import Conflict, NotFound, outcome
+from queueing.store.events import EVENTS_MAXLEN
+from queueing.store.keys import Keys, PodRef
+from queueing.store.records import WorkloadRecord, admission_to_json, vector_to_json
+from queueing.store.scripts import Scripts, text
+from quota.resources import ResourceVector
+from quota.workload import Admission
+
+
+@dataclass(frozen=True, slots=True)
+class AdmitRequest:
+    key: str
+    attempt: int  # the attempt the scheduler last read (the new one is attempt + 1)
+    admission: Admission
+    pods: int
+    decision: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacement:
+    ref: PodRef
+    node: str
+    pod_set: str
+    requests: ResourceVector
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceRequest:
+    key: str
+    attempt: int
+    pods: tuple[PodPlacement, ...]
+
+
+class WorkloadStore:
+    def __init__(self, redis: Any, keys: Keys, scripts: Scripts) -> None:
+        self._r = redis
+        self._keys = keys
+        self._scripts = scripts
+
+    # -- users -------------------------------------------------------------------
+    def submit(self, key: str, *, spec: Mapping[str, Any], queue: str, priority: int,
+               backoff_limit: int, submission: str, now: float) -> bool:
+        """Store a new Pending workload; False if this very submission was stored before.
+
+        Raises :class:`~queueing.store.errors.AlreadyExists` for a live workload of that name.
+        """
+        fields: list[object] = [
+            "spec", json.dumps(dict(spec), sort_keys=True, separators=(",", ":")),
+            "queue", queue, "priority", priority, "backoff_limit", backoff_limit,
+            "reason", "Pending", "message", "waiting for the scheduler", "outcome", "",
+            "admission", "", "cq", "", "placement", "", "decision", "",
+        ]
+        k = self._keys
+        status = self._scripts.run(
+            "submit", [k.workload(key), k.workloads, k.history(key), k.events],
+            [key, submission, now, EVENTS_MAXLEN, *fields])
+        return outcome(status, f"workload {key}") != "again"
+
+    def cancel(self, key: str, *, now: float, message: str = "cancelled by user") -> None:
+        """Finish the workload as Cancelled and stop its pods (retries if it moves meanwhile)."""
+        for _ in range(20):
+            record = self.get(key)
+            k = self._keys
+            status = self._scripts.run(
+                "cancel", [k.workload(key), k.history(key), k.events,
+                           *(k.pod(ref) for ref in record.pod_refs())],
+                [key, record.attempt, now, EVENTS_MAXLEN, message])
+            if not status.startswith("stale:"):
+                outcome(status, f"workload {key}")
+                return
+        raise Conflict(f"workload {key}: kept changing while being cancelled")
+
+    # -- reads -------------------------------------------------------------------
+    def find(self, key: str) -> WorkloadRecord | None:
+        h: dict[str, str] = self._r.hgetall(self._keys.workload(key))
+        return WorkloadRecord.from_hash(key, h) if h else None
+
+    def get(self, key: str) -> WorkloadRecord:
+        record = self.find(key)
+        if record is None:
+            raise NotFound(f"workload {key}: not found")
+        return record
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, WorkloadRecord]:
+        """The named workloads that exist, in one round trip."""
+        keys = list(keys)
+        pipe = self._r.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(self._keys.workload(key))
+        return {key: WorkloadRecord.from_hash(key, h)
+                for key, h in zip(keys, pipe.execute(), strict=True) if h}
+
+    def keys(self) -> list[str]:
+        """Every workload key, oldest submission first."""
+        return [str(k) for k in self._r.zrange(self._keys.workloads, 0, -1)]
+
+    def all(self) -> list[WorkloadRecord]:
+        found = self.get_many(self.keys())
+        return list(found.values())
+
+    def history(self, key: str) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self._r.lrange(self._keys.history(key), 0, -1)]
+
+    # -- the scheduler (fenced) ----------------------------------------------------
+    def admit_many(self, holder: str, requests: Sequence[AdmitRequest],
+                   now: float) -> list[str]:
+        """Persist admissions; one status per request (``ok:<attempt>`` when stored)."""
+        k = self._keys
+        return self._batch("admit", [
+            ([k.lease, k.workload(r.key), k.history(r.key)],
+             [holder, r.attempt, admission_to_json(r.admission), r.admission.cluster_queue, now,
+              r.pods, r.decision])
+            for r in requests])
+
+    def place_many(self, holder: str, requests: Sequence[PlaceRequest],
+                   now: float) -> list[str]:
+        """Persist gang placements (all pods of a gang or none); one status per request."""
+        k = self._keys
+        calls = []
+        for r in requests:
+            keys = [k.lease, k.workload(r.key), k.history(r.key)]
+            args: list[object] = [holder, r.attempt,
+                                  json.dumps([p.node for p in r.pods], separators=(",", ":")), now]
+            for p in r.pods:
+                keys += [k.pod(p.ref), k.node(p.node), k.node_pods(p.node)]
+                args += [p.ref.id, p.node, p.pod_set, vector_to_json(p.requests)]
+            calls.append((keys, args))
+        return self._batch("place", calls)
+
+    def evict(self, holder: str, record: WorkloadRecord, *, reason: str, message: str,
+              now: float) -> str:
+        """Stop the workload's pods and requeue it; returns the script status."""
+        k = self._keys
+        return self._scripts.run(
+            "evict", [k.lease, k.workload(record.key), k.history(record.key),
+                      *(k.pod(ref) for ref in record.pod_refs())],
+            [holder, record.attempt, reason, message, now])
+
+    def reject(self, holder: str, key: str, *, message: str, now: float) -> str:
+        k = self._keys
+        return self._scripts.run("reject", [k.lease, k.workload(key), k.history(key)],
+                                 [holder, message, now])
+
+    def set_reasons(self, holder: str,
+                    reasons: Sequence[tuple[str, int, str, str]]) -> str:
+        """(key, attempt, reason, message) for pending workloads, in one atomic call."""
+        if not reasons:
+            return "ok:0"
+        args: list[object] = [holder]
+        for _, attempt, reason, message in reasons:
+            args += [attempt, reason, message]
+        return self._scripts.run(
+            "set_reasons", [self._keys.lease, *(self._keys.workload(r[0]) for r in reasons)], args)
+
+    def _batch(self, script: str, calls: Sequence[tuple[list[str], list[object]]]) -> list[str]:
+        if not calls:
+            return []
+        pipe = self._r.pipeline(transaction=False)
+        for keys, args in calls:
+            self._scripts.queue(script, keys, args, pipe)
+        return [text(status) for status in pipe.execute()]
