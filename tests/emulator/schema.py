@@ -21,10 +21,11 @@ validated here; the store owns them.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from .patches import clone
 
 _ROOT_KEYS = ("apiVersion", "kind", "metadata")
 
@@ -32,10 +33,10 @@ _ROOT_KEYS = ("apiVersion", "kind", "metadata")
 def prune(value: Any, schema: Mapping[str, Any] | None, *, root: bool = False) -> Any:
     """A copy of ``value`` without the fields ``schema`` does not declare."""
     if schema is None or not isinstance(value, (dict, list)):
-        return copy.deepcopy(value)
+        return clone(value)
     if isinstance(value, list):
         items = schema.get("items")
-        return [prune(item, items) if isinstance(items, Mapping) else copy.deepcopy(item)
+        return [prune(item, items) if isinstance(items, Mapping) else clone(item)
                 for item in value]
     properties: Mapping[str, Any] = schema.get("properties") or {}
     additional = schema.get("additionalProperties")
@@ -44,31 +45,31 @@ def prune(value: Any, schema: Mapping[str, Any] | None, *, root: bool = False) -
     result = {}
     for key, item in value.items():
         if (root or embedded) and key in _ROOT_KEYS:
-            result[key] = copy.deepcopy(item)
+            result[key] = clone(item)
         elif key in properties:
             result[key] = prune(item, properties[key])
         elif isinstance(additional, Mapping):
             result[key] = prune(item, additional)
         elif keep_unknown or additional is True:
-            result[key] = copy.deepcopy(item)
+            result[key] = clone(item)
     return result
 
 
 def apply_defaults(value: Any, schema: Mapping[str, Any] | None) -> Any:
     """A copy of ``value`` with absent properties set from their schema defaults."""
     if schema is None:
-        return copy.deepcopy(value)
+        return clone(value)
     if isinstance(value, list):
         items = schema.get("items")
         return [apply_defaults(item, items) if isinstance(items, Mapping) else item
                 for item in value]
     if not isinstance(value, dict):
-        return copy.deepcopy(value)
-    result = copy.deepcopy(value)
+        return clone(value)
+    result = clone(value)
     properties: Mapping[str, Any] = schema.get("properties") or {}
     for key, subschema in properties.items():
         if key not in result and "default" in subschema:
-            result[key] = copy.deepcopy(subschema["default"])
+            result[key] = clone(subschema["default"])
         if key in result:
             result[key] = apply_defaults(result[key], subschema)
     additional = schema.get("additionalProperties")
@@ -174,7 +175,7 @@ def _kind_of(value: Any) -> str:
 def admit(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> tuple[Any, list[str]]:
     """Prune, default and validate a whole custom resource: ``(new object, errors)``."""
     if schema is None:
-        return copy.deepcopy(obj), []
+        return clone(obj), []
     pruned = prune(obj, schema, root=True)
     defaulted = apply_defaults(pruned, schema)
     return defaulted, validate(defaulted, schema)

@@ -32,7 +32,6 @@ objects from theirs. Callbacks run under the store's lock and must not block.
 from __future__ import annotations
 
 import collections
-import copy
 import dataclasses
 import datetime
 import itertools
@@ -43,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import errors, patches, rules
+from .patches import clone
 from .resources import CRD_GROUP, Registry, ResourceType
 from .rules import meta_of, timestamp, utc_now
 from .selectors import Matcher
@@ -139,7 +139,7 @@ class Store:
                keep_status: bool = True) -> Obj:
         """Store a new object; ``keep_status=False`` is what the HTTP API does."""
         with self._lock:
-            obj: Obj = copy.deepcopy(dict(body))
+            obj: Obj = clone(dict(body))
             meta = obj.setdefault("metadata", {})
             namespace = self._check_namespace(rtype, namespace, meta)
             if not meta.get("name"):
@@ -163,7 +163,7 @@ class Store:
                 body: Mapping[str, Any], *, subresource: str | None = None) -> Obj:
         """PUT: the whole object (or its status), guarded by the body's resourceVersion."""
         with self._lock:
-            new: Obj = copy.deepcopy(dict(body))
+            new: Obj = clone(dict(body))
             rv = meta_of(new).get("resourceVersion")
             if not rv and rtype.custom:
                 raise errors.invalid(rtype, name, ["metadata.resourceVersion: Invalid value: "
@@ -243,7 +243,7 @@ class Store:
     # --- internals ----------------------------------------------------------------------------
 
     def _out(self, rtype: ResourceType, obj: Obj) -> Obj:
-        result = copy.deepcopy(obj)
+        result: Obj = clone(obj)
         result["apiVersion"] = rtype.api_version
         result["kind"] = rtype.kind
         return result
@@ -305,7 +305,7 @@ class Store:
             raise errors.conflict(rtype, name)
         if subresource == "status" and rtype.has_status:
             status = new.get("status")
-            new = copy.deepcopy(old)
+            new = clone(old)
             new.pop("status", None)
             if status is not None:
                 new["status"] = status
@@ -314,11 +314,11 @@ class Store:
         elif rtype.has_status:
             new.pop("status", None)
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
         meta = new["metadata"]
         for field in _IMMUTABLE_META:
             if field in meta_of(old):
-                meta[field] = copy.deepcopy(meta_of(old)[field])
+                meta[field] = clone(meta_of(old)[field])
             else:
                 meta.pop(field, None)
         meta["resourceVersion"] = meta_of(old)["resourceVersion"]
@@ -352,7 +352,7 @@ class Store:
         meta = meta_of(obj)
         is_namespace = rtype.key == ("", "namespaces")
         if not meta.get("deletionTimestamp") and (meta.get("finalizers") or is_namespace):
-            new = copy.deepcopy(obj)
+            new = clone(obj)
             new["metadata"].update(deletionTimestamp=timestamp(self._clock()),
                                    deletionGracePeriodSeconds=0)
             if is_namespace:
@@ -377,7 +377,7 @@ class Store:
                         propagation: str) -> Obj:
         obj = self._objects[rtype.key].pop((namespace, name))
         self._rv += 1
-        gone = copy.deepcopy(obj)
+        gone: Obj = clone(obj)
         gone["metadata"]["resourceVersion"] = str(self._rv)
         self._emit("DELETED", rtype, namespace, gone, obj, rv=self._rv)
         if rtype.key == (CRD_GROUP, "customresourcedefinitions"):
