@@ -189,7 +189,8 @@ def types_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
             singular=names.get("singular") or kind.lower(),
             short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()),
-            subresources=frozenset(version.get("subresources") or {}),
+            # only the status subresource is emulated (no scale)
+            subresources=frozenset(version.get("subresources") or {}) & {"status"},
             columns=None if columns is None else tuple(
                 PrinterColumn(
                     name=column["name"],

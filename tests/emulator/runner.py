@@ -220,8 +220,8 @@ class Emulator:
             meta = obj.get("metadata", {})
             try:
                 self.store.get(rtype, meta.get("namespace"), meta.get("name", ""))
-            except Exception as exc:
-                if getattr(exc, "status", None) != 404:
+            except kmock.KubernetesError as exc:
+                if exc.status != 404:
                     raise
                 result.append(self.create(obj))
                 continue
@@ -242,8 +242,8 @@ class Emulator:
         """Like get(), but None when the object does not exist."""
         try:
             return self.get(api_version, kind, name, namespace)
-        except Exception as exc:
-            if getattr(exc, "status", None) == 404:
+        except kmock.KubernetesError as exc:
+            if exc.status == 404:
                 return None
             raise
 

@@ -254,7 +254,7 @@ class KubeEmulator(kmock.KubernetesScaffold):
         if verb == "list":
             items, rv = self.store.list_objects(rtype, namespace, [self._matcher(params, None)])
             return _json(self._list(rtype, items, rv, params, as_table))
-        if verb == "create":
+        if verb == "create" and route.name is None:
             body = self._body(request, rtype)
             obj = self.store.create(rtype, namespace, body, keep_status=False)
             return _json(self._render(rtype, obj, as_table, params), status=201)
@@ -266,7 +266,9 @@ class KubeEmulator(kmock.KubernetesScaffold):
                           "metadata": {"resourceVersion": str(self.store.resource_version)},
                           "items": gone})
 
-        assert route.name is not None
+        if route.name is None or (verb == "create" and route.name):
+            raise errors.method_not_allowed(f"{request.method.value} is not allowed on "
+                                            f"{route.path}")
         if verb == "get":
             obj = self.store.get(rtype, namespace, route.name)
         elif verb == "update":

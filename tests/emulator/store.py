@@ -129,9 +129,9 @@ class Store:
         tests = list(matchers)
         with self._lock:
             bucket = self._objects.get(rtype.key, {})
-            items = [self._out(rtype, obj) for (ns, _), obj in sorted(bucket.items(), key=_order)
-                     if namespace is None or ns == namespace]
-            return [obj for obj in items if all(test(obj) for test in tests)], self._rv
+            return [self._out(rtype, obj) for (ns, _), obj in sorted(bucket.items(), key=_order)
+                    if (namespace is None or ns == namespace)
+                    and all(test(obj) for test in tests)], self._rv
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -141,6 +141,8 @@ class Store:
         with self._lock:
             obj: Obj = clone(dict(body))
             meta = obj.setdefault("metadata", {})
+            if not isinstance(meta, dict):
+                raise errors.bad_request(f"metadata of a new {rtype.kind} must be an object")
             namespace = self._check_namespace(rtype, namespace, meta)
             if not meta.get("name"):
                 if not meta.get("generateName"):

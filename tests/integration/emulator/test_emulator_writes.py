@@ -356,3 +356,19 @@ class TestFaults:
         failed = want_status >= 500
         assert (k8s_api.find("v1", "ConfigMap", "a", "default") is None) is \
             (failed or method != "POST")
+
+
+class TestMethods:
+    @pytest.mark.parametrize(("method", "path", "want_status"), [
+        ("PATCH", CM_PATH, 405),
+        ("PUT", CM_PATH, 405),
+        ("POST", f"{CM_PATH}/a", 405),
+        ("GET", "/api/v1/namespaces/default/nothings", 404),
+        ("GET", "/apis/nowhere.dev/v1", 404),
+        ("POST", "/api", 405),
+    ])
+    def test_wrong_methods_and_paths(self, k8s_api: Emulator, method: str, path: str,
+                                     want_status: int) -> None:
+        reply = call(k8s_api.url, method, path, configmap("a") if method != "GET" else None,
+                     content_type=MERGE_PATCH if method == "PATCH" else "application/json")
+        assert reply.status == want_status and reply.data["kind"] == "Status"
