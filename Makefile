@@ -24,13 +24,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy quota queueing admission placement multicluster kuota
-	$(BIN)/kuota crds --check manifests/crds
+	$(BIN)/kuota crds --check manifests/crds --docs docs/reference/api.md
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/simulate_kueue_baseline.py
 
 crds: $(STAMP)
-	$(BIN)/kuota crds --write manifests/crds
+	$(BIN)/kuota crds --write manifests/crds --docs docs/reference/api.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,21 +1,27 @@
 """One scheduling cycle: values in, decisions out.
 
-``schedule(snapshot, heads, namespace_labels)`` reads as the numbered script
-Kueue's scheduler follows:
+``schedule(snapshot, heads, namespace_labels, fair_sharing=...)`` reads as the
+numbered script Kueue's scheduler follows:
 
-1. **Nominate** every head (one workload per ClusterQueue): reject at once
+1. **Nominate** every head (one workload per ClusterQueue): refuse at once
    what its ClusterQueue or LocalQueue refuses (inactive, stopped, namespace
-   not selected); otherwise assign flavors against the snapshot.
-2. **Order** the nominated: workloads that fit without borrowing before
-   those that borrow, then higher priority, then older.
-3. **Admit** in that order, re-checking each against the snapshot as earlier
-   admissions of this cycle consume quota; each admission is added to the
-   snapshot at once. A workload that fit at nomination but no longer does is
-   *skipped* and tried again next cycle; one that cannot fit is
-   *inadmissible* and steps aside until something changes.
+   not selected); otherwise assign flavors against the snapshot, asking the
+   preemption oracle where quota is short. A workload that fits neither
+   whole nor by preempting, but may shrink (``minCount``), is assigned the
+   largest counts that fit (:mod:`admission.partial`).
+2. **Order** the nominated: classically, those that fit without borrowing
+   first, then higher priority, then older; with fair sharing, by a
+   tournament of dominant resource shares (:mod:`admission.fairsharing`).
+3. **Admit or preempt** in that order, re-checking each against the snapshot
+   as earlier decisions of this cycle change it. A workload that fits is
+   admitted and its usage added to the snapshot. One that needs preemption
+   gets its victims chosen; they are evicted and the workload is admitted in
+   a later cycle, when their quota is free — its usage is held in this
+   cycle's snapshot so nothing else takes it meanwhile. Victims already
+   claimed by another preemptor in this cycle make it wait.
 
 The cycle never touches the cache, the queues or a store: the engine applies
-the result (assume, block, persist).
+the result (assume, evict, block, persist).
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from admission import flavors
+from admission import fairsharing, flavors, partial, preemption
 from queueing.manager import Head
 from quota import tree as qt
 from quota.cache import Snapshot
-from quota.resources import FlavorResource
+from quota.config import ClusterQueueConfig
+from quota.resources import Amount, FlavorResource
 from quota.workload import Admission, WorkloadInfo
 
 
@@ -40,28 +47,67 @@ class Verdict:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """Evict ``target`` so that ``preemptor`` can be admitted."""
+
+    target: preemption.Target
+    preemptor: Head
+
+
 @dataclass(slots=True)
 class CycleResult:
     admitted: list[tuple[Head, Admission]] = field(default_factory=list)
     #: Could not be admitted now; steps aside until something changes.
     inadmissible: list[Verdict] = field(default_factory=list)
-    #: Fit at nomination, lost out to an earlier admission of this cycle.
+    #: Fit at nomination, lost out to an earlier decision of this cycle; retried next cycle.
     skipped: list[Verdict] = field(default_factory=list)
+    preempted: list[Preemption] = field(default_factory=list)
+    #: Heads whose victims were chosen this cycle; they are retried next cycle.
+    preempting: list[Head] = field(default_factory=list)
 
     @property
     def tried(self) -> int:
-        return len(self.admitted) + len(self.inadmissible) + len(self.skipped)
+        return (len(self.admitted) + len(self.inadmissible) + len(self.skipped)
+                + len(self.preempting))
 
 
 @dataclass(slots=True)
 class _Entry:
     head: Head
+    cq: ClusterQueueConfig
     assignment: flavors.Assignment
+    targets: list[preemption.Target] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Oracle:
+    snapshot: Snapshot
+    fair_sharing: bool
+
+    def targets(self, cq: ClusterQueueConfig, info: WorkloadInfo,
+                usage: Mapping[FlavorResource, Amount],
+                contested: set[FlavorResource]) -> list[preemption.Target]:
+        find = fairsharing.fair_targets if self.fair_sharing else preemption.classical_targets
+        return find(self.snapshot, cq, info, dict(usage), contested)
+
+    def can_preempt_for(self, cq: ClusterQueueConfig, info: WorkloadInfo,
+                        fr: FlavorResource, amount: Amount) -> tuple[bool, int]:
+        targets = self.targets(cq, info, {fr: amount}, {fr})
+        node = self.snapshot.tree.queues[cq.name]
+        for t in targets:
+            self.snapshot.remove(t.cluster_queue, t.victim.admission)
+        height = qt.borrowing_height(node, fr, amount)
+        for t in targets:
+            self.snapshot.add(t.cluster_queue, t.victim.admission)
+        return bool(targets), height
 
 
 def schedule(snapshot: Snapshot, heads: Sequence[Head],
-             namespace_labels: Callable[[str], Mapping[str, str]]) -> CycleResult:
+             namespace_labels: Callable[[str], Mapping[str, str]], *,
+             fair_sharing: bool = False) -> CycleResult:
     result = CycleResult()
+    oracle = _Oracle(snapshot, fair_sharing)
     # 1. Nominate.
     entries: list[_Entry] = []
     for head in heads:
@@ -69,28 +115,98 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
         if refusal is not None:
             result.inadmissible.append(Verdict(head, *refusal))
             continue
-        cq = snapshot.cluster_queues[head.cluster_queue]
-        assignment = flavors.assign(head.info, cq, snapshot)
-        if assignment.mode is not flavors.Mode.FIT:
-            result.inadmissible.append(Verdict(head, assignment.reason, assignment.message))
+        entry = _nominate(head, snapshot.cluster_queues[head.cluster_queue], snapshot, oracle)
+        if entry.assignment.mode is flavors.Mode.NO_FIT:
+            result.inadmissible.append(Verdict(head, entry.assignment.reason or
+                                               flavors.WAITING_FOR_QUOTA,
+                                               entry.assignment.message))
             continue
-        entries.append(_Entry(head, assignment))
+        entries.append(entry)
     # 2. Order.
-    entries.sort(key=_order)
-    # 3. Admit.
-    for entry in entries:
-        head, assignment = entry.head, entry.assignment
-        node = snapshot.tree.queues[head.cluster_queue]
-        if not _still_fits(node, assignment.usage):
+    if fair_sharing:
+        ordered = fairsharing.fair_order(
+            snapshot, entries, cluster_queue=lambda e: e.head.cluster_queue,
+            usage=lambda e: e.assignment.usage, info=lambda e: e.head.info)
+    else:
+        ordered = iter(sorted(entries, key=_order))
+    # 3. Admit or preempt.
+    claimed: set[str] = set()
+    for entry in ordered:
+        _decide(entry, snapshot, oracle, claimed, result)
+    return result
+
+
+def _nominate(head: Head, cq: ClusterQueueConfig, snapshot: Snapshot,
+              oracle: _Oracle) -> _Entry:
+    info = head.info
+    entry = _Entry(head, cq, flavors.assign(info, cq, snapshot, oracle=oracle))
+    if entry.assignment.mode is flavors.Mode.PREEMPT:
+        entry.targets = oracle.targets(cq, info, entry.assignment.usage,
+                                       entry.assignment.contested)
+        if entry.targets:
+            return entry
+    if entry.assignment.mode is flavors.Mode.FIT or not partial.can_shrink(info):
+        if entry.assignment.mode is flavors.Mode.PREEMPT:
+            entry.assignment.mode = flavors.Mode.NO_FIT
+            entry.assignment.reason = flavors.WAITING_FOR_QUOTA
+            entry.assignment.message = ("not enough quota, and no workload may be preempted "
+                                        "for it: " + entry.assignment.message)
+        return entry
+
+    def attempt(counts: dict[str, int]) -> _Entry | None:
+        smaller = _Entry(head, cq, flavors.assign(info, cq, snapshot, counts=counts,
+                                                  oracle=oracle))
+        if smaller.assignment.mode is flavors.Mode.FIT:
+            return smaller
+        if smaller.assignment.mode is flavors.Mode.PREEMPT:
+            smaller.targets = oracle.targets(cq, info, smaller.assignment.usage,
+                                             smaller.assignment.contested)
+            if smaller.targets:
+                return smaller
+        return None
+
+    shrunk = partial.search(info, attempt)
+    if shrunk is not None:
+        return shrunk
+    if entry.assignment.mode is flavors.Mode.PREEMPT:
+        entry.assignment.mode = flavors.Mode.NO_FIT
+        entry.assignment.reason = flavors.WAITING_FOR_QUOTA
+    return entry
+
+
+def _decide(entry: _Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str],
+            result: CycleResult) -> None:
+    head, assignment = entry.head, entry.assignment
+    node = snapshot.tree.queues[head.cluster_queue]
+    if assignment.mode is flavors.Mode.PREEMPT:
+        if any(t.key in claimed for t in entry.targets):
+            result.skipped.append(Verdict(head, flavors.WAITING_FOR_QUOTA,
+                                          "Workload has overlapping preemption targets with "
+                                          "another workload"))
+            return
+        # Victims may have changed since nomination: recompute on today's snapshot.
+        targets = oracle.targets(entry.cq, head.info, assignment.usage, assignment.contested)
+        if not targets or any(t.key in claimed for t in targets):
             result.skipped.append(Verdict(head, flavors.WAITING_FOR_QUOTA,
                                           "Workload no longer fits after processing another "
                                           "workload"))
-            continue
-        admission = Admission(head.cluster_queue, tuple(assignment.pod_sets),
-                              borrowing=assignment.borrows)
+            return
+        for target in targets:
+            claimed.add(target.key)
+            snapshot.remove(target.cluster_queue, target.victim.admission)
+            result.preempted.append(Preemption(target, head))
         snapshot.tree.add(head.cluster_queue, assignment.usage)
-        result.admitted.append((head, admission))
-    return result
+        result.preempting.append(head)
+        return
+    if not _still_fits(node, assignment.usage):
+        result.skipped.append(Verdict(head, flavors.WAITING_FOR_QUOTA,
+                                      "Workload no longer fits after processing another "
+                                      "workload"))
+        return
+    admission = Admission(head.cluster_queue, tuple(assignment.pod_sets),
+                          borrowing=assignment.borrows)
+    snapshot.tree.add(head.cluster_queue, assignment.usage)
+    result.admitted.append((head, admission))
 
 
 def _order(entry: _Entry) -> tuple[bool, int, float, str]:

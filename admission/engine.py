@@ -2,29 +2,79 @@
 
 Adapters (the simulator, the Redis scheduler service, the Kubernetes
 operator) feed it events — configs applied or deleted, workloads submitted,
-finished or cancelled — and call :meth:`Engine.schedule` to run a cycle. It
-never reads a clock: every call carries ``now``.
+finished, pods ready, admission-check verdicts — and call
+:meth:`Engine.schedule` to run a cycle. It never reads a clock: every call
+carries ``now``; randomness (requeue jitter) comes from an injected
+``random.Random``.
 
-A cycle's admissions are *assumed* at once (usage counted in the cache, the
-workload's state moved to QuotaReserved/Admitted); an adapter that then
-fails to persist one calls :meth:`Engine.forget` to put it back in its queue.
+Every lifecycle change is also appended to :attr:`Engine.outbox` as a
+:class:`~admission.events.WorkloadEvent`; adapters drain it and apply each
+event to their store.
+
+* **Assume.** A cycle's admissions are counted in the cache at once; an
+  adapter that fails to persist one calls :meth:`Engine.forget`.
+* **Evict.** Preemption victims, workloads whose pods are not ready in time
+  (``waitForPodsReady``), workloads of a draining queue (``HoldAndDrain``)
+  and admission checks asking to retry release their quota and wait again.
+  Pods-ready evictions back off exponentially; past ``backoffLimitCount``
+  the workload is deactivated (``RequeuingLimitExceeded``).
+* **Admission checks.** When a ClusterQueue lists AdmissionChecks, a
+  workload holding quota stays *QuotaReserved* until every check that
+  applies to its flavors is Ready; ``Retry`` releases the quota and requeues
+  it, ``Rejected`` deactivates it. Controllers plug in through
+  :class:`CheckController`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import random
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from admission import backoff
 from admission.cycle import CycleResult, schedule
+from admission.events import Kind, WorkloadEvent
 from queueing.manager import QueueManager
 from quota import lifecycle
 from quota.cache import QuotaCache
-from quota.config import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
-from quota.lifecycle import Event, State
+from quota.config import (
+    AdmissionCheckConfig,
+    ClusterQueueConfig,
+    CohortConfig,
+    EngineConfig,
+    FlavorConfig,
+    LocalQueueConfig,
+)
+from quota.lifecycle import HOLDS_QUOTA, Event, State
 from quota.workload import Admission, WorkloadInfo
 
-ConfigObject = FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
+ConfigObject = (FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
+                | AdmissionCheckConfig)
+
+# Admission check states, as in Kueue.
+PENDING, READY, RETRY, REJECTED = "Pending", "Ready", "Retry", "Rejected"
+
+
+class CheckController(Protocol):
+    """Runs one kind of AdmissionCheck (selected by the check's controllerName).
+
+    ``reserved`` is called when a workload reserves quota in a ClusterQueue that
+    requires the check; it may answer at once (Ready/Retry/Rejected) or return
+    None and report later through :meth:`Engine.set_check`.
+    """
+
+    def reserved(self, record: Record, check: AdmissionCheckConfig,
+                 now: float) -> tuple[str, str] | None: ...
+
+
+@dataclass(slots=True)
+class Eviction:
+    at: float
+    reason: str
+    detail: str = ""
+    message: str = ""
 
 
 @dataclass(slots=True)
@@ -37,13 +87,29 @@ class Record:
     admitted_at: float | None = None
     pending_reason: str | None = None
     pending_message: str | None = None
+    evictions: list[Eviction] = field(default_factory=list)
+    #: Pods-ready evictions so far (drives the backoff).
+    requeue_count: int = 0
+    #: While backing off: when the workload may be tried again.
+    requeue_at: float | None = None
+    pods_ready: bool = False
+    #: Admission check name -> (state, message), while quota is reserved.
+    checks: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
 class Engine:
+    config: EngineConfig = field(default_factory=EngineConfig)
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
     cache: QuotaCache = field(default_factory=QuotaCache)
     queues: QueueManager = field(default_factory=QueueManager)
     records: dict[str, Record] = field(default_factory=dict)
+    controllers: dict[str, CheckController] = field(default_factory=dict)
+    outbox: list[WorkloadEvent] = field(default_factory=list)
+    #: Admitted workloads whose pods are not ready yet -> deadline (waitForPodsReady).
+    _unready: dict[str, float] = field(default_factory=dict)
+    #: Workloads backing off after a pods-ready eviction -> when they requeue.
+    _backing_off: dict[str, float] = field(default_factory=dict)
 
     # -- configuration -------------------------------------------------------
     def apply(self, obj: ConfigObject) -> None:
@@ -53,6 +119,8 @@ class Engine:
             self.cache.set_cluster_queue(obj)
         elif isinstance(obj, CohortConfig):
             self.cache.set_cohort(obj)
+        elif isinstance(obj, AdmissionCheckConfig):
+            self.cache.set_admission_check(obj)
         else:
             self.cache.set_local_queue(obj)
         self._reconfigure()
@@ -66,20 +134,24 @@ class Engine:
         deleters = {"ResourceFlavor": self.cache.delete_flavor,
                     "ClusterQueue": self.cache.delete_cluster_queue,
                     "Cohort": self.cache.delete_cohort,
-                    "LocalQueue": self.cache.delete_local_queue}
+                    "LocalQueue": self.cache.delete_local_queue,
+                    "AdmissionCheck": self.cache.delete_admission_check}
         if kind not in deleters:
             raise ValueError(f"cannot delete unknown kind {kind!r}")
         deleters[kind](name)
         self._reconfigure()
 
-    def set_namespace(self, name: str, labels: dict[str, str]) -> None:
+    def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         self.cache.set_namespace(name, labels)
         self._reconfigure()
 
     def _reconfigure(self) -> None:
         self.queues.configure(self.cache.cluster_queues.values(),
                               self.cache.local_queues.values())
-        self._refresh_parked()
+        for key, why in self.queues.parked.items():
+            record = self.records.get(key)
+            if record is not None:
+                record.pending_reason, record.pending_message = why
 
     # -- workloads -----------------------------------------------------------
     def submit(self, info: WorkloadInfo) -> Record:
@@ -87,17 +159,18 @@ class Engine:
         if info.key in self.records and self.records[info.key].state is not State.FINISHED:
             raise ValueError(f"workload {info.key} already exists")
         record = self.records[info.key] = Record(info)
-        self.queues.push(info, info.created)
-        self._note_waiting(record)
+        self._enqueue(record)
         return record
 
-    def finish(self, key: str, now: float) -> Record:
+    def finish(self, key: str, now: float, message: str = "") -> Record:
         """The workload ended (or was cancelled): release its quota."""
         record = self._record(key)
         record.state = lifecycle.transition(key, record.state, Event.FINISH)
         self.queues.remove(key)
         self._release(key)
+        self._stop_timers(record)
         record.pending_reason = record.pending_message = None
+        self._emit(now, record, Kind.FINISHED, message=message)
         return record
 
     def forget(self, key: str, now: float) -> Record:
@@ -105,45 +178,116 @@ class Engine:
         record = self._record(key)
         record.state = lifecycle.transition(key, record.state, Event.RELEASE)
         self._release(key)
-        record.admission = None
-        record.admitted_at = None
-        self.queues.push(record.info, record.info.created)
-        self._note_waiting(record)
+        record.admission = record.admitted_at = None
+        record.checks = {}
+        self._enqueue(record)
         return record
 
-    def _release(self, key: str) -> None:
-        entry = self.cache.forget(key)
-        if entry is None:
+    def evict(self, key: str, now: float, reason: str, detail: str = "",
+              message: str = "") -> Record:
+        """Stop a workload holding quota and put it back in its queue.
+
+        Pods-ready timeouts back off before the next try; other evictions
+        requeue at once, keeping the workload's place in line.
+        """
+        record = self._record(key)
+        record.state = lifecycle.transition(key, record.state, Event.EVICT)
+        self._release(key)
+        self._stop_timers(record)
+        record.admission = record.admitted_at = None
+        record.pods_ready = False
+        record.checks = {}
+        record.evictions.append(Eviction(now, reason, detail, message))
+        self._emit(now, record, Kind.EVICTED, reason, detail, message)
+        ready = self.config.wait_for_pods_ready
+        if reason == "PodsReadyTimeout" and ready is not None:
+            record.requeue_count += 1
+            strategy = ready.requeuing
+            if backoff.exhausted(strategy, record.requeue_count):
+                self.deactivate(key, now, "RequeuingLimitExceeded",
+                                f"evicted {record.requeue_count} times for pods not ready; "
+                                f"backoffLimitCount is {strategy.backoff_limit_count}")
+                return record
+            if strategy.timestamp == "Eviction":
+                record.info = dataclasses.replace(record.info, created=now)
+            wait = backoff.delay(strategy, record.requeue_count, self.rng,
+                                 self.config.backoff_jitter)
+            record.requeue_at = self._backing_off[key] = now + wait
+            record.pending_reason = "Backoff"
+            record.pending_message = (f"evicted: {message or reason}; requeued after "
+                                      f"{wait:.0f}s backoff")
+            return record
+        self._enqueue(record)
+        return record
+
+    def deactivate(self, key: str, now: float, reason: str, message: str = "") -> Record:
+        """Take a workload out of scheduling (``spec.active: false``)."""
+        record = self._record(key)
+        record.state = lifecycle.transition(key, record.state, Event.DEACTIVATE)
+        self.queues.remove(key)
+        self._release(key)
+        self._stop_timers(record)
+        record.admission = record.admitted_at = None
+        record.pending_reason, record.pending_message = reason, message
+        self._emit(now, record, Kind.DEACTIVATED, reason, message=message)
+        return record
+
+    def activate(self, key: str, now: float) -> Record:
+        record = self._record(key)
+        record.state = lifecycle.transition(key, record.state, Event.ACTIVATE)
+        record.requeue_count = 0
+        self._enqueue(record)
+        return record
+
+    def pods_ready(self, key: str, now: float) -> None:
+        """All pods of an admitted workload are running (PodsReady=True)."""
+        record = self._record(key)
+        if record.state in HOLDS_QUOTA:
+            record.pods_ready = True
+            self._unready.pop(key, None)
+
+    def set_check(self, key: str, check: str, state: str, now: float,
+                  message: str = "") -> None:
+        """An admission check controller's verdict for a workload holding quota."""
+        if state not in (PENDING, READY, RETRY, REJECTED):
+            raise ValueError(f"admission check {check}: unknown state {state!r}")
+        record = self._record(key)
+        if record.state is not State.QUOTA_RESERVED or check not in record.checks:
             return
-        node = self.cache.tree.queues.get(entry.admission.cluster_queue)
-        if node is None:
-            return
-        root = node.root()
-        self.queues.unblock(n.name for n in self.cache.tree.members(root) if not n.is_cohort)
+        record.checks[check] = (state, message)
+        if state == RETRY:
+            self.evict(key, now, "AdmissionCheck", f"{check}: Retry", message)
+        elif state == REJECTED:
+            self.deactivate(key, now, "AdmissionCheck",
+                            f"admission check {check} rejected the workload: {message}")
+        elif all(s == READY for s, _ in record.checks.values()):
+            self._admit(record, now)
 
     # -- scheduling ----------------------------------------------------------
     def schedule(self, now: float) -> CycleResult:
-        """Run one cycle and apply its result to the cache and the queues."""
+        """Do what is due at ``now``, then run one cycle and apply its result."""
+        self.tick(now)
+        if self._admission_blocked():
+            return CycleResult()
         heads = self.queues.heads()
         if not heads:
             return CycleResult()
-        result = schedule(self.cache.snapshot(), heads, self.cache.namespace_labels)
+        result = schedule(self.cache.snapshot(), heads, self.cache.namespace_labels,
+                          fair_sharing=self.config.fair_sharing)
+        for preemption in result.preempted:
+            target, preemptor = preemption.target, preemption.preemptor
+            self.evict(target.key, now, "Preempted", target.reason,
+                       f"preempted to admit {preemptor.info.key} "
+                       f"(ClusterQueue {preemptor.cluster_queue})")
         for head, admission in result.admitted:
-            record = self.records[head.info.key]
-            self.queues.remove(head.info.key)
-            self.cache.assume(head.info, admission, now)
-            record.state = lifecycle.transition(head.info.key, record.state, Event.RESERVE)
-            record.state = lifecycle.transition(head.info.key, record.state, Event.ADMIT)
-            record.admission = admission
-            record.admitted_at = now
-            record.pending_reason = record.pending_message = None
+            self._reserve(head.info.key, admission, now)
         for verdict in result.inadmissible:
             self.queues.block(verdict.head, verdict.reason, verdict.message)
-            record = self.records[verdict.head.info.key]
-            record.pending_reason, record.pending_message = verdict.reason, verdict.message
+            self._note(verdict.head.info.key, verdict.reason, verdict.message)
         for verdict in result.skipped:
-            record = self.records[verdict.head.info.key]
-            record.pending_reason, record.pending_message = verdict.reason, verdict.message
+            self._note(verdict.head.info.key, verdict.reason, verdict.message)
+        for head in result.preempting:
+            self._note(head.info.key, "Preempting", "waiting for preempted workloads to stop")
         return result
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[CycleResult]:
@@ -156,30 +300,118 @@ class Engine:
             results.append(result)
         return results
 
-    # -- queries -------------------------------------------------------------
-    def pending(self) -> list[Record]:
-        return [r for r in self.records.values() if r.state is State.PENDING]
+    def tick(self, now: float) -> None:
+        """Apply what time brings: drains, pods-ready timeouts, ends of backoff."""
+        self._drain_stopped(now)
+        ready = self.config.wait_for_pods_ready
+        for key in [k for k, deadline in self._unready.items() if now >= deadline]:
+            timeout = ready.timeout if ready is not None else 0.0
+            self.evict(key, now, "PodsReadyTimeout", "",
+                       f"pods were not ready within {timeout:g}s")
+        for key in [k for k, at in self._backing_off.items() if now >= at]:
+            record = self.records[key]
+            del self._backing_off[key]
+            record.requeue_at = None
+            self._enqueue(record)
+            self._emit(now, record, Kind.REQUEUED, "BackoffFinished")
+
+    def next_wakeup(self) -> float | None:
+        """The earliest time :meth:`tick` has something to do, for a virtual clock."""
+        return min([*self._backing_off.values(), *self._unready.values()], default=None)
+
+    def drain_outbox(self) -> list[WorkloadEvent]:
+        events, self.outbox = self.outbox, []
+        return events
+
+    # -- internals -----------------------------------------------------------
+    def _reserve(self, key: str, admission: Admission, now: float) -> None:
+        record = self.records[key]
+        self.queues.remove(key)
+        self.cache.assume(record.info, admission, now)
+        record.state = lifecycle.transition(key, record.state, Event.RESERVE)
+        record.admission, record.admitted_at = admission, now
+        record.pending_reason = record.pending_message = None
+        record.pods_ready = False
+        checks = self._checks_for(admission)
+        record.checks = {c.name: (PENDING, "") for c in checks}
+        if not checks:
+            self._admit(record, now)
+            return
+        self._emit(now, record, Kind.QUOTA_RESERVED, admission=admission)
+        for check in checks:
+            controller = self.controllers.get(check.controller_name)
+            verdict = controller.reserved(record, check, now) if controller else None
+            if verdict is not None and record.state is State.QUOTA_RESERVED:
+                self.set_check(key, check.name, verdict[0], now, verdict[1])
+
+    def _admit(self, record: Record, now: float) -> None:
+        record.state = lifecycle.transition(record.info.key, record.state, Event.ADMIT)
+        ready = self.config.wait_for_pods_ready
+        if ready is not None:
+            self._unready[record.info.key] = now + ready.timeout
+        self._emit(now, record, Kind.ADMITTED, admission=record.admission)
+
+    def _stop_timers(self, record: Record) -> None:
+        self._unready.pop(record.info.key, None)
+        self._backing_off.pop(record.info.key, None)
+        record.requeue_at = None
+
+    def _checks_for(self, admission: Admission) -> list[AdmissionCheckConfig]:
+        cq = self.cache.cluster_queues.get(admission.cluster_queue)
+        if cq is None:
+            return []
+        used = {f for ps in admission.pod_sets for f in ps.flavors.values()}
+        return [self.cache.admission_checks[name] for name, on in cq.admission_checks
+                if name in self.cache.admission_checks and (not on or used & set(on))]
+
+    def _admission_blocked(self) -> bool:
+        ready = self.config.wait_for_pods_ready
+        return bool(ready and ready.block_admission and self._unready)
+
+    def _drain_stopped(self, now: float) -> None:
+        for cq_name, cq in self.cache.cluster_queues.items():
+            if cq.stop_policy == "HoldAndDrain":
+                for key in list(self.cache.workloads.get(cq_name, {})):
+                    self.evict(key, now, "ClusterQueueStopped", "",
+                               f"ClusterQueue {cq_name} is stopped (HoldAndDrain)")
+        draining = {k for k, lq in self.cache.local_queues.items()
+                    if lq.stop_policy == "HoldAndDrain"}
+        if draining:
+            for entry in list(self.cache.all_holding()):
+                lq = f"{entry.info.namespace}/{entry.info.queue_name}"
+                if lq in draining:
+                    self.evict(entry.info.key, now, "LocalQueueStopped", "",
+                               f"LocalQueue {lq} is stopped (HoldAndDrain)")
+
+    def _release(self, key: str) -> None:
+        entry = self.cache.forget(key)
+        if entry is None:
+            return
+        node = self.cache.tree.queues.get(entry.admission.cluster_queue)
+        if node is None:
+            return
+        self.queues.unblock(n.name for n in self.cache.tree.members(node.root())
+                            if not n.is_cohort)
+
+    def _enqueue(self, record: Record) -> None:
+        self.queues.push(record.info, record.info.created)
+        why = self.queues.why_waiting(record.info.key)
+        if why is not None:
+            record.pending_reason, record.pending_message = why
+        else:
+            record.pending_reason, record.pending_message = "Pending", "waiting for a try"
+
+    def _note(self, key: str, reason: str, message: str) -> None:
+        record = self.records[key]
+        record.pending_reason, record.pending_message = reason, message
+
+    def _emit(self, now: float, record: Record, kind: Kind, reason: str = "",
+              detail: str = "", message: str = "", admission: Admission | None = None) -> None:
+        self.outbox.append(WorkloadEvent(now, record.info.key, kind, reason, detail, message,
+                                         admission))
 
     def _record(self, key: str) -> Record:
         try:
             return self.records[key]
         except KeyError:
             raise KeyError(f"unknown workload {key}") from None
-
-    def _note_waiting(self, record: Record) -> None:
-        why = self.queues.why_waiting(record.info.key)
-        if why is not None:
-            record.pending_reason, record.pending_message = why
-        elif record.pending_reason is None:
-            record.pending_reason, record.pending_message = "Pending", "waiting for a try"
-
-    def _refresh_parked(self) -> None:
-        for key, why in self.queues.parked.items():
-            record = self.records.get(key)
-            if record is not None:
-                record.pending_reason, record.pending_message = why
-
-
-def with_timestamp(info: WorkloadInfo, created: float) -> WorkloadInfo:
-    """A copy of ``info`` ordered by ``created`` (requeue by eviction time)."""
-    return dataclasses.replace(info, created=created)

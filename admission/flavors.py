@@ -55,7 +55,8 @@ _SEVERITY = {WAITING_FOR_QUOTA: 0, EXCEEDS_MAX_QUOTA: 1, NO_MATCHING_FLAVOR: 2}
 
 
 class PreemptionOracle(Protocol):
-    """Answers whether ``amount`` of ``fr`` could be had by preempting (next issue)."""
+    """Answers whether ``amount`` of ``fr`` could be had by preempting, and the
+    borrowing height left after those preemptions."""
 
     def can_preempt_for(self, cq: ClusterQueueConfig, info: WorkloadInfo,
                         fr: FlavorResource, amount: Amount) -> tuple[bool, int]: ...
@@ -65,6 +66,8 @@ class PreemptionOracle(Protocol):
 class FlavorChoice:
     mode: Mode
     borrow: int
+    #: Cells that fit only by preempting.
+    contested: frozenset[FlavorResource] = frozenset()
 
 
 @dataclass(slots=True)
@@ -75,6 +78,8 @@ class Assignment:
     pod_sets: list[PodSetAdmission] = field(default_factory=list)
     borrow: int = 0
     usage: FRVector = field(default_factory=dict)
+    #: Cells that fit only by preempting (mode PREEMPT).
+    contested: set[FlavorResource] = field(default_factory=set)
     reason: str = ""
     message: str = ""
 
@@ -110,6 +115,7 @@ def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
                     usage[fr] = usage.get(fr, 0) + ps_usage[resource]
             result.mode = min(result.mode, choice.mode)
             result.borrow = max(result.borrow, choice.borrow)
+            result.contested |= choice.contested
         if result.mode is Mode.NO_FIT:
             return result
         result.pod_sets.append(PodSetAdmission(ps.name, count, flavors, ps_usage))
@@ -158,7 +164,8 @@ def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, group: ResourceGroupConfig,
                                           oracle)
             if why:
                 reasons.append(why)
-            choice = FlavorChoice(min(choice.mode, mode), max(choice.borrow, borrow))
+            contested = choice.contested | {fr} if mode is Mode.PREEMPT else choice.contested
+            choice = FlavorChoice(min(choice.mode, mode), max(choice.borrow, borrow), contested)
             if mode is Mode.NO_FIT:
                 break
         if choice.mode is Mode.NO_FIT:
@@ -193,11 +200,23 @@ def _fit_cell(info: WorkloadInfo, cq: ClusterQueueConfig, node: qt.QuotaNode,
     short = (WAITING_FOR_QUOTA,
              f"insufficient unused quota for {fr.resource} in flavor {fr.flavor}, "
              f"{format_amount(amount - max(free, 0), fr.resource)} more needed")
-    if oracle is not None:
+    if oracle is not None and _may_preempt(cq, node, fr, amount):
         possible, borrow_after = oracle.can_preempt_for(cq, info, fr, amount)
         if possible:
             return Mode.PREEMPT, borrow_after, short
     return Mode.NO_FIT, borrow, short
+
+
+def _may_preempt(cq: ClusterQueueConfig, node: qt.QuotaNode, fr: FlavorResource,
+                 amount: Amount) -> bool:
+    """Whether any policy could make room: within nominal quota, reclaim or borrow-preempt."""
+    cell = cq.quotas.get(fr)
+    within_nominal = cell is not None and amount <= cell.nominal
+    pre = cq.preemption
+    if within_nominal and (pre.within_cluster_queue != "Never"
+                           or pre.reclaim_within_cohort != "Never"):
+        return True
+    return node.parent is not None and pre.reclaim_within_cohort != "Never"
 
 
 def _try_next(choice: FlavorChoice, cq: ClusterQueueConfig) -> bool:

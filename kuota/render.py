@@ -7,7 +7,8 @@ from rich.table import Table
 
 from kuota.simulator import SimulationResult
 
-_STYLE = {"Arrived": "dim", "Admitted": "green", "Finished": "cyan", "Evicted": "red"}
+_STYLE = {"Arrived": "dim", "QuotaReserved": "yellow", "Admitted": "green", "Finished": "cyan",
+          "Evicted": "red", "Deactivated": "red", "Requeued": "dim"}
 
 
 def make_console() -> Console:

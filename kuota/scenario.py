@@ -28,7 +28,16 @@ from pydantic.alias_generators import to_camel
 
 from quota import api, convert
 from quota.api import Problem
-from quota.config import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
+from quota.config import (
+    AdmissionCheckConfig,
+    ClusterQueueConfig,
+    CohortConfig,
+    EngineConfig,
+    FlavorConfig,
+    LocalQueueConfig,
+    PodsReadyConfig,
+    RequeuingStrategy,
+)
 from quota.workload import PodSetInfo, WorkloadInfo
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -70,6 +79,14 @@ class ScenarioPodSet(_Model):
     tolerations: list[api.Toleration] = Field(default_factory=list)
 
 
+class ScriptedCheck(_Model):
+    """A scripted admission-check verdict, ``after`` seconds after each quota reservation."""
+
+    name: str
+    state: Literal["Ready", "Retry", "Rejected"] = "Ready"
+    after: Seconds = 0.0
+
+
 class ScenarioWorkload(_Model):
     name: str
     namespace: str = "default"
@@ -82,14 +99,21 @@ class ScenarioWorkload(_Model):
     #: Seconds after admission when all pods are ready; "never" = never.
     pods_ready_after: Annotated[float | Literal["never"] | None,
                                 BeforeValidator(_never_or_seconds)] = None
+    admission_checks: list[ScriptedCheck] = Field(default_factory=list)
+
+
+class RequeuingStrategyModel(_Model):
+    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    backoff_limit_count: int | None = Field(default=None, ge=0)
+    backoff_base_seconds: Seconds = 60.0
+    backoff_max_seconds: Seconds = 3600.0
 
 
 class WaitForPodsReady(_Model):
     enable: bool = True
     timeout: Seconds = 300.0
     block_admission: bool = False
-    recovery_timeout: Seconds | None = None
-    requeuing_strategy: dict[str, Any] = Field(default_factory=dict)
+    requeuing_strategy: RequeuingStrategyModel = Field(default_factory=RequeuingStrategyModel)
 
 
 class FairSharingConfig(_Model):
@@ -109,7 +133,8 @@ class ScenarioError(ValueError):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-ConfigObject = FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
+ConfigObject = (FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
+                | AdmissionCheckConfig)
 
 
 class Scenario(BaseModel):
@@ -125,10 +150,22 @@ class Scenario(BaseModel):
     workloads: list[ScenarioWorkload]
     expect: dict[str, Any] | None = None
 
+    def engine_config(self) -> EngineConfig:
+        ready = self.config.wait_for_pods_ready
+        pods_ready = None
+        if ready is not None and ready.enable:
+            rs = ready.requeuing_strategy
+            pods_ready = PodsReadyConfig(
+                timeout=ready.timeout, block_admission=ready.block_admission,
+                requeuing=RequeuingStrategy(rs.timestamp, rs.backoff_limit_count,
+                                            rs.backoff_base_seconds, rs.backoff_max_seconds))
+        return EngineConfig(fair_sharing=self.config.fair_sharing.enable,
+                            wait_for_pods_ready=pods_ready)
+
     def configs(self) -> list[ConfigObject]:
         """Queue objects as core configs (ResourceFlavors first, as a cluster would have them)."""
-        order: dict[type, int] = {api.ResourceFlavor: 0, api.Cohort: 1, api.ClusterQueue: 2,
-                                  api.LocalQueue: 3}
+        order: dict[type, int] = {api.ResourceFlavor: 0, api.AdmissionCheck: 1, api.Cohort: 2,
+                                  api.ClusterQueue: 3, api.LocalQueue: 4}
         queue_objects = [o for o in self.objects if type(o) in order]
         queue_objects.sort(key=lambda o: order[type(o)])
         return [convert.config(o) for o in queue_objects]

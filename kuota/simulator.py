@@ -1,10 +1,14 @@
 """Run the core in virtual time: ``kuota simulate``.
 
-Events sit in a heap ordered by (time, sequence). At each instant the
-simulator first applies every finish due then, then every arrival, then runs
-admission cycles until no head is left to try — the same engine the operator
-and the Redis service run, only with a virtual clock. An admitted workload
-finishes ``duration`` seconds after admission and releases its quota.
+Events sit in a heap ordered by (time, kind, sequence). At each instant the
+simulator applies what is due — finishes first, then pods becoming ready,
+admission-check verdicts and arrivals — then runs admission cycles until no
+head is left to try: the same engine the operator and the Redis service run,
+only with a virtual clock. It then reads the engine's outbox: an admitted
+workload is scheduled to finish ``duration`` seconds later (and to have its
+pods ready ``podsReadyAfter`` seconds later); an evicted one loses that
+schedule. The engine's own timers (backoff, pods-ready deadlines) become
+wake-up events.
 
 The result is the JSON contract documented in docs/simulator.md; a timeline
 of events is kept for the table output and the demo.
@@ -13,18 +17,20 @@ of events is kept for the table output and the demo.
 from __future__ import annotations
 
 import heapq
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
 from admission.engine import Engine
-from kuota.scenario import Scenario, workload_info
-from quota.workload import Admission, WorkloadInfo
+from admission.events import Kind, WorkloadEvent
+from kuota.scenario import Scenario, ScenarioWorkload, workload_info
+from quota.workload import Admission
 
 
 @dataclass(frozen=True, slots=True)
 class TimelineEvent:
     at: float
-    event: str  # Arrived | Admitted | Finished | Evicted
+    event: str  # Arrived | QuotaReserved | Admitted | Evicted | Requeued | Deactivated | Finished
     workload: str
     cluster_queue: str = ""
     detail: str = ""
@@ -57,33 +63,36 @@ class SimulationResult:
                 "workloads": {k: v.to_json() for k, v in sorted(self.workloads.items())}}
 
 
-_FINISH, _ARRIVE = 0, 1
+# Event kinds, in the order they apply at one instant.
+_FINISH, _READY, _CHECK, _ARRIVE, _WAKE = range(5)
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, *, seed: int = 0) -> None:
         self.scenario = scenario
-        self.engine = Engine()
+        self.engine = Engine(config=scenario.engine_config(), rng=random.Random(seed))
         for name, labels in scenario.namespaces.items():
             self.engine.set_namespace(name, labels)
         self.engine.apply_all(scenario.configs())
-        self._events: list[tuple[float, int, int, str]] = []
+        self._events: list[tuple[float, int, int, str, Any]] = []
         self._seq = 0
-        self._infos: dict[str, WorkloadInfo] = {}
-        self._durations: dict[str, float] = {}
+        self._specs: dict[str, ScenarioWorkload] = {}
+        #: Admission attempt per workload: finish/ready events of older attempts are stale.
+        self._attempt: dict[str, int] = {}
+        #: Workloads holding quota while their admission checks run.
+        self._reserved: set[str] = set()
+        self._wake_at: float | None = None
         self.outcomes: dict[str, WorkloadOutcome] = {}
         self.timeline: list[TimelineEvent] = []
-        self.now = 0.0
         for wl in scenario.workloads:
-            info = workload_info(wl, scenario.priority_classes)
-            self._infos[info.key] = info
-            self._durations[info.key] = wl.duration
-            self.outcomes[info.key] = WorkloadOutcome(arrival=wl.arrival)
-            self._push(wl.arrival, _ARRIVE, info.key)
+            key = f"{wl.namespace}/{wl.name}"
+            self._specs[key] = wl
+            self.outcomes[key] = WorkloadOutcome(arrival=wl.arrival)
+            self._push(wl.arrival, _ARRIVE, key)
 
-    def _push(self, at: float, kind: int, key: str) -> None:
+    def _push(self, at: float, kind: int, key: str, payload: Any = None) -> None:
         self._seq += 1
-        heapq.heappush(self._events, (at, kind, self._seq, key))
+        heapq.heappush(self._events, (at, kind, self._seq, key, payload))
 
     def run(self, until: float | None = None) -> SimulationResult:
         cycles = 0
@@ -92,57 +101,99 @@ class Simulation:
             now = self._events[0][0]
             if until is not None and now > until:
                 break
-            self.now = end = now
+            end = now
             while self._events and self._events[0][0] == now:
-                _, kind, _, key = heapq.heappop(self._events)
-                if kind == _FINISH:
-                    self._finish(key, now)
-                else:
-                    self._arrive(key, now)
-            for result in self.engine.run_until_idle(now):
-                cycles += 1
-                for head, admission in result.admitted:
-                    self._admitted(head.info.key, admission, now)
+                _, kind, _, key, payload = heapq.heappop(self._events)
+                self._apply(kind, key, payload, now)
+            cycles += len(self.engine.run_until_idle(now))
+            for event in self.engine.drain_outbox():
+                self._observe(event)
+            wake = self.engine.next_wakeup()
+            if wake is not None and wake > now and wake != self._wake_at:
+                self._wake_at = wake
+                self._push(wake, _WAKE, "")
         for key, record in self.engine.records.items():
             outcome = self.outcomes[key]
-            if outcome.finished_at is None and not outcome.admissions:
+            if outcome.finished_at is None and record.pending_reason:
                 outcome.pending_reason = record.pending_reason
                 outcome.pending_message = record.pending_message
         return SimulationResult(end, self.outcomes, self.timeline, cycles)
 
-    def _arrive(self, key: str, now: float) -> None:
-        info = self._infos[key]
-        self.engine.submit(info)
-        self.timeline.append(TimelineEvent(now, "Arrived", key, "",
-                                           f"queue {info.namespace}/{info.queue_name}"))
+    def _apply(self, kind: int, key: str, payload: Any, now: float) -> None:
+        if kind == _ARRIVE:
+            wl = self._specs[key]
+            info = workload_info(wl, self.scenario.priority_classes)
+            self.engine.submit(info)
+            self.timeline.append(TimelineEvent(now, "Arrived", key, "",
+                                               f"queue {info.namespace}/{info.queue_name}"))
+        elif kind == _FINISH and payload == self._attempt.get(key):
+            self.engine.finish(key, now)
+        elif kind == _READY and payload == self._attempt.get(key):
+            self.engine.pods_ready(key, now)
+        elif kind == _CHECK and payload[0] == self._attempt.get(key):
+            _, check, state = payload
+            self.engine.set_check(key, check, state, now, "scripted by the scenario")
+        # _WAKE needs nothing: the cycles that follow run the engine's timers.
 
-    def _admitted(self, key: str, admission: Admission, now: float) -> None:
+    def _observe(self, event: WorkloadEvent) -> None:
+        key, now = event.key, event.at
         outcome = self.outcomes[key]
-        outcome.admissions.append({
-            "at": now,
-            "clusterQueue": admission.cluster_queue,
-            "borrowing": admission.borrowing,
-            "podSets": {ps.name: {"count": ps.count, "flavors": dict(ps.flavors)}
-                        for ps in admission.pod_sets},
-        })
-        detail = "; ".join(
-            f"{ps.name}×{ps.count} on {', '.join(dict.fromkeys(ps.flavors.values()))}"
-            for ps in admission.pod_sets)
-        if admission.borrowing:
-            detail += " (borrowing)"
-        waited = now - outcome.arrival
-        if waited > 0:
-            detail += f" after {waited:g}s"
-        self.timeline.append(TimelineEvent(now, "Admitted", key, admission.cluster_queue, detail))
-        self._push(now + self._durations[key], _FINISH, key)
+        spec = self._specs[key]
+        if event.kind is Kind.QUOTA_RESERVED and event.admission is not None:
+            attempt = self._next_attempt(key)
+            self._reserved.add(key)
+            self._line(event, "QuotaReserved", _describe(event.admission))
+            for check in spec.admission_checks:
+                self._push(now + check.after, _CHECK, key, (attempt, check.name, check.state))
+        elif event.kind is Kind.ADMITTED and event.admission is not None:
+            if key in self._reserved:  # the checks passed: same attempt as the reservation
+                self._reserved.discard(key)
+                attempt = self._attempt[key]
+            else:
+                attempt = self._next_attempt(key)
+            adm = event.admission
+            outcome.admissions.append({
+                "at": now, "clusterQueue": adm.cluster_queue, "borrowing": adm.borrowing,
+                "podSets": {ps.name: {"count": ps.count, "flavors": dict(ps.flavors)}
+                            for ps in adm.pod_sets}})
+            waited = now - outcome.arrival
+            detail = _describe(adm) + (f" after {waited:g}s" if waited > 0 else "")
+            self._line(event, "Admitted", detail)
+            self._push(now + spec.duration, _FINISH, key, attempt)
+            if spec.pods_ready_after != "never":
+                self._push(now + (spec.pods_ready_after or 0.0), _READY, key, attempt)
+        elif event.kind is Kind.EVICTED:
+            self._next_attempt(key)
+            outcome.evictions.append({"at": now, "reason": event.reason, "detail": event.detail,
+                                      "message": event.message})
+            self._line(event, "Evicted", f"{event.reason} {event.detail}: {event.message}")
+        elif event.kind is Kind.FINISHED:
+            outcome.finished_at = now
+            self._line(event, "Finished", "quota released")
+        elif event.kind is Kind.DEACTIVATED:
+            self._next_attempt(key)
+            self._line(event, "Deactivated", f"{event.reason}: {event.message}")
+        elif event.kind is Kind.REQUEUED:
+            self._line(event, "Requeued", "backoff over")
 
-    def _finish(self, key: str, now: float) -> None:
-        record = self.engine.records[key]
-        cq = record.admission.cluster_queue if record.admission else ""
-        self.engine.finish(key, now)
-        self.outcomes[key].finished_at = now
-        self.timeline.append(TimelineEvent(now, "Finished", key, cq, "quota released"))
+    def _next_attempt(self, key: str) -> int:
+        """A new admission attempt: events scheduled for the previous one become stale."""
+        self._reserved.discard(key)
+        attempt = self._attempt[key] = self._attempt.get(key, 0) + 1
+        return attempt
+
+    def _line(self, event: WorkloadEvent, name: str, detail: str) -> None:
+        cq = event.admission.cluster_queue if event.admission else (
+            self.engine.queues.cluster_queue_of(event.key) or "")
+        self.timeline.append(TimelineEvent(event.at, name, event.key, cq, detail))
 
 
-def simulate(scenario: Scenario) -> SimulationResult:
-    return Simulation(scenario).run()
+def _describe(admission: Admission) -> str:
+    detail = "; ".join(
+        f"{ps.name}×{ps.count} on {', '.join(dict.fromkeys(ps.flavors.values()))}"
+        for ps in admission.pod_sets)
+    return detail + (" (borrowing)" if admission.borrowing else "")
+
+
+def simulate(scenario: Scenario, *, seed: int = 0) -> SimulationResult:
+    return Simulation(scenario, seed=seed).run()

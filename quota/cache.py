@@ -21,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from quota.config import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
+from quota.config import (
+    AdmissionCheckConfig,
+    ClusterQueueConfig,
+    CohortConfig,
+    FlavorConfig,
+    LocalQueueConfig,
+)
 from quota.tree import QuotaTree
 from quota.workload import Admission, WorkloadInfo
 
@@ -65,6 +71,7 @@ class QuotaCache:
     cluster_queues: dict[str, ClusterQueueConfig] = field(default_factory=dict)
     cohorts: dict[str, CohortConfig] = field(default_factory=dict)
     local_queues: dict[str, LocalQueueConfig] = field(default_factory=dict)
+    admission_checks: dict[str, AdmissionCheckConfig] = field(default_factory=dict)
     #: Namespace labels, for ClusterQueue namespaceSelectors.
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     tree: QuotaTree = field(default_factory=QuotaTree)
@@ -73,6 +80,8 @@ class QuotaCache:
     workloads: dict[str, dict[str, AdmittedWorkload]] = field(default_factory=dict)
     #: Bumped on every config change (the queues use it to retry what waits).
     generation: int = 0
+    #: Workload key -> the ClusterQueue it holds quota in.
+    _where: dict[str, str] = field(default_factory=dict)
 
     # -- configuration -------------------------------------------------------
     def set_flavor(self, flavor: FlavorConfig) -> None:
@@ -97,6 +106,14 @@ class QuotaCache:
 
     def delete_cohort(self, name: str) -> None:
         self.cohorts.pop(name, None)
+        self.rebuild()
+
+    def set_admission_check(self, check: AdmissionCheckConfig) -> None:
+        self.admission_checks[check.name] = check
+        self.rebuild()
+
+    def delete_admission_check(self, name: str) -> None:
+        self.admission_checks.pop(name, None)
         self.rebuild()
 
     def set_local_queue(self, lq: LocalQueueConfig) -> None:
@@ -134,6 +151,11 @@ class QuotaCache:
             return Inactive("FlavorNotFound",
                             f"Can't admit new workloads: references missing ResourceFlavor(s): "
                             f"{', '.join(missing)}")
+        unknown = sorted({name for name, _ in cq.admission_checks} - self.admission_checks.keys())
+        if unknown:
+            return Inactive("AdmissionCheckNotFound",
+                            f"Can't admit new workloads: references missing AdmissionCheck(s): "
+                            f"{', '.join(unknown)}")
         loop = self.tree.in_broken_tree(cq.name)
         if loop:
             return Inactive("CohortCycle", f"Can't admit new workloads: {loop}")
@@ -149,24 +171,23 @@ class QuotaCache:
         if info.key in entries:
             raise ValueError(f"workload {info.key} already holds quota in ClusterQueue {cq}")
         entries[info.key] = AdmittedWorkload(info, admission, at)
+        self._where[info.key] = cq
         if cq in self.tree.queues:
             self.tree.add(cq, admission.usage())
 
     def forget(self, key: str) -> AdmittedWorkload | None:
         """Release a workload's quota; returns what it held, or None if nothing."""
-        for cq, entries in self.workloads.items():
-            entry = entries.pop(key, None)
-            if entry is not None:
-                if cq in self.tree.queues:
-                    self.tree.remove(cq, entry.admission.usage())
-                return entry
-        return None
+        cq = self._where.pop(key, None)
+        if cq is None:
+            return None
+        entry = self.workloads[cq].pop(key)
+        if cq in self.tree.queues:
+            self.tree.remove(cq, entry.admission.usage())
+        return entry
 
     def holding(self, key: str) -> AdmittedWorkload | None:
-        for entries in self.workloads.values():
-            if key in entries:
-                return entries[key]
-        return None
+        cq = self._where.get(key)
+        return None if cq is None else self.workloads[cq][key]
 
     def all_holding(self) -> Iterator[AdmittedWorkload]:
         for entries in self.workloads.values():

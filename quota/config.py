@@ -90,3 +90,41 @@ class LocalQueueConfig:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionCheckConfig:
+    """An AdmissionCheck: a named gate run by the controller ``controller_name``."""
+
+    name: str
+    controller_name: str
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RequeuingStrategy:
+    """How workloads evicted for pod readiness wait before their next try (Kueue's)."""
+
+    timestamp: str = "Eviction"  # Eviction | Creation: the FIFO key after requeue
+    backoff_limit_count: int | None = None  # None = requeue forever
+    backoff_base_seconds: float = 60.0
+    backoff_max_seconds: float = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class PodsReadyConfig:
+    """``waitForPodsReady``: evict admitted workloads whose pods are not ready in time."""
+
+    timeout: float = 300.0
+    block_admission: bool = False
+    requeuing: RequeuingStrategy = RequeuingStrategy()
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Deployment-wide settings (Kueue's Configuration)."""
+
+    fair_sharing: bool = False
+    wait_for_pods_ready: PodsReadyConfig | None = None
+    #: Relative jitter applied to requeue backoff delays.
+    backoff_jitter: float = 0.1

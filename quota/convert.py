@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from quota import api
 from quota.config import (
+    AdmissionCheckConfig,
     ClusterQueueConfig,
     CohortConfig,
     FlavorConfig,
@@ -88,8 +89,18 @@ def local_queue(obj: api.LocalQueue) -> LocalQueueConfig:
                             obj.spec.cluster_queue, obj.spec.stop_policy)
 
 
-def config(obj: object) -> FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig:
+def admission_check(obj: api.AdmissionCheck) -> AdmissionCheckConfig:
+    params = obj.spec.parameters
+    parameters = {} if params is None else {
+        "apiGroup": params.api_group, "kind": params.kind, "name": params.name}
+    return AdmissionCheckConfig(obj.metadata.name, obj.spec.controller_name, parameters)
+
+
+def config(obj: object) -> (FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
+                            | AdmissionCheckConfig):
     """The core config for any queue-shaped API object."""
+    if isinstance(obj, api.AdmissionCheck):
+        return admission_check(obj)
     if isinstance(obj, api.ResourceFlavor):
         return flavor(obj)
     if isinstance(obj, api.ClusterQueue):

@@ -55,13 +55,19 @@ class QuotaNode:
     children: list[QuotaNode] = field(default_factory=list)
     subtree: FRVector = field(default_factory=dict)
     usage: FRVector = field(default_factory=dict)
+    #: The cells that have a lendingLimit (most have none: keep ``local`` cheap).
+    lending: Mapping[FlavorResource, Amount] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.lending = {fr: c.lending_limit for fr, c in self.quotas.items()
+                        if c.lending_limit is not None}
 
     def local(self, fr: FlavorResource) -> Amount:
         """The part of the subtree quota kept for this subtree (never lent)."""
-        cell = self.quotas.get(fr)
-        if cell is None or cell.lending_limit is None:
+        limit = self.lending.get(fr)
+        if limit is None:
             return 0
-        return max(0, self.subtree.get(fr, 0) - cell.lending_limit)
+        return max(0, self.subtree.get(fr, 0) - limit)
 
     def local_available(self, fr: FlavorResource) -> Amount:
         return max(0, self.local(fr) - self.usage.get(fr, 0))

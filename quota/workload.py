@@ -101,16 +101,15 @@ class WorkloadInfo:
     priority_class: str | None = None
     #: Opaque reference for adapters (the API object); never read by the core.
     source: Any = field(default=None, compare=False, hash=False)
-    equivalence: int = field(default=0, compare=False, hash=False)
+    equivalence: int = field(default=0, init=False, compare=False, hash=False)
+    #: ``namespace/name``, the workload's identity everywhere.
+    key: str = field(default="", init=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         shapes = tuple(ps.shape() for ps in self.pod_sets)
         object.__setattr__(self, "equivalence",
                            hash((self.namespace, self.queue_name, self.priority, shapes)))
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
     def total_requests(self) -> ResourceVector:
         total: ResourceVector = {}
@@ -139,14 +138,19 @@ class Admission:
     borrowing: bool = False
     #: Member cluster chosen by multi-cluster dispatch, if any.
     cluster: str | None = None
+    _usage: FRVector = field(default_factory=dict, init=False, compare=False, repr=False)
 
-    def usage(self) -> FRVector:
+    def __post_init__(self) -> None:
         total: dict[FlavorResource, Amount] = {}
         for ps in self.pod_sets:
             for resource, amount in ps.usage.items():
                 fr = FlavorResource(ps.flavors[resource], resource)
                 total[fr] = total.get(fr, 0) + amount
-        return total
+        object.__setattr__(self, "_usage", total)
+
+    def usage(self) -> FRVector:
+        """Quota taken per flavor-resource cell (shared: do not modify)."""
+        return self._usage
 
     def flavor_summary(self) -> dict[str, dict[str, str]]:
         return {ps.name: dict(ps.flavors) for ps in self.pod_sets}

@@ -1,0 +1,37 @@
+"""What happened to workloads: the engine's outbox.
+
+Every change the engine makes to a workload's lifecycle is also appended to
+an outbox as a :class:`WorkloadEvent`. Adapters drain it and apply each event
+to their store (patch a Workload's status, suspend a Job, stop pods on rq
+workers); the simulator turns it into its timeline. Events are values: the
+outbox can be replayed, logged and tested.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from quota.workload import Admission
+
+
+class Kind(enum.StrEnum):
+    QUOTA_RESERVED = "QuotaReserved"  # quota held, admission checks pending
+    ADMITTED = "Admitted"
+    EVICTED = "Evicted"  # quota released; the workload waits again (or is deactivated)
+    REQUEUED = "Requeued"  # back in its queue after a backoff
+    DEACTIVATED = "Deactivated"
+    FINISHED = "Finished"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadEvent:
+    at: float
+    key: str
+    kind: Kind
+    #: Kueue's condition reason, e.g. Preempted, PodsReadyTimeout, AdmissionCheck.
+    reason: str = ""
+    #: The finer reason, e.g. InClusterQueue or InCohortReclamation for Preempted.
+    detail: str = ""
+    message: str = ""
+    admission: Admission | None = None
