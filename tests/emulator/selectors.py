@@ -120,3 +120,21 @@ def parse_fields(text: str | None) -> Matcher:
         return all((field_value(obj, path) == value) is equal for path, equal, value in terms)
 
     return matches
+
+
+def label_selector(selector: Mapping[str, Any] | None) -> Callable[[Mapping[str, str]], bool]:
+    """A predicate over a labels dict from a ``LabelSelector`` object (matchLabels/-Expressions).
+
+    An absent or empty selector matches everything, as in webhook configurations.
+    """
+    requirements = [_Requirement(key, "=", frozenset({value}))
+                    for key, value in ((selector or {}).get("matchLabels") or {}).items()]
+    operators = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists"}
+    for expression in (selector or {}).get("matchExpressions") or []:
+        op = operators.get(expression.get("operator", ""))
+        if op is None:
+            raise SelectorError(f"unknown operator {expression.get('operator')!r} in "
+                                f"label selector {selector!r}")
+        requirements.append(_Requirement(expression["key"], op,
+                                         frozenset(expression.get("values") or ())))
+    return lambda labels: all(requirement(labels) for requirement in requirements)

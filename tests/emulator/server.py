@@ -33,7 +33,7 @@ import attrs
 import kmock
 from kmock._internal import rendering  # the Request record kmock's DSL filters on
 
-from . import discovery, errors, tables, watch
+from . import discovery, errors, tables, watch, webhooks
 from .faults import Faults
 from .resources import ResourceType
 from .rules import utc_now
@@ -256,6 +256,9 @@ class KubeEmulator(kmock.KubernetesScaffold):
             return _json(self._list(rtype, items, rv, params, as_table))
         if verb == "create" and route.name is None:
             body = self._body(request, rtype)
+            target_ns = (namespace or (body.get("metadata") or {}).get("namespace")) \
+                if rtype.namespaced else None
+            body = await webhooks.admit(self.store, rtype, target_ns, body, operation="CREATE")
             obj = self.store.create(rtype, namespace, body, keep_status=False)
             return _json(self._render(rtype, obj, as_table, params), status=201)
         if verb == "deletecollection":
