@@ -18,6 +18,7 @@ documents, which is what the emulator does.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .resources import ALL_VERBS, ResourceType
@@ -44,9 +45,22 @@ def api_versions(server_address: str) -> dict[str, Any]:
     }
 
 
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes' version order, best first: v2 > v1 > v1beta2 > v1beta1 > v1alpha1 > other."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (0, 0, 0, version)
+    stability = {"alpha": 1, "beta": 2}.get(match[2] or "", 3)
+    return (-stability, -int(match[1]), -int(match[3] or 0), "")
+
+
 def _versions_by_group(types: list[ResourceType]) -> dict[str, list[str]]:
+    """Each group's versions, the preferred one first."""
     groups: dict[str, list[str]] = {}
-    for rtype in sorted(types, key=lambda t: (t.group, t.version)):
+    for rtype in sorted(types, key=lambda t: (t.group, version_priority(t.version))):
         if rtype.group and rtype.version not in groups.setdefault(rtype.group, []):
             groups[rtype.group].append(rtype.version)
     return groups

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.emulator import patches, schema, selectors, tables
+from tests.emulator import discovery, patches, schema, selectors, tables
 from tests.emulator.server import parse_route
 
 DOC = {"metadata": {"name": "a", "resourceVersion": "5", "finalizers": ["x"]},
@@ -225,3 +225,9 @@ class TestRoutes:
         route = parse_route(path)
         assert (route.group, route.version, route.plural, route.namespace, route.name,
                 route.subresource) == want
+
+
+def test_versions_are_preferred_in_kubernetes_order() -> None:
+    versions = ["v1alpha1", "v1beta1", "v2", "v1", "v1beta2", "v10", "experimental"]
+    assert sorted(versions, key=discovery.version_priority) == \
+        ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "experimental"]
