@@ -30,17 +30,21 @@ gets 500 with the same shape — the process never dies on a request.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _quote  # json.dumps's own C quoter
 from typing import Any, Final
 
 from aiohttp import web
 
 from placement.cache import ClusterCache
-from placement.fit import check_fit
+from placement.fit import FitResult, check_fit
+from placement.memo import NodeMemo
 from placement.model import Node, PodRequirements
 from placement.objects import ObjectError, node_from_object, object_name, pod_from_object
 from placement.scoring import Scorer, to_extender_priority
@@ -84,7 +88,7 @@ def parse_extender_args(body: Any) -> ExtenderArgs:
                 raise BadRequest(f"ExtenderArgs.Nodes.items[{i}] must be a v1.Node object")
         return ExtenderArgs(pod, node_list, None)
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
             raise BadRequest("ExtenderArgs.NodeNames must be a list of strings")
         return ExtenderArgs(pod, None, names)
     raise BadRequest("ExtenderArgs needs Nodes (a v1.NodeList) or NodeNames")
@@ -115,6 +119,10 @@ class Extender:
     def __init__(self, settings: ExtenderSettings, cache: ClusterCache) -> None:
         self.settings = settings
         self.cache = cache
+        ignored = settings.ignored_resources
+        # Pods of one gang ask the same; nodes rarely change between calls.
+        self._fit: NodeMemo[FitResult] = NodeMemo(
+            lambda pod, nodes: [check_fit(n, pod, ignored_resources=ignored) for n in nodes])
 
     def serves(self, pod: Mapping[str, Any]) -> bool:
         if not self.settings.scheduler_names:
@@ -131,7 +139,7 @@ class Extender:
     def _nodes(self, args: ExtenderArgs) -> list[tuple[str, Node | None]]:
         """(name, node) per candidate; None when a named node is not cached."""
         if args.node_names is not None:
-            return [(name, self.cache.node(name)) for name in args.node_names]
+            return list(zip(args.node_names, self.cache.lookup(args.node_names), strict=True))
         out: list[tuple[str, Node | None]] = []
         for i, item in enumerate((args.node_list or {}).get("items") or []):
             try:
@@ -146,12 +154,15 @@ class Extender:
         unresolvable: dict[str, str] = {}
         if self.serves(args.pod):
             pod = self._pod(args)
-            for name, node in self._nodes(args):
+            candidates = self._nodes(args)
+            known = [node for _, node in candidates if node is not None]
+            results = iter(self._fit.answers(pod, known))
+            for name, node in candidates:
                 if node is None:
                     unresolvable[name] = "node is not in the kuota extender's cache yet"
                     continue
-                result = check_fit(node, pod, ignored_resources=self.settings.ignored_resources)
-                if not result.fits:
+                result = next(results)
+                if result.reasons:
                     target = unresolvable if result.unresolvable else failed
                     target[name] = ", ".join(result.reasons)
         rejected = failed.keys() | unresolvable.keys()
@@ -166,19 +177,26 @@ class Extender:
             answer["Nodes"] = node_list
         return answer
 
-    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
+    def prioritize(self, args: ExtenderArgs) -> list[tuple[str, int]]:
+        """(host, score 0..10) per candidate, in request order; unknown nodes score 0."""
         candidates = self._nodes(args)
         if not self.serves(args.pod):
-            return [{"Host": name, "Score": 0} for name, _ in candidates]
+            return [(name, 0) for name, _ in candidates]
         pod = self._pod(args)
-        known = [(name, node) for name, node in candidates if node is not None]
+        known = [node for _, node in candidates if node is not None]
         gang = gang_key(args.pod, self.settings.gang_labels)
         peers = [] if gang is None else [
-            node for node in map(self.cache.node, self.cache.gang_nodes(gang)) if node is not None]
-        scores = self.settings.scorer.score_nodes(pod, [n for _, n in known], peers)
-        by_name = {name: to_extender_priority(s)
-                   for (name, _), s in zip(known, scores, strict=True)}
-        return [{"Host": name, "Score": by_name.get(name, 0)} for name, _ in candidates]
+            node for node in self.cache.lookup(self.cache.gang_nodes(gang)) if node is not None]
+        scores = iter(self.settings.scorer.score_nodes(pod, known, peers))
+        return [(name, 0 if node is None else to_extender_priority(next(scores)))
+                for name, node in candidates]
+
+
+def encode_host_priorities(priorities: Sequence[tuple[str, int]]) -> str:
+    """A HostPriorityList as JSON text. Formatting each entry directly is about
+    four times faster than building dicts for ``json.dumps`` at 5,000 nodes."""
+    return "[" + ",".join([f'{{"Host":{_quote(host)},"Score":{score:d}}}'
+                           for host, score in priorities]) + "]"
 
 
 # -- HTTP ---------------------------------------------------------------------
@@ -210,14 +228,26 @@ async def _read_args(request: web.Request) -> ExtenderArgs:
     return parse_extender_args(body)
 
 
+def _timed_json(body: str, started: float) -> web.Response:
+    took = (time.perf_counter() - started) * 1000
+    # Server-Timing (a W3C header) lets operators and benchmarks see the
+    # extender's own share of kube-scheduler's call.
+    return web.Response(text=body, content_type="application/json",
+                        headers={"Server-Timing": f"app;dur={took:.2f}"})
+
+
 async def _filter(request: web.Request) -> web.Response:
+    started = time.perf_counter()
     args = await _read_args(request)
-    return web.json_response(request.app[EXTENDER_KEY].filter(args))
+    answer = request.app[EXTENDER_KEY].filter(args)
+    return _timed_json(json.dumps(answer, separators=(",", ":")), started)
 
 
 async def _prioritize(request: web.Request) -> web.Response:
+    started = time.perf_counter()
     args = await _read_args(request)
-    return web.json_response(request.app[EXTENDER_KEY].prioritize(args))
+    priorities = request.app[EXTENDER_KEY].prioritize(args)
+    return _timed_json(encode_host_priorities(priorities), started)
 
 
 async def _healthz(request: web.Request) -> web.Response:
@@ -242,6 +272,19 @@ def make_app(extender: Extender) -> web.Application:
 
 
 # -- cache feeding ------------------------------------------------------------
+
+def settle_heap() -> None:
+    """Collect, then move every surviving object out of the garbage collector's view.
+
+    The cache holds hundreds of thousands of long-lived objects; a full
+    collection walks them all and stalls a request by tens of milliseconds
+    (measured: 40-50 ms at 5,000 nodes and 10,000 pods). Cache objects are
+    freed by reference counting when replaced, so freezing them after a
+    (re)list loses nothing and removes those stalls.
+    """
+    gc.collect()
+    gc.freeze()
+
 
 class CacheFeeder:
     """Watch events (type + object JSON) → cache calls. A malformed object is
@@ -316,6 +359,8 @@ class KubeWatcher:
     def _mark_listed(self, kind: str) -> None:
         self._listed.add(kind)
         self.feeder.cache.synced = self._listed >= set(self.kinds)
+        if self.feeder.cache.synced:
+            settle_heap()
 
     def _run(self, kind: str) -> None:
         from kubernetes import watch  # the edge's client, imported where used

@@ -24,6 +24,7 @@ cache answers which nodes host a gang's bound pods, for the topology scorer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from placement.model import POD_SLOT, PODS, Node, PodRequirements
@@ -52,6 +53,11 @@ class ClusterCache:
 
     def node(self, name: str) -> Node | None:
         return self._nodes.get(name)
+
+    def lookup(self, names: Sequence[str]) -> list[Node | None]:
+        """``node(name)`` for many names at once (the extender's hot path)."""
+        get = self._nodes.get
+        return [get(name) for name in names]
 
     def with_usage(self, node: Node) -> Node:
         """``node`` (e.g. from a request body) with the cached usage of its pods."""

@@ -101,10 +101,11 @@ def check_constraints(node: Node, pod: PodRequirements) -> FitResult:
     if node.unschedulable and not any(t.tolerates(_UNSCHEDULABLE_TAINT)
                                       for t in pod.tolerations):
         return FitResult((REASON_UNSCHEDULABLE,), unresolvable=True)
-    taint = untolerated_taint(node, pod)
-    if taint is not None:
-        return FitResult((f"node(s) had untolerated taint {taint}",), unresolvable=True)
-    if not matches_affinity(node, pod):
+    if node.taints:
+        taint = untolerated_taint(node, pod)
+        if taint is not None:
+            return FitResult((f"node(s) had untolerated taint {taint}",), unresolvable=True)
+    if (pod.node_selector or pod.required_terms is not None) and not matches_affinity(node, pod):
         return FitResult((REASON_AFFINITY,), unresolvable=True)
     return FITS
 
@@ -118,12 +119,18 @@ def check_fit(
     ``ignoredResources``; an extender's ``ignoredByScheduler`` resources).
     """
     constraints = check_constraints(node, pod)
-    if not constraints.fits:
+    if constraints is not FITS:
         return constraints
-    short = insufficient_resources(node, pod, ignored_resources)
-    if short:
-        return FitResult(short)
-    return FITS
+    allocatable, requested = node.allocatable, node.requested
+    # Fast path (most nodes, most calls): everything fits; reasons only on failure.
+    if requested.get(PODS, 0) + POD_SLOT <= allocatable.get(PODS, _NO_POD_LIMIT):
+        for resource, amount in pod.requests.items():
+            if (amount and requested.get(resource, 0) + amount > allocatable.get(resource, 0)
+                    and resource not in ignored_resources):
+                break
+        else:
+            return FITS
+    return FitResult(insufficient_resources(node, pod, ignored_resources))
 
 
 def summarize(results: Iterable[FitResult], total: int) -> str:

@@ -166,39 +166,56 @@ class ResourceAllocationScorer:
                              "RequestedToCapacityRatio")
 
     def score(self, node: Node, pod: PodRequirements) -> int:
+        return self.score_nodes(pod, [node])[0]
+
+    def _terms(self, pod: PodRequirements) -> list[tuple[str, int, int]]:
+        """(resource, weight, pod request) for every resource this pod is scored on."""
         wanted = pod.score_requests
-        allocatable = node.allocatable
-        total = weights = 0
-        strategy = self.strategy
+        terms = []
         for spec in self.resources:
-            name = spec.name
-            pod_request = wanted.get(name, 0)
-            if pod_request == 0 and is_scalar_resource(name):
+            request = wanted.get(spec.name, 0)
+            if request == 0 and is_scalar_resource(spec.name):
                 continue
-            alloc = allocatable.get(name, 0)
-            if alloc == 0:
-                continue
-            requested = node.score_requested(name) + pod_request
-            if strategy is Strategy.MOST_ALLOCATED:
-                part = most_requested_score(requested, alloc)
-            elif strategy is Strategy.LEAST_ALLOCATED:
-                part = least_requested_score(requested, alloc)
-            else:
-                part = broken_linear(self.shape, ratio_utilization(requested, alloc))
-                if part <= 0:
-                    continue
-            total += part * spec.weight
-            weights += spec.weight
-        if weights == 0:
-            return 0
-        if strategy is Strategy.REQUESTED_TO_CAPACITY_RATIO:
-            return (2 * total + weights) // (2 * weights)  # Go's math.Round, both positive
-        return total // weights
+            terms.append((spec.name, spec.weight, request))
+        return terms
 
     def score_nodes(
         self, pod: PodRequirements, nodes: Sequence[Node], peers: Sequence[Node] = ()
     ) -> list[int]:
-        return [self.score(node, pod) for node in nodes]
+        # One tight loop per batch: the extender scores thousands of nodes per
+        # call, so the per-pod work (which resources count) is done once.
+        terms = self._terms(pod)
+        strategy, shape = self.strategy, self.shape
+        most = strategy is Strategy.MOST_ALLOCATED
+        least = strategy is Strategy.LEAST_ALLOCATED
+        scores = []
+        for node in nodes:
+            allocatable = node.allocatable
+            used = node.requested if node.nonzero_requested is None else node.nonzero_requested
+            total = weights = 0
+            for name, weight, request in terms:
+                alloc = allocatable.get(name, 0)
+                if alloc == 0:
+                    continue
+                requested = used.get(name, 0) + request
+                if most:
+                    part = (requested if requested < alloc else alloc) * MAX_NODE_SCORE // alloc
+                elif least:
+                    part = (0 if requested > alloc
+                            else (alloc - requested) * MAX_NODE_SCORE // alloc)
+                else:
+                    part = broken_linear(shape, ratio_utilization(requested, alloc))
+                    if part <= 0:
+                        continue
+                total += part * weight
+                weights += weight
+            if weights == 0:
+                scores.append(0)
+            elif most or least:
+                scores.append(total // weights)
+            else:
+                scores.append((2 * total + weights) // (2 * weights))  # Go's math.Round
+        return scores
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,8 +242,8 @@ class WeightedScorer:
             if weight == 0:
                 continue
             weights += weight
-            for i, s in enumerate(scorer.score_nodes(pod, nodes, peers)):
-                totals[i] += s * weight
+            part = scorer.score_nodes(pod, nodes, peers)
+            totals = [t + s * weight for t, s in zip(totals, part, strict=True)]
         return [t // weights for t in totals]
 
 

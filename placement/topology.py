@@ -104,21 +104,27 @@ class TopologyScorer:
     ) -> list[int]:
         if not peers:
             return [0] * len(nodes)
-        levels = len(self.topology.levels)
+        levels = self.topology.levels
         # One set of peer domains per depth: a candidate's check is then a few
         # set look-ups, however many peers the gang has.
-        peer_domains: list[set[Domain]] = [set() for _ in range(levels)]
+        peer_domains: list[set[Domain]] = [set() for _ in levels]
         for peer in peers:
             path = self.topology.path(peer.labels)
             for depth in range(len(path)):
                 peer_domains[depth].add(path[: depth + 1])
         scores = []
+        count = len(levels)
         for node in nodes:
-            path = self.topology.path(node.labels)
+            labels = node.labels
+            prefix: Domain = ()
             shared = 0
-            for depth in range(len(path) - 1, -1, -1):
-                if path[: depth + 1] in peer_domains[depth]:
-                    shared = depth + 1
+            for depth, level in enumerate(levels):
+                value = labels.get(level)
+                if value is None:
                     break
-            scores.append(shared * MAX_NODE_SCORE // levels)
+                prefix = (*prefix, value)
+                if prefix not in peer_domains[depth]:
+                    break  # domains nest: nothing narrower can be shared either
+                shared = depth + 1
+            scores.append(shared * MAX_NODE_SCORE // count)
         return scores

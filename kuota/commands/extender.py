@@ -26,6 +26,7 @@ from aiohttp import web
 
 from kuota import extender as ext
 from placement.cache import ClusterCache
+from placement.memo import MemoizedScorer
 from placement.model import ModelError
 from placement.scoring import (
     BINPACK_SHAPE,
@@ -106,7 +107,8 @@ def build_scorer(args: argparse.Namespace) -> Scorer:
         except ValueError as exc:
             raise ValueError(f"--shape: {exc}") from None
         shape = shape or BINPACK_SHAPE
-    resource_scorer = ResourceAllocationScorer(strategy, resources, shape)
+    # Resource scores depend on (pod, node) alone, so equivalent pods reuse them.
+    resource_scorer = MemoizedScorer(ResourceAllocationScorer(strategy, resources, shape))
     if args.topology_weight == 0:
         return resource_scorer
     levels = tuple(filter(None, (p.strip() for p in args.topology_levels.split(","))))

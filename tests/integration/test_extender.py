@@ -19,9 +19,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from kuota import extender as ext
-from kuota.cli import main as kuota_main
 from kuota.commands import extender as command
 from placement.cache import ClusterCache
+from placement.memo import MemoizedScorer
 from placement.model import Node, PodRequirements
 from placement.scoring import (
     ResourceAllocationScorer,
@@ -325,7 +325,8 @@ def options(*argv: str) -> argparse.Namespace:
 
 def test_options_build_the_scorer() -> None:
     plain = command.build_scorer(options("--topology-weight", "0", "--weights", "nvidia.com/gpu=5"))
-    assert plain == ResourceAllocationScorer(Strategy.MOST_ALLOCATED, (ResourceSpec(GPU, 5),))
+    assert isinstance(plain, MemoizedScorer)
+    assert plain.inner == ResourceAllocationScorer(Strategy.MOST_ALLOCATED, (ResourceSpec(GPU, 5),))
     combined = command.build_scorer(options("--strategy", "RequestedToCapacityRatio",
                                             "--shape", "0=10,100=0", "--topology-levels",
                                             f"{RACK},{HOST}", "--topology-weight", "2"))
@@ -333,7 +334,7 @@ def test_options_build_the_scorer() -> None:
     (resources, w1), (topology, w2) = combined.parts
     assert (w1, w2) == (1, 2)
     assert topology == TopologyScorer(Topology((RACK, HOST)))
-    assert resources.shape[0].score == 10  # type: ignore[attr-defined]
+    assert resources.inner.shape[0].score == 10  # type: ignore[attr-defined]
     settings = command.build_settings(options("--scheduler-name", "*", "--gang-label", "team"))
     assert (settings.scheduler_names, settings.gang_labels) == (frozenset(), ("team",))
 
@@ -347,7 +348,7 @@ def test_options_build_the_scorer() -> None:
 ])
 def test_bad_options_exit_2(argv: list[str], want_error: str,
                             capsys: pytest.CaptureFixture[str]) -> None:
-    assert kuota_main(["extender", *argv]) == 2
+    assert command.run(options(*argv)) == 2
     assert want_error in capsys.readouterr().err
 
 
@@ -378,3 +379,27 @@ def test_tls(tmp_path: Path) -> None:
 
     status, answer = asyncio.run(scenario())
     assert (status, answer["NodeNames"]) == (200, ["a"])
+
+
+def test_host_priorities_are_valid_json_for_any_name() -> None:
+    names = [("gpu-1", 7), ('odd "name"\\', 0), ("nœud", 10)]
+    assert json.loads(ext.encode_host_priorities(names)) == [
+        {"Host": h, "Score": s} for h, s in names]
+    assert ext.encode_host_priorities([]) == "[]"
+
+
+def test_cache_is_synced_once_every_watched_kind_is_listed() -> None:
+    import gc
+
+    cache = ClusterCache()
+    loop = asyncio.new_event_loop()
+    try:
+        watcher = ext.KubeWatcher(ext.CacheFeeder(cache), loop, api=None, watch_nodes=True)
+        watcher._mark_listed("pods")
+        assert cache.synced is False
+        watcher._mark_listed("nodes")
+        assert cache.synced is True
+        assert gc.get_freeze_count() > 0  # the listed objects left the collector's view
+    finally:
+        gc.unfreeze()
+        loop.close()
