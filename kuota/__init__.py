@@ -6,3 +6,12 @@ and the adapters that connect the pure core (``quota``, ``queueing``,
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # ``kuota.Client`` without importing redis for every CLI command.
+    if name == "Client":
+        from kuota.client import Client
+
+        return Client
+    raise AttributeError(f"module 'kuota' has no attribute {name!r}")

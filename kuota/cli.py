@@ -21,6 +21,15 @@ COMMANDS: tuple[str, ...] = (
     "validate",
     "crds",
     "extender",
+    "apply",
+    "delete",
+    "scheduler",
+    "worker",
+    "submit",
+    "get",
+    "pending",
+    "logs",
+    "cancel",
 )
 
 

@@ -89,7 +89,8 @@ end
 local attempt = tonumber(redis.call("HGET", KEYS[1], "attempt") or "0")
 redis.call("DEL", KEYS[1], KEYS[3])
 redis.call("HSET", KEYS[1], unpack(ARGV, 5))
-redis.call("HSET", KEYS[1], "state", "Pending", "attempt", attempt, "submission", ARGV[2],
+redis.call("HSET", KEYS[1], "key", ARGV[1], "state", "Pending", "attempt", attempt,
+           "submission", ARGV[2],
            "created", ARGV[3], "queued_at", ARGV[3], "failures", 0, "pods", 0, "pods_done", 0)
 redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Submitted"})
@@ -102,19 +103,21 @@ ADMIT: Final = r"""
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history
 -- ARGV[1] lease holder  ARGV[2] expected attempt  ARGV[3] admission JSON
 -- ARGV[4] ClusterQueue  ARGV[5] now  ARGV[6] pod count  ARGV[7] decision id
+-- ARGV[8] "1" to admit, "0" to only reserve quota (admission checks pending)
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
 local w = redis.call("HMGET", KEYS[2], "state", "attempt", "decision")
 if not w[1] then return "missing" end
 if w[3] == ARGV[7] then return "ok:" .. w[2] end
 if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
 local reserved = step(w[1], "reserve")
-local admitted = reserved and step(reserved, "admit")
+local admitted = reserved
+if reserved and ARGV[8] == "1" then admitted = step(reserved, "admit") end
 if not admitted then return "state:" .. w[1] end
 local attempt = tonumber(w[2]) + 1
 redis.call("HSET", KEYS[2], "state", admitted, "admission", ARGV[3], "cq", ARGV[4],
            "admitted_at", ARGV[5], "attempt", attempt, "placement", "", "pods", ARGV[6],
            "pods_done", 0, "reason", "", "message", "", "decision", ARGV[7])
-note(KEYS[3], {at = tonumber(ARGV[5]), event = "Admitted", clusterQueue = ARGV[4],
+note(KEYS[3], {at = tonumber(ARGV[5]), event = admitted, clusterQueue = ARGV[4],
                attempt = attempt})
 return "ok:" .. attempt
 """
@@ -124,7 +127,8 @@ PLACE: Final = r"""
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history
 -- then per pod i (0-based): KEYS[4+3i] pod hash  KEYS[5+3i] node hash  KEYS[6+3i] node pods set
 -- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] placement JSON  ARGV[4] now
--- then per pod i: ARGV[5+4i] pod id  ARGV[6+4i] node  ARGV[7+4i] pod set  ARGV[8+4i] requests JSON
+-- then per pod i: ARGV[5+5i] pod id  ARGV[6+5i] node  ARGV[7+5i] pod set
+-- ARGV[8+5i] requests JSON  ARGV[9+5i] the node epoch the placement was computed for
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
 local w = redis.call("HMGET", KEYS[2], "state", "attempt", "placement")
 if not w[1] then return "missing" end
@@ -135,39 +139,44 @@ if w[3] and w[3] ~= "" then
   return "placed"
 end
 local pods = (#KEYS - 3) / 3
-local epochs = {}
+local workload = redis.call("HGET", KEYS[2], "key")
 for i = 0, pods - 1 do
   local node = redis.call("HMGET", KEYS[5 + 3 * i], "state", "epoch")
-  if node[1] ~= "Ready" then return "node:" .. ARGV[6 + 4 * i] end
-  epochs[i] = node[2]
+  if node[1] ~= "Ready" or node[2] ~= ARGV[9 + 5 * i] then return "node:" .. ARGV[6 + 5 * i] end
 end
 for i = 0, pods - 1 do
-  redis.call("HSET", KEYS[4 + 3 * i], "workload", ARGV[5 + 4 * i], "attempt", ARGV[2],
-             "index", i, "node", ARGV[6 + 4 * i], "epoch", epochs[i], "pod_set", ARGV[7 + 4 * i],
-             "requests", ARGV[8 + 4 * i], "state", "Placed", "stop", "0", "placed_at", ARGV[4])
-  redis.call("SADD", KEYS[6 + 3 * i], ARGV[5 + 4 * i])
+  redis.call("HSET", KEYS[4 + 3 * i], "workload", workload,
+             "attempt", ARGV[2], "index", i, "node", ARGV[6 + 5 * i], "epoch", ARGV[9 + 5 * i],
+             "pod_set", ARGV[7 + 5 * i], "requests", ARGV[8 + 5 * i], "state", "Placed",
+             "stop", "0", "placed_at", ARGV[4])
+  redis.call("SADD", KEYS[6 + 3 * i], ARGV[5 + 5 * i])
 end
-redis.call("HSET", KEYS[2], "placement", ARGV[3])
+redis.call("HSET", KEYS[2], "placement", ARGV[3], "reason", "", "message", "")
 note(KEYS[3], {at = tonumber(ARGV[4]), event = "Placed", nodes = cjson.decode(ARGV[3]),
                attempt = tonumber(ARGV[2])})
 return "ok"
 """
 
-EVICT: Final = r"""
--- Stop an admitted workload's pods and put it back in its queue (scheduler decision).
+SETTLE: Final = r"""
+-- Apply a scheduler decision that ends a workload's hold on quota or its chance to run:
+-- ``evict`` (requeue; preemption, node failure, a stopped queue) or ``deactivate``.
+-- The pods of the attempt are asked to stop.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4..] pod hashes of the attempt
--- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] reason  ARGV[4] message  ARGV[5] now
+-- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] event  ARGV[4] reason  ARGV[5] message
+-- ARGV[6] now  ARGV[7] queue-order timestamp after the change
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
 local w = redis.call("HMGET", KEYS[2], "state", "attempt")
 if not w[1] then return "missing" end
 if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
-local target = HOLDS_QUOTA[w[1]] and step(w[1], "evict")
+local target = step(w[1], ARGV[3])
 if not target then return "state:" .. w[1] end
-stop_pods(4)
-redis.call("HSET", KEYS[2], "state", target, "queued_at", ARGV[5], "reason", ARGV[3],
-           "message", ARGV[4], "admission", "", "cq", "", "placement", "")
-note(KEYS[3], {at = tonumber(ARGV[5]), event = "Evicted", reason = ARGV[3],
-               message = ARGV[4], attempt = tonumber(ARGV[2])})
+if HOLDS_QUOTA[w[1]] then stop_pods(4) end
+redis.call("HSET", KEYS[2], "state", target, "queued_at", ARGV[7], "reason", ARGV[4],
+           "message", ARGV[5], "admission", "", "cq", "", "placement", "")
+local event = "Evicted"
+if ARGV[3] == "deactivate" then event = "Deactivated" end
+note(KEYS[3], {at = tonumber(ARGV[6]), event = event, reason = ARGV[4],
+               message = ARGV[5], attempt = tonumber(ARGV[2])})
 return "ok"
 """
 
@@ -187,7 +196,7 @@ return "ok"
 """
 
 SET_REASONS: Final = r"""
--- Record why pending workloads wait (what `kuota get workloads` shows).
+-- Record why workloads wait: for quota (Pending) or for nodes (Admitted, not placed yet).
 -- KEYS[1] lease  KEYS[2..] workload hashes
 -- ARGV[1] lease holder  then per workload: attempt, reason, message
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
@@ -195,7 +204,7 @@ local n = 0
 for i = 2, #KEYS do
   local base = 2 + (i - 2) * 3
   local w = redis.call("HMGET", KEYS[i], "state", "attempt")
-  if w[1] == "Pending" and w[2] == ARGV[base] then
+  if (w[1] == "Pending" or w[1] == "Admitted") and w[2] == ARGV[base] then
     redis.call("HSET", KEYS[i], "reason", ARGV[base + 1], "message", ARGV[base + 2])
     n = n + 1
   end
@@ -277,8 +286,9 @@ stop_pods(6)
 local failures = tonumber(w[4] or "0")
 if failures < tonumber(w[5] or "0") then
   local message = ARGV[7] .. "; retry " .. (failures + 1) .. " of " .. w[5]
+  -- Requeued keeping its place in line, as the engine does for evictions.
   redis.call("HSET", KEYS[2], "state", step(w[1], "evict"), "failures", failures + 1,
-             "queued_at", ARGV[4], "reason", "PodFailed", "message", message,
+             "reason", "PodFailed", "message", message,
              "admission", "", "cq", "", "placement", "")
   note(KEYS[4], {at = now, event = "Evicted", reason = "PodFailed", message = message,
                  attempt = tonumber(ARGV[2])})
@@ -395,7 +405,7 @@ return "ok"
 
 #: Every script, by name; each gets the prologue.
 SCRIPTS: Final = {
-    "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "evict": EVICT, "reject": REJECT,
+    "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "settle": SETTLE, "reject": REJECT,
     "set_reasons": SET_REASONS, "cancel": CANCEL, "pod_start": POD_START, "pod_exit": POD_EXIT,
     "register_node": REGISTER_NODE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,

@@ -41,6 +41,8 @@ class AdmitRequest:
     admission: Admission
     pods: int
     decision: str
+    #: False: only reserve quota (admission checks pending).
+    admit: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,8 @@ class PodPlacement:
     node: str
     pod_set: str
     requests: ResourceVector
+    #: The node's epoch the placement was computed for (refused if it changed).
+    epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +140,7 @@ class WorkloadStore:
         return self._batch("admit", [
             ([k.lease, k.workload(r.key), k.history(r.key)],
              [holder, r.attempt, admission_to_json(r.admission), r.admission.cluster_queue, now,
-              r.pods, r.decision])
+              r.pods, r.decision, r.admit])
             for r in requests])
 
     def place_many(self, holder: str, requests: Sequence[PlaceRequest],
@@ -150,18 +154,20 @@ class WorkloadStore:
                                   json.dumps([p.node for p in r.pods], separators=(",", ":")), now]
             for p in r.pods:
                 keys += [k.pod(p.ref), k.node(p.node), k.node_pods(p.node)]
-                args += [p.ref.id, p.node, p.pod_set, vector_to_json(p.requests)]
+                args += [p.ref.id, p.node, p.pod_set, vector_to_json(p.requests), p.epoch]
             calls.append((keys, args))
         return self._batch("place", calls)
 
-    def evict(self, holder: str, record: WorkloadRecord, *, reason: str, message: str,
-              now: float) -> str:
-        """Stop the workload's pods and requeue it; returns the script status."""
+    def settle(self, holder: str, record: WorkloadRecord, *, event: str, reason: str,
+               message: str, queued_at: float, now: float) -> str:
+        """Evict (requeue) or deactivate: stops the pods of the attempt; returns the status."""
+        if event not in ("evict", "deactivate"):
+            raise ValueError(f"settle: event must be evict or deactivate, got {event!r}")
         k = self._keys
         return self._scripts.run(
-            "evict", [k.lease, k.workload(record.key), k.history(record.key),
-                      *(k.pod(ref) for ref in record.pod_refs())],
-            [holder, record.attempt, reason, message, now])
+            "settle", [k.lease, k.workload(record.key), k.history(record.key),
+                       *(k.pod(ref) for ref in record.pod_refs())],
+            [holder, record.attempt, event, reason, message, now, queued_at])
 
     def reject(self, holder: str, key: str, *, message: str, now: float) -> str:
         k = self._keys

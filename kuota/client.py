@@ -1,0 +1,234 @@
+"""The Python API of Redis mode: ``kuota.Client(redis_url)``.
+
+::
+
+    import kuota
+
+    client = kuota.Client("redis://localhost:6379")      # None: REDIS_URL, else embedded
+    client.apply("queues.yaml")
+    run = client.submit(["python", "train.py"], queue="team-a/default",
+                        requests={"cpu": 2, "nvidia.com/gpu": 1}, count=2)
+    status = run.wait(timeout=600)                       # a WorkloadStatus
+    print(status.outcome, run.logs())
+
+Everything goes through the store: a submission is checked
+(:mod:`kuota.service.submission`) and written in one atomic step, and the
+scheduler service picks it up from there. The client never decides anything.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kuota.service import submission, views
+from kuota.service.connection import Connection, connect
+from queueing.store import NodeRecord, Outcome, PodRecord, PodRef, Store, WorkloadRecord
+from quota import api
+from quota.lifecycle import State
+
+
+@dataclass(frozen=True)
+class PodStatus:
+    index: int
+    node: str
+    phase: str
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
+class WorkloadStatus:
+    key: str
+    state: str
+    outcome: str
+    reason: str
+    message: str
+    cluster_queue: str
+    attempt: int
+    pods: list[PodStatus] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return self.state == State.FINISHED
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome == Outcome.SUCCEEDED
+
+
+class WorkloadHandle:
+    """A submitted workload; every call reads Redis afresh."""
+
+    def __init__(self, client: Client, key: str) -> None:
+        self.client = client
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"WorkloadHandle({self.key!r})"
+
+    def record(self) -> WorkloadRecord:
+        return self.client.store.workloads.get(self.key)
+
+    def status(self) -> WorkloadStatus:
+        record = self.record()
+        pods = [p for p in self.client.store.pods.get_many(record.pod_refs()) if p is not None]
+        return WorkloadStatus(record.key, record.state.value, record.outcome.value,
+                              record.reason, record.message, record.cluster_queue,
+                              record.attempt, [_pod_status(p) for p in pods])
+
+    def wait(self, timeout: float | None = None, *, poll: float = 0.1) -> WorkloadStatus:
+        """Block until the workload finishes; raises TimeoutError after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status()
+            if status.finished:
+                return status
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"workload {self.key} still {status.state} after {timeout}s "
+                                   f"({status.reason}: {status.message})")
+            time.sleep(poll)
+
+    def logs(self, pod: int | None = None) -> str:
+        return self.client.logs(self.key, pod=pod)
+
+    def cancel(self) -> None:
+        self.client.cancel(self.key)
+
+    def history(self) -> list[dict[str, Any]]:
+        return self.client.store.workloads.history(self.key)
+
+
+def _pod_status(pod: PodRecord) -> PodStatus:
+    return PodStatus(pod.ref.index, pod.node, pod.state.value, pod.exit_code)
+
+
+class Client:
+    def __init__(self, redis_url: str | None = None, *, prefix: str = "kuota",
+                 connection: Connection | None = None) -> None:
+        self.connection = connection or connect(redis_url, prefix=prefix)
+
+    @property
+    def store(self) -> Store:
+        return self.connection.store
+
+    # -- queue objects -----------------------------------------------------------
+    def apply(self, source: str | Path | Iterable[Mapping[str, Any] | api.ApiObject]) -> list[str]:
+        """Store queue objects from a YAML file/text or manifests; returns ``Kind/name`` each.
+
+        Namespace documents set namespace labels (for namespaceSelectors). Every
+        object is checked first; nothing is stored if any is invalid.
+        """
+        if isinstance(source, str | Path):
+            where, docs = api.read_documents(source)
+        else:
+            where, docs = "<objects>", [o.to_dict() if isinstance(o, api.ApiObject) else o
+                                        for o in source]
+        manifests: list[dict[str, Any]] = []
+        namespaces: dict[str, dict[str, str]] = {}
+        problems: list[api.Problem] = []
+        for doc in docs:
+            if isinstance(doc, Mapping) and doc.get("kind") == "Namespace":
+                meta = doc.get("metadata") or {}
+                if not isinstance(meta, Mapping) or not meta.get("name"):
+                    problems.append(api.Problem(where, "Namespace", "", "metadata.name",
+                                                "is required"))
+                    continue
+                namespaces[str(meta["name"])] = {str(k): str(v) for k, v in
+                                                 (meta.get("labels") or {}).items()}
+                continue
+            try:
+                obj = api.parse_object(doc, source=where)
+            except api.ObjectError as exc:
+                problems += exc.problems
+                continue
+            if obj.kind not in ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
+                                "WorkloadPriorityClass"):
+                problems.append(api.Problem(where, obj.kind, obj.metadata.name, "kind",
+                                            "not a queue object; submit Workloads with "
+                                            "`kuota submit -f`"))
+                continue
+            manifests.append(obj.to_dict())
+        if problems:
+            raise api.ObjectError(problems)
+        return self.store.objects.apply(manifests, namespaces)
+
+    def delete(self, kind: str, name: str) -> None:
+        self.store.objects.delete(kind, name)
+
+    # -- workloads ----------------------------------------------------------------
+    def submit(self, command: Sequence[str] | None = None, *, queue: str | None = None,
+               name: str | None = None, count: int = 1,
+               requests: Mapping[str, str | int | float] | None = None,
+               priority_class: str | None = None, priority: int | None = None,
+               backoff_limit: int = 0, env: Mapping[str, str] | None = None,
+               workload: Mapping[str, Any] | str | Path | None = None) -> WorkloadHandle:
+        """Submit a command (run by ``count`` pods) or a Workload manifest/file.
+
+        Raises :class:`quota.api.ObjectError` naming every problem; nothing is
+        stored then.
+        """
+        if workload is not None:
+            manifest = _one_workload(workload)
+        else:
+            if queue is None:
+                raise api.ObjectError([api.Problem(submission.SOURCE, "Workload", name or "",
+                                                   "queue", "is required (NAMESPACE/LOCALQUEUE)")])
+            manifest = submission.from_args(
+                list(command or ()), queue=queue, name=name, count=count, requests=requests,
+                priority_class=priority_class, priority=priority, backoff_limit=backoff_limit,
+                env=env)
+        classes = {name_: int(m.get("value", 0)) for name_, m in
+                   self.store.objects.manifests("WorkloadPriorityClass").items()}
+        checked = submission.check(manifest, classes,
+                                   queue=queue if workload is not None else None)
+        self.store.workloads.submit(
+            checked.key, spec=checked.manifest, queue=checked.queue, priority=checked.priority,
+            backoff_limit=checked.backoff_limit, submission=uuid.uuid4().hex, now=time.time())
+        return WorkloadHandle(self, checked.key)
+
+    def workload(self, name: str) -> WorkloadHandle:
+        key = "/".join(submission.split_key(name))
+        self.store.workloads.get(key)
+        return WorkloadHandle(self, key)
+
+    def workloads(self) -> list[WorkloadRecord]:
+        return self.store.workloads.all()
+
+    def cancel(self, name: str) -> None:
+        self.store.workloads.cancel("/".join(submission.split_key(name)), now=time.time())
+
+    def logs(self, name: str, *, pod: int | None = None) -> str:
+        """Output of the current attempt's pods (one pod, or all with a header each)."""
+        record = self.store.workloads.get("/".join(submission.split_key(name)))
+        refs = record.pod_refs()
+        if pod is not None:
+            if not 0 <= pod < max(len(refs), 1) or not refs:
+                raise IndexError(f"workload {record.key} has no pod {pod} "
+                                 f"(it has {len(refs)} in attempt {record.attempt})")
+            return self.store.pods.logs(PodRef(record.key, record.attempt, pod))
+        if len(refs) == 1:
+            return self.store.pods.logs(refs[0])
+        return "".join(f"==> pod {ref.index} <==\n{self.store.pods.logs(ref)}" for ref in refs)
+
+    # -- cluster state ----------------------------------------------------------------
+    def nodes(self) -> list[NodeRecord]:
+        return self.store.nodes.all()
+
+    def snapshot(self) -> views.Snapshot:
+        """ClusterQueue usage, LocalQueues and pending positions, as the engine sees them."""
+        return views.snapshot(self.store)
+
+
+def _one_workload(source: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    if isinstance(source, Mapping):
+        return dict(source)
+    where, docs = api.read_documents(source)
+    workloads = [d for d in docs if isinstance(d, Mapping)]
+    if len(workloads) != 1 or workloads[0].get("kind") != "Workload":
+        raise api.ObjectError([api.Problem(where, "Workload", "", "",
+                                           "expected exactly one Workload document")])
+    return dict(workloads[0])

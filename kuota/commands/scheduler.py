@@ -1,0 +1,60 @@
+"""``kuota scheduler`` — the admission scheduler service for Redis mode."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+from kuota.service import cli
+from kuota.service.connection import connect, resolve_url
+from kuota.service.leader import Timing
+from kuota.service.scheduler import SchedulerOptions, SchedulerService, default_identity
+from quota.config import EngineConfig
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "scheduler", help="run the scheduler service (Redis mode)",
+        description="Run admission in real time against the Redis store: rebuild from Redis, "
+                    "admit workloads into their ClusterQueues' quota, place admitted gangs on "
+                    "pool nodes and send their pods to the workers. Run several for high "
+                    "availability: one holds the lease and works, the others take over within "
+                    "one --lease-ttl when it dies.")
+    parser.add_argument("--node-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="a node silent this long is lost; its workloads are requeued "
+                             "(default 30)")
+    parser.add_argument("--lease-ttl", type=float, default=5.0, metavar="SECONDS",
+                        help="leader lease TTL: how fast a standby takes over (default 5)")
+    parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
+                        help="longest idle wait for events (default 0.5)")
+    parser.add_argument("--identity", default=None,
+                        help="name of this scheduler in the lease (default host-pid-random)")
+    parser.add_argument("--fair-sharing", action="store_true",
+                        help="order admissions and preemptions by fair sharing (Kueue's)")
+    cli.add_store_args(parser)
+    cli.add_log_args(parser)
+    parser.set_defaults(func=run)
+
+
+@cli.handles_errors
+def run(args: argparse.Namespace) -> int:
+    cli.setup_logging(args)
+    for flag in ("node_timeout", "lease_ttl", "poll"):
+        if getattr(args, flag) <= 0:
+            print(f"error: --{flag.replace('_', '-')} must be positive", file=sys.stderr)
+            return 2
+    if resolve_url(args.redis) is None:
+        print(cli.EMBEDDED_NOTE, file=sys.stderr)
+    conn = connect(args.redis, prefix=args.prefix)
+    options = SchedulerOptions(
+        identity=args.identity or default_identity(),
+        timing=Timing(lease_ttl=args.lease_ttl, node_timeout=args.node_timeout, poll=args.poll),
+        engine=EngineConfig(fair_sharing=args.fair_sharing))
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    SchedulerService(conn, options).run(stop)
+    return 0

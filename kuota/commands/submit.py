@@ -1,0 +1,77 @@
+"""``kuota submit`` — queue a workload (Redis mode)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from kuota.service import cli
+from quota.resources import format_vector, parse_vector
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "submit", help="submit a workload: a command run by a gang of pods",
+        description="Submit a workload to a LocalQueue: COUNT pods each running CMD ARGS (an "
+                    "argument list, never a shell string) with the given requests, admitted "
+                    "together or not at all. Or submit a Workload manifest with -f. Invalid "
+                    "submissions are refused with every problem listed (exit status 2).",
+        usage="%(prog)s --queue NS/LQ [options] -- CMD [ARGS...]\n"
+              "       %(prog)s -f workload.yaml [--queue NS/LQ] [options]")
+    parser.add_argument("--queue", "-q", metavar="NS/LQ", help="LocalQueue, as NAMESPACE/NAME")
+    parser.add_argument("--name", help="workload name (default CMD-random)")
+    parser.add_argument("--priority-class", help="WorkloadPriorityClass name")
+    parser.add_argument("--priority", type=int, default=None, help="explicit priority")
+    parser.add_argument("--count", type=int, default=1, help="pods in the gang (default 1)")
+    parser.add_argument("--requests", default="", metavar="LIST",
+                        help="per-pod requests, e.g. cpu=1,memory=2Gi,nvidia.com/gpu=1")
+    parser.add_argument("--backoff-limit", type=int, default=0,
+                        help="retries of the whole gang after a pod fails (default 0)")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="environment variable for the pods (repeatable)")
+    parser.add_argument("-f", "--filename", metavar="FILE", help="a Workload manifest")
+    parser.add_argument("--wait", action="store_true",
+                        help="wait until it finishes; exit 0 only if it succeeded")
+    parser.add_argument("--timeout", type=float, default=None, help="with --wait: give up "
+                        "after this many seconds (exit 1)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    cli.add_store_args(parser)
+    parser.set_defaults(func=run)
+
+
+@cli.handles_errors
+def run(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if args.filename and command:
+        print("error: give either -f FILE or -- CMD ARGS, not both", file=sys.stderr)
+        return 2
+    client = cli.client(args)
+    if args.filename:
+        handle = client.submit(workload=args.filename, queue=args.queue)
+    else:
+        requests = {k: format_vector({k: v}).split("=", 1)[1]
+                    for k, v in parse_vector(args.requests).items()}
+        env: dict[str, str] = {}
+        for item in args.env:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                print(f"error: --env {item!r} is not KEY=VALUE", file=sys.stderr)
+                return 2
+            env[key] = value
+        handle = client.submit(command, queue=args.queue, name=args.name, count=args.count,
+                               requests=requests, priority_class=args.priority_class,
+                               priority=args.priority, backoff_limit=args.backoff_limit,
+                               env=env or None)
+    print(f"workload {handle.key} submitted")
+    if not args.wait:
+        return 0
+    try:
+        status = handle.wait(args.timeout)
+    except TimeoutError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"workload {handle.key} {status.outcome or status.state}: {status.message}")
+    return 0 if status.succeeded else 1

@@ -1,0 +1,61 @@
+"""``kuota worker`` — one node of a worker pool (Redis mode)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kuota.service import cli
+from kuota.service.connection import connect, resolve_url
+from kuota.service.supervisor import SupervisorTiming
+from kuota.service.worker import PoolWorker, WorkerOptions
+from quota.resources import parse_vector
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "worker", help="run a worker: one node of a pool (Redis mode)",
+        description="Register a node of a pool (capacity, labels, heartbeat) and run the pods "
+                    "the scheduler places on it, each command as a subprocess. A "
+                    "ResourceFlavor's nodeLabels select nodes by these labels. Stop with "
+                    "SIGTERM/Ctrl-C: running pods are terminated and their workloads requeued.")
+    parser.add_argument("--pool", required=True, help="pool (a group of nodes run as one)")
+    parser.add_argument("--node", required=True, help="node name, unique in the deployment")
+    parser.add_argument("--resources", required=True, metavar="LIST",
+                        help="capacity, e.g. cpu=8,memory=32Gi,nvidia.com/gpu=2")
+    parser.add_argument("--labels", default="", metavar="LIST", help="node labels, e.g. "
+                        "gpu=a100,zone=lab1")
+    parser.add_argument("--gpu-devices", default=None, metavar="LIST",
+                        help="GPU device ids for CUDA_VISIBLE_DEVICES (default 0..N-1 for "
+                             "nvidia.com/gpu=N)")
+    parser.add_argument("--heartbeat", type=float, default=5.0, metavar="SECONDS",
+                        help="heartbeat interval (default 5; keep well under the scheduler's "
+                             "--node-timeout)")
+    parser.add_argument("--grace", type=float, default=5.0, metavar="SECONDS",
+                        help="seconds between SIGTERM and SIGKILL when stopping a pod "
+                             "(default 5)")
+    parser.add_argument("--log-dir", type=Path, default=None,
+                        help="where pod output is buffered before it is sent to Redis "
+                             "(default a temporary directory)")
+    cli.add_store_args(parser)
+    cli.add_log_args(parser)
+    parser.set_defaults(func=run)
+
+
+@cli.handles_errors
+def run(args: argparse.Namespace) -> int:
+    cli.setup_logging(args)
+    devices = None
+    if args.gpu_devices is not None:
+        devices = [d.strip() for d in args.gpu_devices.split(",") if d.strip()]
+    options = WorkerOptions(
+        pool=args.pool, node=args.node, capacity=parse_vector(args.resources),
+        labels=cli.parse_labels(args.labels), devices=devices, heartbeat=args.heartbeat,
+        log_dir=args.log_dir, supervisor=SupervisorTiming(grace=args.grace))
+    if resolve_url(args.redis) is None:
+        print(cli.EMBEDDED_NOTE, file=sys.stderr)
+    worker = PoolWorker(connect(args.redis, prefix=args.prefix), options)
+    worker.run()
+    return 1 if worker.replaced else 0

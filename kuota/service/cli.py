@@ -1,0 +1,103 @@
+"""What every Redis-mode command shares: where the store is, and how errors are told.
+
+``--redis URL`` (default: ``REDIS_URL``, else an embedded in-process store)
+and ``--prefix`` (default ``kuota``, or ``KUOTA_PREFIX``) pick the store.
+Errors end the command with one clear line each and an exit status: 2 for
+invalid input (every problem listed with its file, object and field), 1 for
+everything else (not found, refused, Redis unreachable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from kuota.client import Client
+from kuota.service.connection import connect, resolve_url
+from queueing.store import StoreError
+from queueing.store.keys import BadKey
+from quota import api
+from quota.resources import QuantityError
+
+EMBEDDED_NOTE = ("note: no --redis and no REDIS_URL: using an embedded store that lives only in "
+                 "this process (see docs/redis-mode.md)")
+
+
+def add_store_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis", metavar="URL", default=None,
+                        help="Redis URL (default: $REDIS_URL, else an embedded in-process store)")
+    parser.add_argument("--prefix", default=os.environ.get("KUOTA_PREFIX", "kuota"),
+                        help="key prefix of this kuota deployment (default: kuota)")
+
+
+def add_log_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="INFO",
+                        choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="default INFO")
+
+
+def setup_logging(args: argparse.Namespace) -> None:
+    logging.basicConfig(level=getattr(args, "log_level", "WARNING"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def client(args: argparse.Namespace, *, quiet: bool = False) -> Client:
+    url = resolve_url(args.redis)
+    if url is None and not quiet:
+        print(EMBEDDED_NOTE, file=sys.stderr)
+    return Client(connection=connect(url, prefix=args.prefix))
+
+
+def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turn the errors a user can cause into messages and exit statuses."""
+
+    @functools.wraps(run)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except api.ObjectError as exc:
+            for problem in exc.problems:
+                print(f"error: {problem}", file=sys.stderr)
+            return 2
+        except (QuantityError, BadKey, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except StoreError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            where = resolve_url(getattr(args, "redis", None)) or "the embedded store"
+            print(f"error: cannot reach Redis at {where}: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+
+    return wrapper
+
+
+def parse_labels(text: str | None) -> dict[str, str]:
+    """``k=v,k2=v2`` → a dict; raises ValueError naming the bad part."""
+    labels: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"label {part!r} is not KEY=VALUE")
+        labels[key.strip()] = value.strip()
+    return labels
+
+
+def kinds_help() -> str:
+    return "ResourceFlavor, Cohort, ClusterQueue, LocalQueue (NAMESPACE/NAME), " \
+           "WorkloadPriorityClass, Namespace"
+
+
+def print_json(doc: Any) -> None:
+    import json
+
+    print(json.dumps(doc, indent=2, sort_keys=True, default=str))

@@ -1,0 +1,143 @@
+"""Applying the engine's decisions to Redis: decide → assume → persist → forget on failure.
+
+The engine assumes its decisions at once (quota counted, lifecycle moved)
+and lists them in its outbox (:class:`admission.events.WorkloadEvent`). This
+module writes them to the store, in order:
+
+* **Admitted / QuotaReserved** — batched into one pipeline of fenced ``admit``
+  scripts. A refused admission (the workload was cancelled meanwhile, say) is
+  *forgotten*: the engine gives the quota back and requeues it, and the
+  workload is re-read from Redis next round.
+* **Evicted / Deactivated** (preemption, node failure, a stopped queue) — a
+  fenced ``settle`` script that also asks the workload's pods to stop.
+* **Requeued / Finished** need no write: a requeue after backoff leaves the
+  stored workload Pending, and finishes are facts Redis told the engine.
+
+A ``fenced`` answer means another scheduler leads now: :class:`Fenced`
+propagates and the caller drops all its state. New kinds of decision land
+here, in :func:`apply`, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from admission.engine import Engine
+from admission.events import Kind, WorkloadEvent
+from queueing.store import Fenced, Store, WorkloadRecord
+from queueing.store.workloads import AdmitRequest
+from quota.lifecycle import State
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Tracked:
+    """What the leader knows was persisted for a live workload."""
+
+    attempt: int
+    pods: int = 0
+    #: (node, node epoch) of every pod of the attempt; empty until placed.
+    placed: tuple[tuple[str, int], ...] = ()
+
+
+class Leadership(Protocol):
+    """The parts of the active scheduler that decisions touch."""
+
+    store: Store
+    holder: str
+    engine: Engine
+    tracked: dict[str, Tracked]
+    #: Admitted workloads waiting for nodes, in admission order.
+    unplaced: dict[str, None]
+    #: Workloads to re-read from Redis next round.
+    recheck: set[str]
+    nodes_dirty: bool
+
+    def next_decision_id(self) -> str: ...
+
+
+@dataclass
+class Applied:
+    admitted: list[str] = field(default_factory=list)
+    settled: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def apply(leader: Leadership, events: Sequence[WorkloadEvent], now: float) -> Applied:
+    """Persist the outbox in order; raises :class:`Fenced` if no longer leading."""
+    applied = Applied()
+    batch: list[WorkloadEvent] = []
+    for event in events:
+        if event.kind in (Kind.ADMITTED, Kind.QUOTA_RESERVED):
+            batch.append(event)
+            continue
+        _admit(leader, batch, now, applied)
+        batch = []
+        if event.kind in (Kind.EVICTED, Kind.DEACTIVATED):
+            _settle(leader, event, now, applied)
+    _admit(leader, batch, now, applied)
+    return applied
+
+
+def _admit(leader: Leadership, events: list[WorkloadEvent], now: float,
+           applied: Applied) -> None:
+    requests: list[AdmitRequest] = []
+    for event in events:
+        admission = event.admission
+        if admission is None:
+            continue
+        tracked = leader.tracked.get(event.key)
+        attempt = tracked.attempt if tracked is not None else 0
+        requests.append(AdmitRequest(
+            key=event.key, attempt=attempt, admission=admission,
+            pods=sum(ps.count for ps in admission.pod_sets),
+            decision=leader.next_decision_id(), admit=event.kind is Kind.ADMITTED))
+    if not requests:
+        return
+    statuses = leader.store.workloads.admit_many(leader.holder, requests, now)
+    for request, status in zip(requests, statuses, strict=True):
+        if status == "fenced":
+            raise Fenced(f"admitting {request.key}: this scheduler no longer holds the lease")
+        if status.startswith("ok:"):
+            leader.tracked[request.key] = Tracked(int(status[3:]), request.pods)
+            if request.admit:
+                leader.unplaced[request.key] = None
+            applied.admitted.append(request.key)
+            continue
+        # Not stored: the admission never happened. Give the quota back now and
+        # learn from Redis what became of the workload.
+        log.info("admission of %s not stored (%s); forgetting it", request.key, status)
+        record = leader.engine.records.get(request.key)
+        if record is not None and record.state in (State.QUOTA_RESERVED, State.ADMITTED):
+            leader.engine.forget(request.key, now)
+        leader.recheck.add(request.key)
+        applied.refused.append(request.key)
+
+
+def _settle(leader: Leadership, event: WorkloadEvent, now: float, applied: Applied) -> None:
+    tracked = leader.tracked.get(event.key)
+    record = leader.engine.records.get(event.key)
+    if tracked is None or record is None:
+        leader.recheck.add(event.key)
+        return
+    stored = WorkloadRecord(event.key, State.ADMITTED, attempt=tracked.attempt,
+                            pods=tracked.pods)
+    status = leader.store.workloads.settle(
+        leader.holder, stored, event="deactivate" if event.kind is Kind.DEACTIVATED else "evict",
+        reason=event.reason, message=event.message or event.detail,
+        queued_at=record.info.created, now=now)
+    if status == "fenced":
+        raise Fenced(f"evicting {event.key}: this scheduler no longer holds the lease")
+    leader.unplaced.pop(event.key, None)
+    if status == "ok":
+        tracked.placed, tracked.pods = (), 0
+        leader.nodes_dirty = True
+        applied.settled.append(event.key)
+    else:
+        log.info("eviction of %s not stored (%s); re-reading it", event.key, status)
+        leader.recheck.add(event.key)
+        applied.refused.append(event.key)

@@ -1,0 +1,98 @@
+"""Pods as rq jobs: what a worker needs to start one, and enqueueing them.
+
+A placed pod becomes one rq job on its node's queue, with a deterministic job
+id (:meth:`queueing.store.keys.Keys.pod_job_id`). The job only *starts* the
+pod (see :mod:`kuota.service.pod`); the pod's real lifecycle is in the store,
+so enqueueing a pod twice — a new leader re-sending pods that were placed
+but perhaps never sent — at worst runs a job that finds the pod already
+started and does nothing.
+
+The command comes from the pod set's pod template: the first container's
+``command`` followed by its ``args`` — an argument list, never a shell
+string — and its ``env`` values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+from rq import Queue
+
+from queueing.store import Keys, PodRef
+from quota import api
+
+#: The rq job function (by name, so enqueueing needs no import of the worker side).
+START_POD: Final = "kuota.service.pod.start_pod"
+#: Seconds rq keeps a finished start job (the pod's own record stays in the store).
+RESULT_TTL: Final = 300
+FAILURE_TTL: Final = 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class PodJob:
+    prefix: str
+    pod_id: str
+    node: str
+    epoch: int
+    pod_count: int
+    pod_set: str
+    #: Node of every pod of the gang, by pod index.
+    peers: tuple[str, ...]
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    requests: Mapping[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["peers"], doc["command"] = list(self.peers), list(self.command)
+        doc["env"], doc["requests"] = dict(self.env), dict(self.requests)
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> PodJob:
+        return cls(prefix=str(doc["prefix"]), pod_id=str(doc["pod_id"]), node=str(doc["node"]),
+                   epoch=int(doc["epoch"]), pod_count=int(doc["pod_count"]),
+                   pod_set=str(doc["pod_set"]), peers=tuple(doc["peers"]),
+                   command=tuple(doc["command"]), env=dict(doc.get("env") or {}),
+                   requests={str(k): int(v) for k, v in (doc.get("requests") or {}).items()})
+
+
+def pod_command(workload: api.Workload, pod_set: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The argument list and environment of a pod set's pods; ValueError if there is none."""
+    ps = workload.spec.pod_set(pod_set)
+    if ps is None:
+        raise ValueError(f"workload {workload.metadata.name}: no podSet {pod_set!r}")
+    containers = ps.template.spec.containers
+    where = f"spec.podSets[{pod_set}].template.spec.containers[0]"
+    if not containers:
+        raise ValueError(f"{where}: a pod needs a container with a command")
+    container = containers[0]
+    argv = tuple(container.command or ()) + tuple(container.args or ())
+    if not argv or not argv[0]:
+        raise ValueError(f"{where}: command is required in Redis mode (the program to run)")
+    env = {e.name: e.value or "" for e in container.env or ()}
+    return argv, env
+
+
+def enqueue(raw: Any, keys: Keys, jobs: Iterable[PodJob]) -> int:
+    """Send start jobs to their nodes' queues in one pipeline; returns how many."""
+    by_node: dict[str, list[PodJob]] = {}
+    for job in jobs:
+        by_node.setdefault(job.node, []).append(job)
+    if not by_node:
+        return 0
+    pipe = raw.pipeline()
+    count = 0
+    for node, node_jobs in by_node.items():
+        queue = Queue(keys.node_queue(node), connection=raw)
+        datas = [Queue.prepare_data(START_POD, args=(job.to_dict(),),
+                                    job_id=keys.pod_job_id(PodRef.parse(job.pod_id)),
+                                    result_ttl=RESULT_TTL, failure_ttl=FAILURE_TTL,
+                                    description=f"start pod {job.pod_id} on {node}")
+                 for job in node_jobs]
+        queue.enqueue_many(datas, pipeline=pipe)
+        count += len(datas)
+    pipe.execute()
+    return count

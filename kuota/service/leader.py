@@ -1,0 +1,399 @@
+"""The active scheduler: one engine, fed from Redis, its decisions written back.
+
+A :class:`Leader` exists only while its scheduler holds the lease. It is
+built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
+:meth:`~Leader.step` at a time — the real-time twin of the simulator's loop:
+
+1. **Renew** the lease when a third of its TTL has passed.
+2. **Read events** from the stream (blocking briefly when idle) and re-read
+   each named workload from Redis; the engine follows what Redis says
+   (submitted, cancelled, finished, requeued by a failed pod).
+3. **Schedule**: run cycles until idle, then persist the outbox
+   (:mod:`kuota.service.decisions`).
+4. **Place** admitted gangs on pool nodes and send their pods to the nodes'
+   rq queues (:mod:`kuota.service.placing`, :mod:`kuota.service.jobs`).
+5. **Watch nodes** every few seconds: declare silent nodes lost and evict
+   (``NodeFailures``) what ran on them; re-read all workload states cheaply
+   to catch anything an event did not say.
+6. **Publish** why pending workloads wait.
+
+Any :class:`~queueing.store.Fenced` answer, a config change, or a lost Redis
+connection ends the leader; the service builds a new one from Redis.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from admission.engine import Engine
+from kuota.service import decisions, jobs, placing, rebuild
+from kuota.service.connection import Connection
+from kuota.service.decisions import Tracked
+from placement.model import Node
+from queueing.store import Fenced, NodeRecord, PodPhase, PodRef, WorkloadRecord
+from queueing.store.events import Event
+from queueing.store.records import LIVE_PHASES
+from queueing.store.workloads import PlaceRequest, PodPlacement
+from quota import api
+from quota.config import EngineConfig
+from quota.lifecycle import HOLDS_QUOTA, State
+from quota.resources import ResourceVector
+
+log = logging.getLogger(__name__)
+
+
+class NeedRebuild(Exception):
+    """The leader's view cannot be patched (config changed, events lost): start over."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    lease_ttl: float = 5.0
+    node_timeout: float = 30.0
+    #: Longest wait for events when idle.
+    poll: float = 0.5
+    #: How often pending reasons are written.
+    reasons_every: float = 0.5
+    #: How often every workload's state is compared with the engine's.
+    resync_every: float = 30.0
+
+    @property
+    def node_check_every(self) -> float:
+        return max(0.05, min(self.node_timeout / 4, 5.0))
+
+
+class Leader:
+    def __init__(self, conn: Connection, holder: str, *, timing: Timing,
+                 config: EngineConfig, clock: Callable[[], float]) -> None:
+        self.conn = conn
+        self.store = conn.store
+        self.holder = holder
+        self.timing = timing
+        self.clock = clock
+        self.tracked: dict[str, Tracked] = {}
+        self.unplaced: dict[str, None] = {}
+        self.recheck: set[str] = set()
+        self.nodes_dirty = True
+        self._decisions = 0
+        self._nodes: dict[str, NodeRecord] = {}
+        self._node_values: dict[str, Node] = {}
+        self._pod_requests: dict[str, ResourceVector] = {}
+        self._reasons: dict[str, tuple[str, str]] = {}
+        now = clock()
+        self._renew_at = now + timing.lease_ttl / 3
+        self._node_check_at = now
+        self._reasons_at = now
+        self._resync_at = now + timing.resync_every
+        # Follow the stream from before the load: what happens during it is seen twice,
+        # which re-reading makes harmless.
+        self.last_event = self.store.events.last_id()
+        loaded = rebuild.load(self.store, config)
+        self.engine: Engine = loaded.engine
+        for key, message in loaded.invalid.items():
+            self._check(self.store.workloads.reject(holder, key, message=message, now=now),
+                        f"rejecting {key}")
+        self._resume([r for k, r in loaded.workloads.items() if k not in loaded.invalid], now)
+        log.info("leading as %s: %d workloads, %d holding quota", holder,
+                 len(self.engine.records), len(self.engine.cache.workloads))
+
+    def next_decision_id(self) -> str:
+        self._decisions += 1
+        return f"{self.holder}#{self._decisions}"
+
+    # -- the loop ----------------------------------------------------------------
+    def step(self) -> None:
+        now = self.clock()
+        if now >= self._renew_at:
+            self._renew(now)
+        events = self.store.events.read(self.last_event, block_ms=self._block_ms(now))
+        if events:
+            self.last_event = events[-1].id
+        now = self.clock()
+        self._follow(events, now)
+        self._schedule(now)
+        self._place(now)
+        if now >= self._node_check_at:
+            self._watch_nodes(now)
+        if now >= self._reasons_at:
+            self._publish_reasons(now)
+
+    def _renew(self, now: float) -> None:
+        lease = self.store.lease(self.holder.rpartition("|")[0], self.timing.lease_ttl)
+        lease.holder = self.holder
+        if not lease.renew():
+            raise Fenced(f"lease of {self.holder} was lost")
+        self._renew_at = now + self.timing.lease_ttl / 3
+
+    def _block_ms(self, now: float) -> int:
+        if self.recheck:
+            return 1
+        until = min(self._renew_at, self._node_check_at, now + self.timing.poll)
+        wakeup = self.engine.next_wakeup()
+        if wakeup is not None:
+            until = min(until, wakeup)
+        return max(1, int((until - now) * 1000))
+
+    # -- 2. follow Redis -------------------------------------------------------------
+    def _follow(self, events: Iterable[Event], now: float) -> None:
+        keys = set(self.recheck)
+        self.recheck.clear()
+        for event in events:
+            if event.kind == "config":
+                raise NeedRebuild("queue objects changed")
+            if event.kind in ("node", "pod"):
+                self.nodes_dirty = True
+            if event.key:
+                keys.add(event.key)
+        if keys:
+            records = self.store.workloads.get_many(sorted(keys))
+            for key in sorted(keys):
+                self._reconcile(key, records.get(key), now)
+        self.engine.drain_outbox()  # these changes mirror Redis: nothing to write back
+
+    def _reconcile(self, key: str, stored: WorkloadRecord | None, now: float) -> None:
+        mine = self.engine.records.get(key)
+        state = stored.state if stored is not None else State.FINISHED
+        if state is State.FINISHED:
+            if mine is not None and mine.state is not State.FINISHED:
+                self.engine.finish(key, now)
+            self._forget(key)
+            return
+        assert stored is not None
+        tracked = self.tracked.get(key)
+        if state is State.PENDING:
+            if mine is None or mine.state is State.FINISHED:
+                self._enter(stored, now)
+            elif mine.state in HOLDS_QUOTA:  # a worker requeued it (a pod failed)
+                self.engine.evict(key, now, stored.reason or "PodFailed", "", stored.message)
+                self.unplaced.pop(key, None)
+                self.nodes_dirty = True
+            self.tracked[key] = Tracked(stored.attempt)
+            return
+        if state in HOLDS_QUOTA:
+            if mine is None or mine.state not in HOLDS_QUOTA or tracked is None \
+                    or tracked.attempt != stored.attempt:
+                raise NeedRebuild(f"workload {key} holds quota the engine does not know of")
+            return
+        if state is State.INACTIVE and mine is not None and mine.state is not State.INACTIVE:
+            self.engine.deactivate(key, now, stored.reason or "Inactive", stored.message)
+
+    def _enter(self, stored: WorkloadRecord, now: float) -> None:
+        try:
+            info = rebuild.workload_info(stored)
+        except (api.ObjectError, ValueError) as exc:
+            self._check(self.store.workloads.reject(self.holder, stored.key, message=str(exc),
+                                                    now=now), f"rejecting {stored.key}")
+            return
+        rebuild.add(self.engine, stored, info)
+
+    def _forget(self, key: str) -> None:
+        self.tracked.pop(key, None)
+        self.unplaced.pop(key, None)
+        self._reasons.pop(key, None)
+        self.nodes_dirty = True
+
+    # -- 3. schedule -------------------------------------------------------------------
+    def _schedule(self, now: float) -> None:
+        self.engine.run_until_idle(now)
+        self._persist(now)
+
+    def _persist(self, now: float) -> None:
+        events = self.engine.drain_outbox()
+        if events:
+            decisions.apply(self, events, now)
+
+    # -- 4. place ----------------------------------------------------------------------
+    def _place(self, now: float) -> None:
+        if not self.unplaced:
+            return
+        if self.nodes_dirty:
+            self._refresh_nodes()
+        pools: dict[str, list[Node]] = {}
+        for name, node in self._nodes.items():
+            if node.ready:
+                pools.setdefault(node.pool, []).append(self._node_values[name])
+        requests: list[PlaceRequest] = []
+        pods_of: dict[str, list[placing.GangPod]] = {}
+        for key in list(self.unplaced):
+            record = self.engine.records.get(key)
+            tracked = self.tracked.get(key)
+            if record is None or record.admission is None or tracked is None:
+                self.unplaced.pop(key)
+                continue
+            pods = placing.gang_pods(record.info, record.admission, self.engine.cache.flavors)
+            result = placing.place(pods, pools)
+            if isinstance(result, placing.Unplaceable):
+                record.pending_reason, record.pending_message = "WaitingForNodes", result.reason
+                continue
+            # Later gangs of this round see these pods on their nodes.
+            self._node_values.update(result.updated)
+            pools[result.pool] = [result.updated.get(n.name, n) for n in pools[result.pool]]
+            pods_of[key] = pods
+            requests.append(PlaceRequest(key, tracked.attempt, tuple(
+                PodPlacement(PodRef(key, tracked.attempt, p.index), node, p.pod_set, p.requests,
+                             self._nodes[node].epoch)
+                for p, node in zip(pods, result.nodes, strict=True))))
+        if not requests:
+            return
+        statuses = self.store.workloads.place_many(self.holder, requests, now)
+        to_send: list[jobs.PodJob] = []
+        for request, status in zip(requests, statuses, strict=True):
+            self._check(status, f"placing {request.key}")
+            if status.startswith("ok"):
+                self.unplaced.pop(request.key, None)
+                placed = tuple((p.node, p.epoch) for p in request.pods)
+                self.tracked[request.key].placed = placed
+                for p in request.pods:
+                    self._pod_requests[p.ref.id] = p.requests
+                record = self.engine.records[request.key]
+                record.pending_reason = record.pending_message = None
+                to_send += self._pod_jobs(request.key, request.attempt, placed,
+                                          pods_of[request.key])
+            else:  # a node went away, or the workload changed: look again
+                log.info("placement of %s not stored (%s)", request.key, status)
+                self.nodes_dirty = True
+                if not status.startswith("node:"):
+                    self.recheck.add(request.key)
+        jobs.enqueue(self.conn.raw, self.store.keys, to_send)
+
+    def _pod_jobs(self, key: str, attempt: int, placed: tuple[tuple[str, int], ...],
+                  pods: list[placing.GangPod]) -> list[jobs.PodJob]:
+        obj = self.engine.records[key].info.source
+        peers = tuple(node for node, _ in placed)
+        out = []
+        for pod, (node, epoch) in zip(pods, placed, strict=True):
+            command, env = jobs.pod_command(obj, pod.pod_set)
+            out.append(jobs.PodJob(self.store.prefix, PodRef(key, attempt, pod.index).id, node,
+                                   epoch, len(placed), pod.pod_set, peers, command, env,
+                                   pod.requests))
+        return out
+
+    def _refresh_nodes(self) -> None:
+        self._nodes = {n.name: n for n in self.store.nodes.all()}
+        ready = [name for name, n in self._nodes.items() if n.ready]
+        holding = self.store.nodes.pod_ids(ready)
+        unknown = sorted({p for ids in holding.values() for p in ids} - self._pod_requests.keys())
+        if unknown:
+            refs = [PodRef.parse(p) for p in unknown]
+            for ref, pod in zip(refs, self.store.pods.get_many(refs), strict=True):
+                self._pod_requests[ref.id] = pod.requests if pod is not None else {}
+        live = {p for ids in holding.values() for p in ids}
+        self._pod_requests = {p: r for p, r in self._pod_requests.items() if p in live}
+        self._node_values = {
+            name: placing.with_requests(placing.node_value(self._nodes[name]),
+                                        (self._pod_requests[p] for p in sorted(holding[name])))
+            for name in ready}
+        self.nodes_dirty = False
+
+    # -- 5. watch nodes -----------------------------------------------------------------
+    def _watch_nodes(self, now: float) -> None:
+        self._node_check_at = now + self.timing.node_check_every
+        redis_now = self.store.nodes.time()
+        for node in self.store.nodes.all():
+            if node.ready and redis_now - node.heartbeat > self.timing.node_timeout:
+                status = self.store.nodes.expire(self.holder, node.name,
+                                                 timeout=self.timing.node_timeout, now=now)
+                self._check(status, f"expiring node {node.name}")
+                if status == "ok":
+                    log.warning("node %s lost: no heartbeat for %gs", node.name,
+                                self.timing.node_timeout)
+        self._refresh_nodes()
+        self._evict_from_lost_nodes(now)
+        self._persist(now)
+        if self.store.events.missed(self.last_event):
+            raise NeedRebuild("events were trimmed before being read")
+        if now >= self._resync_at:
+            self._resync_at = now + self.timing.resync_every
+            self._resync()
+
+    def _evict_from_lost_nodes(self, now: float) -> None:
+        """Requeue gangs with a pod that was live on a node now gone (NodeFailures)."""
+        suspects: list[tuple[str, list[PodRef]]] = []
+        for key, tracked in self.tracked.items():
+            record = self.engine.records.get(key)
+            if record is None or record.state not in HOLDS_QUOTA:
+                continue
+            refs = [PodRef(key, tracked.attempt, i) for i, (node, epoch) in
+                    enumerate(tracked.placed) if node not in self._nodes
+                    or not self._nodes[node].ready or self._nodes[node].epoch != epoch]
+            if refs:
+                suspects.append((key, refs))
+        if not suspects:
+            return
+        pods = self.store.pods.get_many([ref for _, refs in suspects for ref in refs])
+        phases = {p.ref: p.state for p in pods if p is not None}
+        for key, refs in suspects:
+            lost = [ref for ref in refs
+                    if phases.get(ref, PodPhase.LOST) in (*LIVE_PHASES, PodPhase.LOST)]
+            if lost:
+                nodes = ", ".join(sorted({self.tracked[key].placed[r.index][0] for r in lost}))
+                self.engine.evict(key, now, "NodeFailures", "",
+                                  f"node(s) {nodes} lost while running the workload")
+
+    def _resync(self) -> None:
+        """Compare every stored state with the engine's; re-read those that differ."""
+        keys = self.store.workloads.keys()
+        pipe = self.store.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(self.store.keys.workload(key), "state", "attempt")
+        for key, (state, attempt) in zip(keys, pipe.execute(), strict=True):
+            mine = self.engine.records.get(key)
+            tracked = self.tracked.get(key)
+            if state == State.FINISHED and (mine is None or mine.state is State.FINISHED):
+                continue
+            if mine is not None and state == mine.state and tracked is not None \
+                    and str(tracked.attempt) == attempt:
+                continue
+            self.recheck.add(key)
+
+    # -- 6. publish reasons -------------------------------------------------------------
+    def _publish_reasons(self, now: float) -> None:
+        self._reasons_at = now + self.timing.reasons_every
+        changed: list[tuple[str, int, str, str]] = []
+        for key, record in self.engine.records.items():
+            if record.state is State.FINISHED or record.pending_reason is None:
+                continue
+            why = (record.pending_reason, record.pending_message or "")
+            tracked = self.tracked.get(key)
+            if tracked is None or self._reasons.get(key) == why:
+                continue
+            self._reasons[key] = why
+            changed.append((key, tracked.attempt, *why))
+        for start in range(0, len(changed), 500):
+            self._check(self.store.workloads.set_reasons(self.holder, changed[start:start + 500]),
+                        "publishing pending reasons")
+
+    # -- resuming after a failover ----------------------------------------------------
+    def _resume(self, records: list[WorkloadRecord], now: float) -> None:
+        placed = [r for r in records if r.state in HOLDS_QUOTA and r.placement]
+        pods = self.store.pods.get_many([ref for r in placed for ref in r.pod_refs()])
+        by_ref = {p.ref: p for p in pods if p is not None}
+        to_send: list[jobs.PodJob] = []
+        for record in records:
+            self.tracked[record.key] = Tracked(record.attempt, record.pods)
+        for record in sorted((r for r in records if r.state is State.ADMITTED
+                              and not r.placement), key=lambda r: r.admitted_at or 0.0):
+            self.unplaced[record.key] = None
+        for record in placed:
+            refs = record.pod_refs()
+            epochs = tuple((node, by_ref[ref].epoch if ref in by_ref else -1)
+                           for node, ref in zip(record.placement, refs, strict=False))
+            self.tracked[record.key].placed = epochs
+            info = self.engine.records[record.key].info
+            admission = record.admission
+            if admission is None:
+                continue
+            gang = placing.gang_pods(info, admission, self.engine.cache.flavors)
+            unsent = [i for i, ref in enumerate(refs)
+                      if ref in by_ref and by_ref[ref].state is PodPhase.PLACED]
+            if unsent:
+                all_jobs = self._pod_jobs(record.key, record.attempt, epochs, gang)
+                to_send += [all_jobs[i] for i in unsent]
+        jobs.enqueue(self.conn.raw, self.store.keys, to_send)
+
+    @staticmethod
+    def _check(status: str, what: str) -> None:
+        if status == "fenced":
+            raise Fenced(f"{what}: this scheduler no longer holds the lease")

@@ -1,0 +1,114 @@
+"""Placing an admitted gang on the nodes of one worker pool (the one call site of placement/).
+
+Admission decided *whether* the workload may run and with which flavors;
+this decides *where*. Each pod of the gang asks for its pod set's requests,
+its nodeSelector and required node affinity, plus the ``nodeLabels`` of every
+flavor it was admitted with — that is how a ResourceFlavor selects the nodes
+of a pool. A gang runs inside one pool (a pool acts as one member cluster);
+pools are tried in name order and the first that takes the whole gang wins.
+Inside the pool :func:`placement.gang.place_gang` places every pod or none,
+scoring with kube-scheduler's MostAllocated (binpack), so small gangs fill
+nodes up and leave whole nodes free for big ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from placement.gang import GangPlacement, place_gang
+from placement.model import (
+    ModelError,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodRequirements,
+    SelectorOperator,
+)
+from placement.scoring import ResourceAllocationScorer, Strategy
+from queueing.store import NodeRecord
+from quota.config import FlavorConfig
+from quota.resources import ResourceVector
+from quota.workload import Admission, PodSetInfo, WorkloadInfo
+
+SCORER = ResourceAllocationScorer(Strategy.MOST_ALLOCATED)
+
+
+@dataclass(frozen=True, slots=True)
+class GangPod:
+    """Pod ``index`` of the gang (indices run across pod sets in order)."""
+
+    index: int
+    pod_set: str
+    requests: ResourceVector
+    requirements: PodRequirements
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    pool: str
+    #: Node of every pod, by pod index.
+    nodes: tuple[str, ...]
+    #: The touched nodes with the gang's pods added.
+    updated: dict[str, Node]
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaceable:
+    reason: str
+
+
+def gang_pods(info: WorkloadInfo, admission: Admission,
+              flavors: Mapping[str, FlavorConfig]) -> list[GangPod]:
+    """Every pod of the admitted gang with what it asks of a node."""
+    pods: list[GangPod] = []
+    by_name = {ps.name: ps for ps in info.pod_sets}
+    for ps_admission in admission.pod_sets:
+        ps = by_name[ps_admission.name]
+        selector = dict(ps.node_selector)
+        for flavor_name in dict.fromkeys(ps_admission.flavors.values()):
+            flavor = flavors.get(flavor_name)
+            if flavor is not None:
+                selector.update(flavor.node_labels)
+        requirements = PodRequirements(requests=dict(ps.requests), node_selector=selector,
+                                       required_terms=_terms(ps), name=f"{ps.name}")
+        for _ in range(ps_admission.count):
+            pods.append(GangPod(len(pods), ps.name, dict(ps.requests), requirements))
+    return pods
+
+
+def _terms(ps: PodSetInfo) -> tuple[NodeSelectorTerm, ...] | None:
+    if not ps.affinity_terms:
+        return None
+    return tuple(NodeSelectorTerm(tuple(
+        NodeSelectorRequirement(r.key, SelectorOperator(r.operator), tuple(r.values))
+        for r in term)) for term in ps.affinity_terms)
+
+
+def node_value(record: NodeRecord) -> Node:
+    """A Ready node as placement sees it, nothing requested yet."""
+    return Node(record.name, dict(record.capacity), labels=dict(record.labels))
+
+
+def with_requests(node: Node, requests: Iterable[ResourceVector]) -> Node:
+    for vector in requests:
+        node = node.with_pod(PodRequirements(requests=vector))
+    return node
+
+
+def place(pods: Sequence[GangPod], pools: Mapping[str, Sequence[Node]]) -> Placed | Unplaceable:
+    """All pods in the first pool (by name) that takes them all, or why none does."""
+    if not pods:
+        return Placed("", (), {})
+    reasons: list[str] = []
+    for pool in sorted(pools):
+        try:
+            result = place_gang([p.requirements for p in pods], pools[pool], SCORER)
+        except ModelError as exc:
+            return Unplaceable(str(exc))
+        if isinstance(result, GangPlacement):
+            return Placed(pool, result.assignments, result.nodes)
+        reasons.append(f"pool {pool}: {result.reason}")
+    if not reasons:
+        return Unplaceable("no Ready nodes in any pool")
+    return Unplaceable("; ".join(reasons))

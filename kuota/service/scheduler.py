@@ -1,0 +1,99 @@
+"""``kuota scheduler``: one active scheduler per store, the others standing by.
+
+Every scheduler process loops: without the lease it tries to take it (every
+third of the TTL); with it, it builds a :class:`~kuota.service.leader.Leader`
+from Redis and steps it. Leadership ends — and all in-memory state is dropped
+— when a write comes back *fenced*, the lease cannot be renewed, the
+leader asks for a rebuild, or Redis cannot be reached; the next loop
+re-acquires (keeping the token if the lease is still ours) and rebuilds. Redis
+being the truth, dropping state is always safe; keeping it after a doubt
+never is.
+
+A standby takes over at most one TTL after the active scheduler dies
+(``--lease-ttl``, default 5 s); a clean shutdown releases the lease at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import redis
+
+from kuota.service.connection import Connection
+from kuota.service.leader import Leader, NeedRebuild, Timing
+from queueing.store import Fenced
+from quota.config import EngineConfig
+
+log = logging.getLogger(__name__)
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class SchedulerOptions:
+    identity: str = field(default_factory=default_identity)
+    timing: Timing = field(default_factory=Timing)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    clock: Callable[[], float] = time.time
+
+
+class SchedulerService:
+    def __init__(self, conn: Connection, options: SchedulerOptions | None = None) -> None:
+        self.conn = conn
+        self.options = options or SchedulerOptions()
+        self.lease = conn.store.lease(self.options.identity, self.options.timing.lease_ttl)
+        self.leader: Leader | None = None
+        #: Times this process became leader (tests and status output).
+        self.terms = 0
+        self._backoff = 0.1
+
+    @property
+    def leading(self) -> bool:
+        return self.leader is not None
+
+    def run(self, stop: threading.Event) -> None:
+        """Loop until ``stop`` is set, then give the lease up."""
+        try:
+            while not stop.is_set():
+                self.step(stop)
+        finally:
+            self.leader = None
+            try:
+                self.lease.release()
+            except redis.RedisError as exc:
+                log.warning("could not release the lease: %s", exc)
+
+    def step(self, stop: threading.Event | None = None) -> None:
+        wait = (stop or threading.Event()).wait
+        try:
+            if self.leader is None:
+                if not self.lease.acquire():
+                    wait(self.options.timing.lease_ttl / 3)
+                    return
+                assert self.lease.holder is not None
+                self.leader = Leader(self.conn, self.lease.holder, timing=self.options.timing,
+                                     config=self.options.engine, clock=self.options.clock)
+                self.terms += 1
+            self.leader.step()
+            self._backoff = 0.1
+        except Fenced as exc:
+            log.warning("stepping down: %s", exc)
+            self.leader = None
+            self.lease.holder = None
+        except NeedRebuild as exc:
+            log.info("rebuilding: %s", exc)
+            self.leader = None
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("redis unavailable (%s); retrying in %.1fs", exc, self._backoff)
+            self.leader = None
+            wait(self._backoff)
+            self._backoff = min(self._backoff * 2, 2.0)

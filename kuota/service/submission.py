@@ -1,0 +1,142 @@
+"""Turning a submission (CLI flags, a YAML file, Python arguments) into a checked Workload.
+
+Everything a user can get wrong is caught here, before anything is written,
+and reported as :class:`~quota.api.Problem` lines naming the field: a bad
+name or queue, an unparsable quantity, a pod set without a command, an
+unknown priority class, a negative backoff limit. A submission that passes is
+a valid Workload manifest whose pods have a command — so a malformed
+submission never reaches Redis, let alone a worker. (The scheduler checks
+stored specs again and rejects any written around this door.)
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from kuota.service import jobs, rebuild
+from quota import api
+
+#: Annotation carrying the number of gang retries after a failed pod.
+BACKOFF_ANNOTATION: Final = "kuota.dev/backoff-limit"
+SOURCE: Final = "submit"
+
+
+@dataclass(frozen=True)
+class Submission:
+    key: str
+    queue: str  # namespace/localqueue
+    manifest: dict[str, Any]
+    priority: int
+    backoff_limit: int
+
+
+def split_key(name: str, default_namespace: str = "default") -> tuple[str, str]:
+    """``ns/name`` or ``name`` (in the default namespace)."""
+    namespace, sep, rest = name.partition("/")
+    return (namespace, rest) if sep else (default_namespace, name)
+
+
+def _problem(name: str, field: str, message: str) -> api.ObjectError:
+    return api.ObjectError([api.Problem(SOURCE, "Workload", name, field, message)])
+
+
+def generated_name(command: Sequence[str]) -> str:
+    base = re.sub(r"[^a-z0-9-]+", "-", Path(command[0]).name.lower()).strip("-")[:40] \
+        if command else ""
+    return f"{base or 'workload'}-{secrets.token_hex(3)}"
+
+
+def from_args(command: Sequence[str], *, queue: str, name: str | None = None, count: int = 1,
+              requests: Mapping[str, str | int | float] | None = None,
+              priority_class: str | None = None, priority: int | None = None,
+              backoff_limit: int = 0, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The Workload manifest for a one-pod-set submission running ``command`` on each pod."""
+    namespace, lq = split_key(queue)
+    if not lq or not namespace:
+        raise _problem(name or "", "queue", f"{queue!r} is not NAMESPACE/LOCALQUEUE")
+    if not command:
+        raise _problem(name or "", "command", "a command to run is required (after --)")
+    if name and "/" in name:
+        ns_of_name, name = split_key(name)
+        if ns_of_name != namespace:
+            raise _problem(name, "metadata.namespace", f"name says namespace {ns_of_name} but "
+                           f"the queue is in namespace {namespace}")
+    container: dict[str, Any] = {
+        "name": "main", "command": list(command),
+        "resources": {"requests": {k: str(v) for k, v in (requests or {}).items()}},
+    }
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    spec: dict[str, Any] = {
+        "queueName": lq,
+        "podSets": [{"name": "main", "count": count, "template": {"spec": {
+            "containers": [container]}}}],
+    }
+    if priority is not None:
+        spec["priority"] = priority
+    if priority_class:
+        spec["priorityClassRef"] = {"group": "kuota.dev", "kind": "WorkloadPriorityClass",
+                                    "name": priority_class}
+    return {
+        "apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
+        "metadata": {"name": name or generated_name(command), "namespace": namespace,
+                     "annotations": {BACKOFF_ANNOTATION: str(backoff_limit)}},
+        "spec": spec,
+    }
+
+
+def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
+          queue: str | None = None, source: str = SOURCE) -> Submission:
+    """Validate a Workload manifest for Redis mode; raises :class:`~quota.api.ObjectError`."""
+    obj = rebuild.parse_workload(manifest, source=source)
+    name = obj.metadata.name
+    problems: list[api.Problem] = []
+
+    def problem(field: str, message: str) -> None:
+        problems.append(api.Problem(source, "Workload", name, field, message))
+
+    namespace = obj.metadata.namespace or "default"
+    lq = obj.spec.queue_name
+    if queue is not None:
+        q_ns, lq = split_key(queue)
+        if q_ns != namespace:
+            problem("spec.queueName", f"queue {queue} is not in the workload's namespace "
+                    f"{namespace}")
+    if not lq:
+        problem("spec.queueName", "is required (the LocalQueue to submit to)")
+    for ps in obj.spec.pod_sets:
+        try:
+            jobs.pod_command(obj, ps.name)
+        except ValueError as exc:
+            problem(f"spec.podSets[{ps.name}]", str(exc).split(": ", 1)[-1])
+    priority = obj.spec.priority
+    pc = obj.spec.priority_class_name
+    if pc is not None and obj.spec.priority_class_ref is not None \
+            and obj.spec.priority_class_ref.kind == "WorkloadPriorityClass":
+        if pc not in priority_classes:
+            known = ", ".join(sorted(priority_classes)) or "none"
+            problem("spec.priorityClassRef.name",
+                    f"WorkloadPriorityClass {pc} does not exist (known: {known})")
+        elif priority is None:
+            priority = priority_classes[pc]
+    raw_backoff = obj.metadata.annotations.get(BACKOFF_ANNOTATION, "0")
+    try:
+        backoff = int(raw_backoff)
+        if backoff < 0:
+            raise ValueError
+    except ValueError:
+        problem(f"metadata.annotations[{BACKOFF_ANNOTATION}]",
+                f"{raw_backoff!r} is not a whole number >= 0")
+        backoff = 0
+    if problems:
+        raise api.ObjectError(problems)
+    stored = obj.to_dict()
+    stored["spec"]["queueName"] = lq
+    stored["spec"]["priority"] = priority or 0
+    return Submission(f"{namespace}/{name}", f"{namespace}/{lq}", stored, priority or 0,
+                      backoff)

@@ -1,0 +1,292 @@
+"""The pods of one node: start their processes, collect their logs, stop them, report exits.
+
+One supervisor thread per worker owns every pod process of its node. The rq
+job (:mod:`kuota.service.pod`) hands it a start request and waits for the
+answer; the thread then
+
+* asks the store whether the pod may start (:meth:`PodStore.start`, an atomic
+  check that it was not cancelled, evicted or re-placed meanwhile), takes GPU
+  devices, and starts the command as a subprocess — an argument list, no
+  shell — in its own session, with its output in a log file;
+* polls its children: an exit is reported with the exit code
+  (:meth:`PodStore.exit`, which also finishes, retries or fails the gang);
+* every ``stop_check`` seconds asks the store which running pods must stop
+  (evicted, preempted, cancelled, a failed gang mate, a lost node) and
+  terminates them: SIGTERM to the process group, SIGKILL after ``grace``;
+* ships new log output to Redis every ``log_every`` seconds and at exit.
+
+Processes are started by this long-lived thread on purpose: on Linux each
+child gets ``PR_SET_PDEATHSIG`` = SIGKILL, which fires when the thread that
+forked it dies — so a ``kill -9`` of the worker takes its pods with it
+instead of leaving orphans that finish a run the scheduler has requeued.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from kuota.service.jobs import PodJob
+from queueing.store import PodRef, Store
+from quota.resources import MILLI
+
+log = logging.getLogger(__name__)
+
+GPU: str = "nvidia.com/gpu"
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+
+
+@dataclass
+class _Running:
+    job: PodJob
+    ref: PodRef
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    log_file: IO[bytes]
+    devices: list[str]
+    shipped: int = 0
+    stop_requested: bool = False
+    kill_at: float | None = None
+
+
+@dataclass
+class _StartRequest:
+    job: PodJob
+    answer: Future[str] = field(default_factory=Future)
+
+
+@dataclass(frozen=True)
+class SupervisorTiming:
+    poll: float = 0.02
+    stop_check: float = 0.25
+    log_every: float = 0.5
+    #: Seconds between SIGTERM and SIGKILL.
+    grace: float = 5.0
+
+
+class PodSupervisor:
+    def __init__(self, store: Store, node: str, *, epoch: Callable[[], int],
+                 devices: Sequence[str], log_dir: Path,
+                 timing: SupervisorTiming | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.node = node
+        self._epoch = epoch
+        self._devices = tuple(devices)
+        self._free_devices = list(devices)
+        self.log_dir = log_dir
+        self.timing = timing or SupervisorTiming()
+        self.clock = clock
+        self._requests: queue.Queue[_StartRequest] = queue.Queue()
+        self._running: dict[str, _Running] = {}
+        self._stopping = threading.Event()
+        self._kill = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"pods-{node}", daemon=True)
+        self._last_stop_check = 0.0
+        self._last_log_ship = 0.0
+
+    # -- called from other threads -------------------------------------------------
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._thread.start()
+
+    def submit(self, job: PodJob, timeout: float = 60.0) -> str:
+        """Ask for a pod to start; returns the store's answer (``ok``, ``stopped``, …)."""
+        if self._stopping.is_set():
+            raise RuntimeError(f"node {self.node}: worker is shutting down")
+        request = _StartRequest(job)
+        self._requests.put(request)
+        return request.answer.result(timeout)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Terminate every pod (reported as stopped) and end the thread."""
+        self._stopping.set()
+        self._thread.join(timeout)
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
+
+    def kill_all(self) -> None:
+        """Terminate every running pod (the node was declared lost: they were requeued)."""
+        self._kill.set()
+
+    # -- the thread ----------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            stopping = self._stopping.is_set()
+            self._take_requests(block=not self._running and not stopping)
+            now = self.clock()
+            self._reap(now)
+            if self._kill.is_set():
+                self._kill.clear()
+                for pod in self._running.values():
+                    self._terminate(pod, now)
+            if stopping:
+                for pod in self._running.values():
+                    self._terminate(pod, now)
+                if not self._running:
+                    break
+            elif now - self._last_stop_check >= self.timing.stop_check and self._running:
+                self._last_stop_check = now
+                self._check_stops(now)
+            if now - self._last_log_ship >= self.timing.log_every:
+                self._last_log_ship = now
+                for pod in self._running.values():
+                    self._ship_log(pod)
+            self._escalate(now)
+            time.sleep(self.timing.poll if self._running else 0)
+
+    def _take_requests(self, *, block: bool) -> None:
+        try:
+            request = self._requests.get(timeout=0.2) if block else self._requests.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            try:
+                request.answer.set_result(self._launch(request.job))
+            except Exception as exc:  # handed to the rq job, which fails with it
+                log.exception("starting pod %s failed", request.job.pod_id)
+                request.answer.set_exception(exc)
+            try:
+                request = self._requests.get_nowait()
+            except queue.Empty:
+                return
+
+    def _launch(self, job: PodJob) -> str:
+        ref = PodRef.parse(job.pod_id)
+        wanted = job.requests.get(GPU, 0) // MILLI
+        if wanted > len(self._free_devices):
+            message = (f"node {self.node} has {len(self._free_devices)} free GPU device(s), "
+                       f"the pod needs {wanted}")
+            return self._fail_to_start(job, ref, message)
+        devices = self._free_devices[:wanted]
+        status = self.store.pods.start(ref, node=self.node, epoch=job.epoch,
+                                       devices=",".join(devices), now=self.clock())
+        if status != "ok":
+            log.info("pod %s not started: %s", job.pod_id, status)
+            return status
+        del self._free_devices[:wanted]
+        log_path = self.log_dir / (job.pod_id.replace("/", "_").replace(":", "_") + ".log")
+        log_file = open(log_path, "wb")  # noqa: SIM115 — closed when the pod is reaped
+        try:
+            proc = subprocess.Popen(
+                list(job.command), stdin=subprocess.DEVNULL, stdout=log_file,
+                stderr=subprocess.STDOUT, env=self._env(job, ref, devices),
+                start_new_session=True, close_fds=True,
+                preexec_fn=_die_with_parent if _LIBC is not None else None)
+        except OSError as exc:
+            log_file.close()
+            self._free_devices += devices
+            return self._fail_to_start(job, ref, f"cannot run {job.command[0]!r}: {exc.strerror}",
+                                       started=True)
+        self._running[job.pod_id] = _Running(job, ref, proc, log_path, log_file, devices)
+        return "ok"
+
+    def _fail_to_start(self, job: PodJob, ref: PodRef, message: str, *,
+                       started: bool = False) -> str:
+        """Report a pod that could not start as failed (exit 127), with the message as its log."""
+        if not started:
+            status = self.store.pods.start(ref, node=self.node, epoch=job.epoch, devices="",
+                                           now=self.clock())
+            if status != "ok":
+                return status
+        self.store.pods.append_log(ref, f"kuota: {message}\n")
+        self.store.pods.exit(ref, node=self.node, pod_count=job.pod_count, exit_code=127,
+                             stopped=False, message=f"pod {ref.index}: {message}", pid=0,
+                             now=self.clock())
+        return "failed"
+
+    def _env(self, job: PodJob, ref: PodRef, devices: list[str]) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(job.env)
+        others = [node for i, node in enumerate(job.peers) if i != ref.index]
+        env.update({
+            "KUOTA_WORKLOAD": ref.workload, "KUOTA_POD_INDEX": str(ref.index),
+            "KUOTA_POD_COUNT": str(job.pod_count), "KUOTA_PEERS": ",".join(others),
+            "KUOTA_NODE": self.node, "KUOTA_POD_SET": job.pod_set,
+            "KUOTA_ATTEMPT": str(ref.attempt),
+        })
+        if self._devices:
+            # Pods that ask for no GPU see none, as on Kubernetes.
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
+        return env
+
+    def _reap(self, now: float) -> None:
+        for pod_id, pod in list(self._running.items()):
+            code = pod.proc.poll()
+            if code is None:
+                continue
+            del self._running[pod_id]
+            pod.log_file.close()
+            self._ship_log(pod)
+            pod.log_path.unlink(missing_ok=True)
+            self._free_devices += pod.devices  # before the report frees the node's capacity
+            message = (f"pod {pod.ref.index} on {self.node} exited with {code}"
+                       if code >= 0 else
+                       f"pod {pod.ref.index} on {self.node} killed by signal {-code}")
+            status = self.store.pods.exit(pod.ref, node=self.node, pod_count=pod.job.pod_count,
+                                          exit_code=code, stopped=pod.stop_requested,
+                                          message=message, pid=pod.proc.pid, now=now)
+            log.info("pod %s exited %s (%s)", pod_id, code, status)
+
+    def _check_stops(self, now: float) -> None:
+        pods = [p for p in self._running.values() if not p.stop_requested]
+        if not pods:
+            return
+        for pod, stop in zip(pods, self.store.pods.should_stop([p.ref for p in pods]),
+                             strict=True):
+            if stop:
+                log.info("stopping pod %s on request", pod.job.pod_id)
+                self._terminate(pod, now)
+
+    def _terminate(self, pod: _Running, now: float) -> None:
+        if pod.stop_requested:
+            return
+        pod.stop_requested = True
+        pod.kill_at = now + self.timing.grace
+        self._signal(pod, signal.SIGTERM)
+
+    def _escalate(self, now: float) -> None:
+        for pod in self._running.values():
+            if pod.kill_at is not None and now >= pod.kill_at:
+                pod.kill_at = None
+                self._signal(pod, signal.SIGKILL)
+
+    @staticmethod
+    def _signal(pod: _Running, sig: signal.Signals) -> None:
+        try:
+            os.killpg(pod.proc.pid, sig)
+        except ProcessLookupError:  # already gone; the next poll reaps it
+            log.debug("pod %s exited before %s", pod.job.pod_id, sig.name)
+
+    def _ship_log(self, pod: _Running) -> None:
+        try:
+            with open(pod.log_path, "rb") as f:
+                f.seek(pod.shipped)
+                data = f.read(1 << 20)
+        except FileNotFoundError:
+            return
+        if data:
+            pod.shipped += len(data)
+            self.store.pods.append_log(pod.ref, data.decode("utf-8", errors="replace"))

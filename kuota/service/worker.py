@@ -1,0 +1,207 @@
+"""``kuota worker``: one node of a pool, consuming its node's rq queue.
+
+A worker
+
+1. registers its node (pool, capacity, labels, GPU device ids) and gets the
+   node's new *epoch* — pods placed on an earlier incarnation of the node
+   are marked Lost at that moment;
+2. starts its :class:`~kuota.service.supervisor.PodSupervisor` and a
+   heartbeat thread (every ``heartbeat`` seconds; Redis stamps the time);
+3. runs an rq ``SimpleWorker`` on the node's queue; each job starts one pod.
+
+If a heartbeat finds the node declared Lost (the worker was too slow, or cut
+off from Redis for longer than the node timeout), its pods were already
+requeued elsewhere: the worker terminates them and registers again as a new
+incarnation. If another worker took the node's name, this one stops. A
+clean stop terminates the pods and takes the node out, so the scheduler
+requeues its workloads at once instead of waiting for the timeout.
+
+Inside one process (the embedded mode, tests) several workers run as
+threads; rq then gets a timer-based job timeout, since signals only reach
+the main thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+from rq import Queue, SimpleWorker
+from rq.timeouts import TimerDeathPenalty
+
+from kuota.service import pod
+from kuota.service.connection import Connection
+from kuota.service.supervisor import GPU, PodSupervisor, SupervisorTiming
+from queueing.store.keys import check_node_name
+from quota.resources import MILLI, ResourceVector
+
+log = logging.getLogger(__name__)
+
+
+class NodeWorker(SimpleWorker):
+    """rq's in-process worker, usable from a thread too."""
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            super()._install_signal_handlers()  # type: ignore[no-untyped-call]
+
+
+class ThreadNodeWorker(NodeWorker):
+    """For a worker in a thread: job timeouts by timer, since SIGALRM only reaches main."""
+
+    death_penalty_class = TimerDeathPenalty
+
+
+@dataclass
+class WorkerOptions:
+    pool: str
+    node: str
+    capacity: ResourceVector
+    labels: Mapping[str, str] = field(default_factory=dict)
+    #: GPU device ids; default 0..n-1 for ``nvidia.com/gpu=n``.
+    devices: Sequence[str] | None = None
+    heartbeat: float = 5.0
+    log_dir: Path | None = None
+    supervisor: SupervisorTiming = field(default_factory=SupervisorTiming)
+    #: rq's worker TTL; its blocking dequeue waits TTL-15 s, which bounds how fast
+    #: a stop request is noticed.
+    rq_worker_ttl: int = 20
+    clock: Callable[[], float] = time.time
+
+    def __post_init__(self) -> None:
+        check_node_name(self.node)
+        if not self.pool:
+            raise ValueError("--pool must not be empty")
+        if self.heartbeat <= 0:
+            raise ValueError(f"heartbeat must be positive, got {self.heartbeat}")
+
+    def gpu_devices(self) -> list[str]:
+        if self.devices is not None:
+            return list(self.devices)
+        return [str(i) for i in range(self.capacity.get(GPU, 0) // MILLI)]
+
+
+class PoolWorker:
+    def __init__(self, conn: Connection, options: WorkerOptions) -> None:
+        self.conn = conn
+        self.options = options
+        self.epoch = 0
+        self.stopped = threading.Event()
+        #: Set when another worker registered the same node name.
+        self.replaced = False
+        self._log_dir = options.log_dir or Path(tempfile.mkdtemp(prefix=f"kuota-{options.node}-"))
+        self.supervisor = PodSupervisor(conn.store, options.node, epoch=lambda: self.epoch,
+                                        devices=options.gpu_devices(), log_dir=self._log_dir,
+                                        timing=options.supervisor, clock=options.clock)
+        self._rq: NodeWorker | None = None
+
+    @property
+    def node(self) -> str:
+        return self.options.node
+
+    def register(self) -> int:
+        opts = self.options
+        self.epoch = self.conn.store.nodes.register(
+            opts.node, pool=opts.pool, capacity=opts.capacity, labels=opts.labels,
+            devices=opts.gpu_devices(), now=opts.clock())
+        log.info("node %s (pool %s) registered, epoch %d", opts.node, opts.pool, self.epoch)
+        return self.epoch
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Serve until ``stop`` is set (or rq is asked to stop by a signal)."""
+        stop = stop or threading.Event()
+        if self.epoch == 0:
+            self._retry(self.register, stop)
+        prefix = self.conn.prefix
+        self.supervisor.start()
+        pod.register(prefix, self.node, self.supervisor)
+        # Heartbeats go on until the node is out, so a slow shutdown is not taken for a death.
+        beating = threading.Event()
+        beat = threading.Thread(target=self._heartbeats, args=(beating, stop), daemon=True,
+                                name=f"heartbeat-{self.node}")
+        beat.start()
+        try:
+            while not stop.is_set() and not self.replaced:
+                self._rq = self._new_rq_worker()
+                if threading.current_thread() is not threading.main_thread():
+                    threading.Thread(target=self._stop_rq_on, args=(stop, self._rq),
+                                     daemon=True).start()
+                self._rq.work(logging_level="WARNING")
+                if self._rq._stop_requested:  # a signal (or stop) asked rq to stop
+                    break
+                stop.wait(1.0)  # rq quit on an error (Redis away); start over
+        finally:
+            stop.set()
+            pod.unregister(prefix, self.node)
+            self.supervisor.shutdown()
+            self._leave()
+            beating.set()
+            beat.join(5)
+            self.stopped.set()
+
+    def _new_rq_worker(self) -> NodeWorker:
+        queue = Queue(self.conn.store.keys.node_queue(self.node), connection=self.conn.raw)
+        in_thread = threading.current_thread() is not threading.main_thread()
+        cls = ThreadNodeWorker if in_thread else NodeWorker
+        return cls([queue], connection=self.conn.raw,
+                   name=f"kuota-{self.node}-{uuid.uuid4().hex[:8]}",
+                   worker_ttl=self.options.rq_worker_ttl)
+
+    def _stop_rq_on(self, stop: threading.Event, worker: NodeWorker) -> None:
+        # rq stops on a signal; a worker in a thread gets none, and rq's blocking
+        # dequeue does not look at the stop flag. Flag it, then wake it with a no-op job.
+        stop.wait()
+        worker._stop_requested = True
+        try:
+            Queue(self.conn.store.keys.node_queue(self.node), connection=self.conn.raw,
+                  ).enqueue(pod.WAKE, result_ttl=0, description="wake the worker to stop")
+        except redis.RedisError as exc:
+            log.warning("node %s: could not wake the worker: %s", self.node, exc)
+
+    def _heartbeats(self, done: threading.Event, stop: threading.Event) -> None:
+        nodes = self.conn.store.nodes
+        while not done.wait(self.options.heartbeat):
+            try:
+                status = nodes.heartbeat(self.node, self.epoch)
+                if status == "replaced":
+                    log.error("node %s was registered by another worker; stopping", self.node)
+                    self.replaced = True
+                    stop.set()
+                elif status != "ok":
+                    log.warning("node %s: heartbeat answered %s; its pods were requeued, "
+                                "registering again", self.node, status)
+                    self.supervisor.kill_all()
+                    self.register()
+            except redis.RedisError as exc:
+                log.warning("node %s: heartbeat failed: %s", self.node, exc)
+
+    def _leave(self) -> None:
+        if self.replaced:
+            return
+        try:
+            self.conn.store.nodes.leave(self.node, self.epoch, reason="WorkerStopped",
+                                        now=self.options.clock())
+        except redis.RedisError as exc:
+            log.warning("node %s: could not deregister: %s", self.node, exc)
+
+    @staticmethod
+    def _retry(action: Callable[[], Any], stop: threading.Event) -> None:
+        delay = 0.1
+        while True:
+            try:
+                action()
+                return
+            except redis.ConnectionError as exc:
+                if stop.is_set():
+                    raise
+                log.warning("redis unavailable (%s); retrying in %.1fs", exc, delay)
+                stop.wait(delay)
+                delay = min(delay * 2, 2.0)
