@@ -179,13 +179,13 @@ class TestKopfWebhooks:
             if spec.get("size", 0) > 10:
                 raise kopf.AdmissionError("too big", code=422)
 
+        def configured(kind: str) -> bool:  # kopf creates it empty, then fills in its webhooks
+            found = k8s_api.find("admissionregistration.k8s.io/v1", kind, "emu.kuota.dev")
+            return bool(found and found.get("webhooks"))
+
         with KopfRunner(["run", "-A", "--standalone"], registry=registry, timeout=30) as runner:
-            k8s_api.wait_for(lambda: k8s_api.list("admissionregistration.k8s.io/v1",
-                                                  "MutatingWebhookConfiguration"),
-                             what="kopf's webhook configuration")
-            k8s_api.wait_for(lambda: k8s_api.list("admissionregistration.k8s.io/v1",
-                                                  "ValidatingWebhookConfiguration"),
-                             what="kopf's validating configuration")
+            for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+                k8s_api.wait_for(lambda kind=kind: configured(kind), what=f"kopf's {kind}")
             queued = call(k8s_api.url, "POST", JOBS, job("queued", **{"kuota.dev/queue-name": "q"}))
             plain = call(k8s_api.url, "POST", JOBS, job("plain"))
             big = call(k8s_api.url, "POST", WIDGETS, widget("big", size=11))
