@@ -1,0 +1,209 @@
+"""Workload writes: atomic, idempotent, fenced, and only along the lifecycle table."""
+
+from __future__ import annotations
+
+import pytest
+from store_builders import admit, lead, new_store, node, place, running_gang, submit
+
+from queueing.store import AlreadyExists, Conflict, NotFound, Outcome, PodPhase, PodRef
+from quota.lifecycle import State
+
+
+class TestSubmit:
+    def test_stores_a_pending_workload_and_posts_an_event(self) -> None:
+        store = new_store()
+        assert submit(store) is True
+        record = store.workloads.get("ns/w")
+        assert (record.state, record.attempt, record.queue) == (State.PENDING, 0, "ns/lq")
+        assert [e.key for e in store.events.read("0-0", block_ms=None)] == ["ns/w"]
+
+    def test_a_retried_submission_is_a_no_op(self) -> None:
+        store = new_store()
+        submit(store, submission="same")
+        assert submit(store, submission="same") is False
+        assert len(store.events.read("0-0", block_ms=None)) == 1
+
+    def test_another_submission_of_a_live_name_is_refused(self) -> None:
+        store = new_store()
+        submit(store, submission="first")
+        with pytest.raises(AlreadyExists, match="ns/w: already exists and is Pending"):
+            submit(store, submission="second")
+
+    def test_a_finished_name_may_be_reused_and_keeps_counting_attempts(self) -> None:
+        store = new_store()
+        running_gang(store, pods=1)
+        store.workloads.cancel("ns/w", now=5.0)
+        assert submit(store, submission="again") is True
+        record = store.workloads.get("ns/w")
+        assert (record.state, record.attempt) == (State.PENDING, 1)
+
+
+class TestAdmit:
+    @pytest.mark.parametrize(("case", "want_status", "want_state", "want_attempt"), [
+        ("first", "ok:1", State.ADMITTED, 1),
+        ("retried decision", "ok:1", State.ADMITTED, 1),
+        ("stale attempt", "stale:1", State.ADMITTED, 1),
+        ("deposed leader", "fenced", State.PENDING, 0),
+        ("finished meanwhile", "state:Finished", State.FINISHED, 0),
+    ])
+    def test_admission_outcomes(self, case: str, want_status: str, want_state: State,
+                                want_attempt: int) -> None:
+        store = new_store()
+        holder = lead(store)
+        submit(store)
+        if case == "first":
+            status = admit(store, holder)
+        elif case == "retried decision":
+            admit(store, holder, decision="d7")
+            status = admit(store, holder, decision="d7")
+        elif case == "stale attempt":
+            admit(store, holder, decision="d1")
+            status = admit(store, holder, decision="d2")
+        elif case == "deposed leader":
+            store.redis.delete(store.keys.lease)
+            assert lead(store, "s2") != holder
+            status = admit(store, holder)
+        else:
+            store.workloads.cancel("ns/w", now=1.5)
+            status = admit(store, holder)
+        record = store.workloads.get("ns/w")
+        assert status == want_status
+        assert (record.state, record.attempt) == (want_state, want_attempt)
+
+    def test_the_admission_is_stored_whole(self) -> None:
+        store = new_store()
+        holder = lead(store)
+        submit(store)
+        admit(store, holder, pods=3)
+        record = store.workloads.get("ns/w")
+        assert record.admission is not None
+        assert record.admission.usage() == {("default", "cpu"): 3000}
+        assert (record.cluster_queue, record.pods, record.placement) == ("cq", 3, ())
+        assert [h["event"] for h in store.workloads.history("ns/w")] == ["Submitted", "Admitted"]
+
+
+class TestPlace:
+    def test_all_pods_or_none(self) -> None:
+        store = new_store()
+        holder = lead(store)
+        submit(store)
+        admit(store, holder, pods=2)
+        a, b = node(store, "a"), node(store, "b")
+        store.nodes.leave("b", b, reason="test", now=2.5)
+        assert place(store, holder, "ns/w", 1, [("a", a), ("b", b)]) == "node:b"
+        assert store.pods.get(PodRef("ns/w", 1, 0)) is None
+        assert store.nodes.pod_ids(["a"]) == {"a": set()}
+        assert place(store, holder, "ns/w", 1, [("a", a), ("a", a)]) == "ok"
+        assert store.nodes.pod_ids(["a"])["a"] == {"ns/w:1:0", "ns/w:1:1"}
+        assert store.workloads.get("ns/w").placement == ("a", "a")
+
+    def test_a_node_that_registered_again_since_is_refused(self) -> None:
+        store = new_store()
+        holder = lead(store)
+        submit(store)
+        admit(store, holder)
+        old = node(store, "a")
+        node(store, "a")
+        assert place(store, holder, "ns/w", 1, [("a", old)]) == "node:a"
+
+    def test_placing_twice_the_same_way_is_a_no_op(self) -> None:
+        store = new_store()
+        holder = lead(store)
+        submit(store)
+        admit(store, holder)
+        a = node(store, "a")
+        assert place(store, holder, "ns/w", 1, [("a", a)]) == "ok"
+        assert place(store, holder, "ns/w", 1, [("a", a)]) == "ok:again"
+
+
+class TestPodReports:
+    def test_the_last_pod_exiting_zero_finishes_the_workload(self) -> None:
+        store = new_store()
+        _, refs = running_gang(store, pods=2)
+        assert exit_pod(store, refs[0], 0) == "ok:Succeeded"
+        assert store.workloads.get("ns/w").state is State.ADMITTED
+        assert exit_pod(store, refs[1], 0) == "ok:Succeeded"
+        record = store.workloads.get("ns/w")
+        assert (record.state, record.outcome) == (State.FINISHED, Outcome.SUCCEEDED)
+        assert store.nodes.pod_ids(["n0", "n1"]) == {"n0": set(), "n1": set()}
+
+    def test_a_repeated_exit_report_changes_nothing(self) -> None:
+        store = new_store()
+        _, refs = running_gang(store, pods=2)
+        exit_pod(store, refs[0], 0)
+        assert exit_pod(store, refs[0], 0) == "ok:Succeeded"
+        assert store.workloads.get("ns/w").pods_done == 1
+
+    @pytest.mark.parametrize(("backoff_limit", "want_state", "want_outcome", "want_reason"), [
+        (0, State.FINISHED, Outcome.FAILED, "BackoffLimitExceeded"),
+        (1, State.PENDING, Outcome.NONE, "PodFailed"),
+    ])
+    def test_a_failed_pod_retries_or_fails_the_whole_gang(
+            self, backoff_limit: int, want_state: State, want_outcome: Outcome,
+            want_reason: str) -> None:
+        store = new_store()
+        _, refs = running_gang(store, pods=2, backoff_limit=backoff_limit)
+        exit_pod(store, refs[0], 3)
+        record = store.workloads.get("ns/w")
+        assert (record.state, record.outcome, record.reason) == (want_state,
+                                                                  want_outcome, want_reason)
+        mate = store.pods.get(refs[1])
+        assert mate is not None and mate.stop, "the other pod must be asked to stop"
+        assert store.pods.should_stop([refs[1]]) == [True]
+
+    def test_a_pod_asked_to_stop_before_it_started_never_runs(self) -> None:
+        store = new_store()
+        _, refs = running_gang(store, pods=1, start=False)
+        store.workloads.cancel("ns/w", now=5.0)
+        epoch = store.nodes.get("n0").epoch
+        assert store.pods.start(refs[0], node="n0", epoch=epoch, devices="", now=6.0) == "stopped"
+        pod = store.pods.get(refs[0])
+        assert pod is not None and pod.state is PodPhase.STOPPED
+        assert store.nodes.pod_ids(["n0"]) == {"n0": set()}
+
+    def test_a_pod_of_an_older_attempt_never_starts(self) -> None:
+        store = new_store()
+        holder, refs = running_gang(store, pods=1, start=False)
+        record = store.workloads.get("ns/w")
+        assert store.workloads.settle(holder, record, event="evict", reason="Preempted",
+                                      message="", queued_at=1.0, now=5.0) == "ok"
+        admit(store, holder, attempt=1, decision="d2")
+        epoch = store.nodes.get("n0").epoch
+        assert store.pods.start(refs[0], node="n0", epoch=epoch, devices="", now=6.0) == "stopped"
+
+
+class TestSettleAndCancel:
+    def test_evict_requeues_and_stops_the_pods(self) -> None:
+        store = new_store()
+        holder, refs = running_gang(store, pods=2)
+        record = store.workloads.get("ns/w")
+        status = store.workloads.settle(holder, record, event="evict", reason="Preempted",
+                                        message="to admit ns/vip", queued_at=1.0, now=5.0)
+        assert status == "ok"
+        after = store.workloads.get("ns/w")
+        assert (after.state, after.reason, after.admission) == (State.PENDING, "Preempted", None)
+        assert store.pods.should_stop(refs) == [True, True]
+
+    def test_cancel_is_refused_for_a_finished_workload(self) -> None:
+        store = new_store()
+        submit(store)
+        store.workloads.cancel("ns/w", now=2.0)
+        with pytest.raises(Conflict, match="not allowed while Finished"):
+            store.workloads.cancel("ns/w", now=3.0)
+
+    def test_cancel_of_an_unknown_workload(self) -> None:
+        with pytest.raises(NotFound, match="ns/nope: not found"):
+            new_store().workloads.cancel("ns/nope", now=1.0)
+
+    def test_pending_reasons_are_written_only_for_the_attempt_read(self) -> None:
+        store = new_store()
+        holder = lead(store)
+        submit(store)
+        assert store.workloads.set_reasons(holder, [("ns/w", 0, "WaitingForQuota", "m")]) == "ok:1"
+        assert store.workloads.set_reasons(holder, [("ns/w", 5, "Stale", "x")]) == "ok:0"
+        assert store.workloads.get("ns/w").reason == "WaitingForQuota"
+
+
+def exit_pod(store, ref: PodRef, code: int, *, pods: int = 2) -> str:
+    return store.pods.exit(ref, node=f"n{ref.index}", pod_count=pods, exit_code=code,
+                           stopped=False, message=f"pod exited {code}", pid=1, now=9.0)
