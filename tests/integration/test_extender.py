@@ -403,3 +403,59 @@ def test_cache_is_synced_once_every_watched_kind_is_listed() -> None:
     finally:
         gc.unfreeze()
         loop.close()
+
+
+# -- watches against the emulated API server ------------------------------------
+
+def test_watches_feed_the_cache_from_an_api_server(k8s_api: Any) -> None:
+    import gc
+    import time
+
+    from kubernetes import client
+
+    from tests.emulator import api_client
+
+    k8s_api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    for obj in (node_object("a"), node_object("b"), pod_object("p1", 6, node="a",
+                                                                phase="Running")):
+        k8s_api.create(obj)
+    api = client.CoreV1Api(api_client(k8s_api.url))
+
+    def used(cache: ClusterCache, name: str) -> int:
+        node = cache.node(name)
+        return -1 if node is None else node.requested.get(GPU, 0) // 1000
+
+    async def until(check: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 10
+        while not check():
+            assert time.monotonic() < deadline, "the cache did not catch up"
+            await asyncio.sleep(0.02)
+
+    async def scenario() -> None:
+        cache = ClusterCache()
+        watcher = ext.KubeWatcher(ext.CacheFeeder(cache), asyncio.get_running_loop(), api,
+                                  watch_nodes=True)
+        watcher.start()
+        try:
+            await until(lambda: cache.synced)
+            assert (used(cache, "a"), used(cache, "b")) == (6, 0)
+            k8s_api.create(pod_object("p2", 3, node="b", phase="Running"))
+            await until(lambda: used(cache, "b") == 3)
+            k8s_api.delete("v1", "Pod", "p1", namespace="ml")
+            await until(lambda: used(cache, "a") == 0)
+            k8s_api.create(node_object("c", gpus=2))
+            await until(lambda: cache.node("c") is not None)
+            # the extender answers from what the watches delivered
+            extender = make_extender(cache)
+            async with TestClient(TestServer(ext.make_app(extender), host="127.0.0.1")) as http:
+                resp = await http.post("/filter", json={"Pod": pod_object(gpus=6),
+                                                        "NodeNames": ["a", "b", "c"]})
+                answer = await resp.json()
+            assert answer["NodeNames"] == ["a"]
+            assert answer["FailedNodes"] == {"b": "Insufficient nvidia.com/gpu",
+                                             "c": "Insufficient nvidia.com/gpu"}
+        finally:
+            watcher.stop.set()
+            gc.unfreeze()
+
+    asyncio.run(scenario())
