@@ -122,23 +122,28 @@ def fair_order(snapshot: Snapshot, entries: Sequence[E], *, cluster_queue: Calla
                       if snapshot.tree.queues[cluster_queue(e)].root() is root}
         shares = {cq: _path_shares(snapshot, cq, usage(e)) for cq, e in contenders.items()}
 
-        def play(cohort: qt.QuotaNode) -> E | None:
-            best: E | None = None
-            best_key: tuple[Share, int, float, str] | None = None
-            for child in cohort.children:
-                winner = play(child) if child.is_cohort else contenders.get(child.name)
-                if winner is None:
-                    continue
-                i = info(winner)
-                key = (shares[cluster_queue(winner)][cohort.name], -i.priority, i.created, i.key)
-                if best_key is None or key < best_key:
-                    best, best_key = winner, key
-            return best
-
-        winner = play(root)
+        winner = _tournament(root, contenders, shares, cluster_queue, info)
         assert winner is not None  # the root holds at least ``first``
         remaining.remove(winner)
         yield winner
+
+
+def _tournament(cohort: qt.QuotaNode, contenders: Mapping[str, E],
+                shares: Mapping[str, Mapping[str, Share]], cluster_queue: Callable[[E], str],
+                info: Callable[[E], WorkloadInfo]) -> E | None:
+    """The winner under ``cohort``: children's winners compete by their share at this level."""
+    best: E | None = None
+    best_key: tuple[Share, int, float, str] | None = None
+    for child in cohort.children:
+        winner = (_tournament(child, contenders, shares, cluster_queue, info) if child.is_cohort
+                  else contenders.get(child.name))
+        if winner is None:
+            continue
+        i = info(winner)
+        key = (shares[cluster_queue(winner)][cohort.name], -i.priority, i.created, i.key)
+        if best_key is None or key < best_key:
+            best, best_key = winner, key
+    return best
 
 
 def _meeting_nodes(a: qt.QuotaNode, b: qt.QuotaNode) -> tuple[qt.QuotaNode, qt.QuotaNode]:

@@ -1,15 +1,49 @@
-"""Partial matching of simulator output against a scenario's ``expect`` block.
+"""Checking simulator output against a scenario's ``expect`` block.
 
-Mappings match when every expected key matches (extra keys in the actual
-result are fine); lists match element by element and must have the same
-length; numbers match within 1e-6. Each mismatch is reported with its path,
-so a failing scenario says exactly which workload and field differ.
+``expect`` is a partial result document: mappings match when every expected
+key matches (extra keys in the actual result are fine); lists match element
+by element and must have the same length; numbers match within 1e-6. Each
+mismatch is reported with its path, so a failing scenario says exactly which
+workload and field differ.
+
+One key is not part of the result but computed from it: ``runningAt``, a
+list of ``{at: T, namespaces: {NS: N}}`` — how many workloads of each
+namespace hold quota at the end of instant ``T``. It states outcomes such as
+"the two queues share 8 and 8" without listing every workload.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+
+def check(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
+    """Every way ``result`` differs from ``expect``."""
+    problems = mismatches({k: v for k, v in expect.items() if k != "runningAt"}, result)
+    for i, point in enumerate(expect.get("runningAt") or []):
+        at = float(point["at"])
+        want = {str(k): v for k, v in (point.get("namespaces") or {}).items()}
+        have = running_at(result, at)
+        got = {ns: have.get(ns, 0) for ns in want}
+        if got != want:
+            problems.append(f"runningAt[{i}] (t={at:g}): expected {want}, got {got}")
+    return problems
+
+
+def running_at(result: Mapping[str, Any], at: float) -> dict[str, int]:
+    """Workloads holding quota after everything at instant ``at``, per namespace."""
+    counts: dict[str, int] = {}
+    for key, outcome in result["workloads"].items():
+        namespace = key.split("/", 1)[0]
+        ends = sorted([e["at"] for e in outcome["evictions"]]
+                      + ([outcome["finishedAt"]] if outcome["finishedAt"] is not None else []))
+        for admission in outcome["admissions"]:
+            start = admission["at"]
+            end = next((t for t in ends if t >= start), None)
+            if start <= at and (end is None or end > at):
+                counts[namespace] = counts.get(namespace, 0) + 1
+    return counts
 
 
 def mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:

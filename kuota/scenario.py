@@ -79,12 +79,19 @@ class ScenarioPodSet(_Model):
     tolerations: list[api.Toleration] = Field(default_factory=list)
 
 
+CheckState = Literal["Ready", "Retry", "Rejected"]
+
+
 class ScriptedCheck(_Model):
-    """A scripted admission-check verdict, ``after`` seconds after each quota reservation."""
+    """Scripted admission-check verdicts, ``after`` seconds after each quota reservation:
+    ``states[n]`` answers the n-th reservation (the last one repeats)."""
 
     name: str
-    state: Literal["Ready", "Retry", "Rejected"] = "Ready"
+    states: list[CheckState] = Field(default_factory=lambda: ["Ready"], min_length=1)
     after: Seconds = 0.0
+
+    def state_for(self, attempt: int) -> str:
+        return self.states[min(attempt, len(self.states) - 1)]
 
 
 class ScenarioWorkload(_Model):

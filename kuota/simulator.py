@@ -81,6 +81,8 @@ class Simulation:
         self._attempt: dict[str, int] = {}
         #: Workloads holding quota while their admission checks run.
         self._reserved: set[str] = set()
+        #: How many times each workload reserved quota (scripted checks answer per reservation).
+        self._reservations: dict[str, int] = {}
         self._wake_at: float | None = None
         self.outcomes: dict[str, WorkloadOutcome] = {}
         self.timeline: list[TimelineEvent] = []
@@ -142,9 +144,11 @@ class Simulation:
         if event.kind is Kind.QUOTA_RESERVED and event.admission is not None:
             attempt = self._next_attempt(key)
             self._reserved.add(key)
+            reservation = self._reservations[key] = self._reservations.get(key, -1) + 1
             self._line(event, "QuotaReserved", _describe(event.admission))
             for check in spec.admission_checks:
-                self._push(now + check.after, _CHECK, key, (attempt, check.name, check.state))
+                self._push(now + check.after, _CHECK, key,
+                           (attempt, check.name, check.state_for(reservation)))
         elif event.kind is Kind.ADMITTED and event.admission is not None:
             if key in self._reserved:  # the checks passed: same attempt as the reservation
                 self._reserved.discard(key)
@@ -195,5 +199,6 @@ def _describe(admission: Admission) -> str:
     return detail + (" (borrowing)" if admission.borrowing else "")
 
 
-def simulate(scenario: Scenario, *, seed: int = 0) -> SimulationResult:
-    return Simulation(scenario, seed=seed).run()
+def simulate(scenario: Scenario, *, seed: int = 0, until: float | None = None
+             ) -> SimulationResult:
+    return Simulation(scenario, seed=seed).run(until=until)

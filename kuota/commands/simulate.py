@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from kuota import render
-from kuota.expect import mismatches
+from kuota.expect import check
 from kuota.scenario import ScenarioError, load_scenario
 from kuota.simulator import simulate
 
@@ -24,6 +24,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("scenario", help="scenario YAML file (see docs/simulator.md)")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table",
                         help="table: a readable timeline (default); json: the result document")
+    parser.add_argument("--until", type=float, metavar="SECONDS",
+                        help="stop at this virtual time (for open-ended scenarios)")
     parser.add_argument("--check", action="store_true",
                         help="compare the result with the scenario's expect: block")
     parser.set_defaults(func=run)
@@ -36,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
-    result = simulate(scenario)
+    result = simulate(scenario, until=args.until)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         if scenario.expect is None:
             print(f"{args.scenario}: no expect: block to check", file=sys.stderr)
             return 2
-        problems = mismatches(scenario.expect, result.to_json())
+        problems = check(scenario.expect, result.to_json())
         for line in problems:
             print(f"{args.scenario}: {line}", file=sys.stderr)
         return 1 if problems else 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kuota.expect import mismatches
+from kuota.expect import check
 from kuota.scenario import load_scenario
 from kuota.simulator import simulate
 
@@ -22,7 +22,7 @@ def test_scenario(path: Path) -> None:
     scenario = load_scenario(path)
     assert scenario.expect, f"{path.name} has no expect: block"
     result = simulate(scenario).to_json()
-    assert mismatches(scenario.expect, result) == []
+    assert check(scenario.expect, result) == []
     # Every workload is accounted for: admitted, or waiting with a reason.
     for key, outcome in result["workloads"].items():
         assert outcome["admissions"] or outcome["pendingReason"], key
