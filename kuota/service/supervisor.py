@@ -24,6 +24,7 @@ instead of leaving orphans that finish a run the scheduler has requeued.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import queue
@@ -36,13 +37,17 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
+
+import redis
 
 from kuota.service.jobs import PodJob
 from queueing.store import PodRef, Store
 from quota.resources import MILLI
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 GPU: str = "nvidia.com/gpu"
 _PR_SET_PDEATHSIG = 1
@@ -239,23 +244,41 @@ class PodSupervisor:
                 continue
             del self._running[pod_id]
             pod.log_file.close()
-            self._ship_log(pod)
+            while self._ship_log(pod, wait=True):  # the rest of the output, however long
+                pass
             pod.log_path.unlink(missing_ok=True)
             self._free_devices += pod.devices  # before the report frees the node's capacity
             message = (f"pod {pod.ref.index} on {self.node} exited with {code}"
                        if code >= 0 else
                        f"pod {pod.ref.index} on {self.node} killed by signal {-code}")
-            status = self.store.pods.exit(pod.ref, node=self.node, pod_count=pod.job.pod_count,
-                                          exit_code=code, stopped=pod.stop_requested,
-                                          message=message, pid=pod.proc.pid, now=now)
+            # An exit must be recorded even across a Redis outage: the gang's fate hangs on it.
+            status = self._persist(functools.partial(
+                self.store.pods.exit, pod.ref, node=self.node, pod_count=pod.job.pod_count,
+                exit_code=code, stopped=pod.stop_requested, message=message, pid=pod.proc.pid,
+                now=now))
             log.info("pod %s exited %s (%s)", pod_id, code, status)
+
+    def _persist(self, write: Callable[[], T]) -> T:
+        delay = 0.1
+        while True:
+            try:
+                return write()
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                log.warning("node %s: redis unavailable (%s); retrying in %.1fs",
+                            self.node, exc, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     def _check_stops(self, now: float) -> None:
         pods = [p for p in self._running.values() if not p.stop_requested]
         if not pods:
             return
-        for pod, stop in zip(pods, self.store.pods.should_stop([p.ref for p in pods]),
-                             strict=True):
+        try:
+            answers = self.store.pods.should_stop([p.ref for p in pods])
+        except redis.RedisError as exc:  # asked again at the next check
+            log.warning("node %s: cannot check for stop requests: %s", self.node, exc)
+            return
+        for pod, stop in zip(pods, answers, strict=True):
             if stop:
                 log.info("stopping pod %s on request", pod.job.pod_id)
                 self._terminate(pod, now)
@@ -280,13 +303,25 @@ class PodSupervisor:
         except ProcessLookupError:  # already gone; the next poll reaps it
             log.debug("pod %s exited before %s", pod.job.pod_id, sig.name)
 
-    def _ship_log(self, pod: _Running) -> None:
+    def _ship_log(self, pod: _Running, *, wait: bool = False) -> bool:
+        """Send up to 1 MiB of new output; True if some was sent. ``wait``: across outages."""
         try:
             with open(pod.log_path, "rb") as f:
                 f.seek(pod.shipped)
                 data = f.read(1 << 20)
         except FileNotFoundError:
-            return
-        if data:
-            pod.shipped += len(data)
-            self.store.pods.append_log(pod.ref, data.decode("utf-8", errors="replace"))
+            return False
+        if not data:
+            return False
+        text = data.decode("utf-8", errors="replace")
+        if wait:
+            self._persist(functools.partial(self.store.pods.append_log, pod.ref, text))
+        else:
+            try:
+                self.store.pods.append_log(pod.ref, text)
+            except redis.RedisError as exc:  # still in the file; sent with the next chunk
+                log.warning("node %s: cannot send logs of %s: %s", self.node, pod.job.pod_id,
+                            exc)
+                return False
+        pod.shipped += len(data)
+        return True

@@ -49,6 +49,13 @@ log = logging.getLogger(__name__)
 class NodeWorker(SimpleWorker):
     """rq's in-process worker, usable from a thread too."""
 
+    #: Set by SIGTERM/SIGINT (rq's own handler then stops the loop).
+    signalled = False
+
+    def request_stop(self, signum: int, frame: Any) -> None:
+        self.signalled = True
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
+
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is threading.main_thread():
             super()._install_signal_handlers()  # type: ignore[no-untyped-call]
@@ -135,7 +142,7 @@ class PoolWorker:
                     threading.Thread(target=self._stop_rq_on, args=(stop, self._rq),
                                      daemon=True).start()
                 self._rq.work(logging_level="WARNING")
-                if self._rq._stop_requested:  # a signal (or stop) asked rq to stop
+                if self._rq.signalled or self._rq._stop_requested:  # asked to stop, not failed
                     break
                 stop.wait(1.0)  # rq quit on an error (Redis away); start over
         finally:

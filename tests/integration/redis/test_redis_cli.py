@@ -1,0 +1,106 @@
+"""The Redis-mode commands, run through ``kuota.cli.main`` against a real redis-server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from harness import CQ, local_cluster, node, queues, wait_for
+
+from kuota.cli import main
+
+pytestmark = pytest.mark.redis
+
+
+class Kuota:
+    """Runs ``kuota ...`` on the test's store and returns (status, stdout, stderr)."""
+
+    def __init__(self, url: str, prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
+        self.args = ["--redis", url, "--prefix", prefix]
+        self.capsys = capsys
+
+    def __call__(self, *argv: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        command, rest = argv[0], list(argv[1:])
+        if "--" in rest:
+            cut = rest.index("--")
+            rest = [*rest[:cut], *self.args, *rest[cut:]]
+        else:
+            rest += self.args
+        status = main([command, *rest])
+        out = self.capsys.readouterr()
+        return status, out.out, out.err
+
+    def json(self, *argv: str) -> list[dict[str, object]]:
+        status, out, err = self(*argv, "-o", "json")
+        assert status == 0, err
+        return json.loads(out)
+
+
+@pytest.fixture
+def kuota(redis_server_url: str, redis_prefix: str,
+          capsys: pytest.CaptureFixture[str]) -> Kuota:
+    return Kuota(redis_server_url, redis_prefix, capsys)
+
+
+def test_apply_submit_wait_logs(kuota: Kuota, redis_server_url: str, redis_prefix: str,
+                                tmp_path: Path) -> None:
+    (tmp_path / "q.yaml").write_text(queues(CQ("cq", {"cpu": 2})))
+    status, out, _ = kuota("apply", "-f", str(tmp_path / "q.yaml"))
+    assert status == 0
+    assert out.splitlines() == ["ResourceFlavor/default configured", "ClusterQueue/cq configured",
+                                "LocalQueue/default/lq-cq configured"]
+    with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=2")]):
+        status, out, err = kuota("submit", "--queue", "default/lq-cq", "--name", "hello",
+                                 "--requests", "cpu=1", "--wait", "--timeout", "30",
+                                 "--", "echo", "hello", "world")
+        assert status == 0, err
+        assert "workload default/hello Succeeded: all pods exited 0" in out
+        assert kuota("logs", "hello") == (0, "hello world\n", "")
+        failing = kuota("submit", "--queue", "default/lq-cq", "--wait", "--", "false")
+        assert failing[0] == 1 and "Failed" in failing[1]
+
+
+def test_get_and_pending_show_usage_and_positions(kuota: Kuota, redis_server_url: str,
+                                                  redis_prefix: str, tmp_path: Path) -> None:
+    (tmp_path / "q.yaml").write_text(queues(CQ("cq", {"cpu": 1})))
+    kuota("apply", "-f", str(tmp_path / "q.yaml"))
+    with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=4")]):
+        for name in ("first", "second", "third"):
+            assert kuota("submit", "--queue", "default/lq-cq", "--name", name, "--requests",
+                         "cpu=1", "--", "sleep", "30")[0] == 0
+        wait_for("first to run", lambda: any(
+            w["name"] == "default/first" and w["state"] == "Running"
+            for w in kuota.json("get", "workloads")))
+        [cq] = kuota.json("get", "clusterqueues")
+        assert (cq["usage"], cq["pending"], cq["admitted"]) == ("cpu[default]=1/1", 2, 1)
+        pending = kuota.json("pending", "cq")
+        assert [(p["position"], p["name"]) for p in pending] == [(0, "default/second"),
+                                                                  (1, "default/third")]
+        [lq] = kuota.json("get", "localqueues")
+        assert (lq["pending"], lq["admitted"]) == (2, 1)
+        [n1] = kuota.json("get", "nodes")
+        assert (n1["name"], n1["pool"], n1["state"], n1["pods"]) == ("n1", "pool", "Ready", 1)
+        status, out, _ = kuota("get", "wl")
+        assert status == 0 and "default/second" in out and "Pending" in out
+        assert kuota("cancel", "first")[0] == 0
+        wait_for("second to run", lambda: kuota.json("pending", "cq")[0]["name"]
+                 == "default/third")
+        for name in ("second", "third"):
+            kuota("cancel", name)
+
+
+def test_delete_and_error_statuses(kuota: Kuota, tmp_path: Path) -> None:
+    (tmp_path / "q.yaml").write_text(queues(CQ("cq", {"cpu": 1})))
+    kuota("apply", "-f", str(tmp_path / "q.yaml"))
+    assert kuota("delete", "LocalQueue", "default/lq-cq")[0] == 0
+    status, _, err = kuota("delete", "LocalQueue", "default/lq-cq")
+    assert status == 1 and "LocalQueue default/lq-cq: not found" in err
+    (tmp_path / "bad.yaml").write_text("apiVersion: kuota.dev/v1alpha1\nkind: ClusterQueue\n"
+                                       "metadata: {name: x}\nspec: {cohortname: y}\n")
+    status, _, err = kuota("apply", "-f", str(tmp_path / "bad.yaml"))
+    assert status == 2 and "cohortname" in err
+    status, _, err = kuota("logs", "nope")
+    assert status == 1 and "default/nope: not found" in err
+    assert kuota("pending", "nope")[0] == 1

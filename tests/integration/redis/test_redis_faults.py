@@ -1,0 +1,213 @@
+"""Redis mode under failure: killed schedulers and workers, a restarted Redis, bad input.
+
+Schedulers and workers run as real ``kuota`` processes here so they can be
+killed with SIGKILL. Every pod appends a line to a file named after its
+workload, so "ran exactly once" is checked on what really ran.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from harness import (
+    CQ,
+    Processes,
+    events,
+    local_cluster,
+    node,
+    queues,
+    wait_for,
+)
+
+from kuota.client import Client
+from kuota.service.connection import connect
+from quota import api
+
+pytestmark = pytest.mark.redis
+
+
+def counting_command(runs: Path, seconds: float = 0.05) -> list[str]:
+    """Append one line per run to runs/<workload name>, then sleep a little."""
+    return ["sh", "-c", 'echo "$KUOTA_ATTEMPT" >> "$1/${KUOTA_WORKLOAD#default/}"; sleep "$2"',
+            "sh", str(runs), str(seconds)]
+
+
+def finished(client: Client, keys: list[str]) -> int:
+    records = client.store.workloads.get_many(keys)
+    return sum(1 for r in records.values() if r.state == "Finished")
+
+
+def leader_identity(client: Client) -> str | None:
+    value = client.store.redis.get(client.store.keys.lease)
+    return value.rpartition("|")[0] if value else None
+
+
+def assert_each_ran_once(client: Client, keys: list[str], runs: Path) -> None:
+    records = client.store.workloads.get_many(keys)
+    assert {r.outcome for r in records.values()} == {"Succeeded"}
+    for key in keys:
+        history = events(client, key)
+        assert history.count("Finished") == 1, (key, history)
+        lines = (runs / key.split("/")[1]).read_text().split()
+        assert len(lines) == 1, f"{key} ran {len(lines)} times: {history}"
+
+
+def test_a_standby_takes_over_when_the_active_scheduler_is_killed(
+        redis_server_url: str, redis_prefix: str, tmp_path: Path) -> None:
+    client = Client(connection=connect(redis_server_url, prefix=redis_prefix))
+    client.apply(queues(CQ("cq", {"cpu": 12})))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    procs = Processes(redis_server_url, redis_prefix, tmp_path)
+    try:
+        procs.scheduler("s1")
+        procs.scheduler("s2")
+        procs.worker("pool", "w1", "cpu=6")
+        procs.worker("pool", "w2", "cpu=6")
+        first = wait_for("a leader", lambda: leader_identity(client), timeout=30)
+        keys = [client.submit(counting_command(runs), queue="default/lq-cq",
+                              requests={"cpu": 1}, name=f"job-{i:03d}").key
+                for i in range(200)]
+        wait_for("some workloads to finish", lambda: finished(client, keys) >= 40, timeout=60)
+        procs.kill(first)
+        second = wait_for("the standby to lead",
+                          lambda: (who := leader_identity(client)) not in (None, first) and who,
+                          timeout=15)
+        wait_for("every workload to finish", lambda: finished(client, keys) == 200, timeout=90)
+    finally:
+        procs.stop_all()
+    assert {first, second} == {"s1", "s2"}
+    assert_each_ran_once(client, keys, runs)
+    for key in keys:
+        assert events(client, key).count("Admitted") == 1, key
+
+
+def test_a_workload_on_a_killed_worker_is_requeued_and_finishes_elsewhere(
+        redis_server_url: str, redis_prefix: str, tmp_path: Path) -> None:
+    client = Client(connection=connect(redis_server_url, prefix=redis_prefix))
+    client.apply(queues(CQ("cq", {"cpu": 4})))
+    procs = Processes(redis_server_url, redis_prefix, tmp_path)
+    try:
+        procs.scheduler("s1")
+        procs.worker("pool", "wa", "cpu=4")
+        run = client.submit(["sh", "-c", f'echo $$ > {tmp_path}/pid.$KUOTA_NODE; sleep 2; '
+                             'echo done on $KUOTA_NODE'],
+                            queue="default/lq-cq", requests={"cpu": 1}, name="survivor")
+        pid_file = tmp_path / "pid.wa"
+        wait_for("the pod to run on wa", lambda: pid_file.exists() and pid_file.read_text(),
+                 timeout=30)
+        procs.worker("pool", "wb", "cpu=4")
+        wait_for("wb to register", lambda: "wb" in client.store.nodes.names(), timeout=30)
+        procs.kill("wa")
+        status = run.wait(40)
+    finally:
+        procs.stop_all()
+    assert status.succeeded
+    assert [p.node for p in status.pods] == ["wb"]
+    assert run.logs().strip() == "done on wb"
+    evictions = [h for h in run.history() if h["event"] == "Evicted"]
+    assert [e["reason"] for e in evictions] == ["NodeFailures"]
+    assert not _alive(int(pid_file.read_text())), "the pod died with its worker"
+    assert client.store.nodes.get("wa").state == "Lost"
+
+
+def test_restarting_redis_with_aof_mid_run_loses_nothing(redis_factory, tmp_path: Path) -> None:
+    server = redis_factory(appendonly=True).start()
+    prefix = "aof"
+    client = Client(connection=connect(server.url, prefix=prefix))
+    client.apply(queues(CQ("cq", {"cpu": 4})))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    procs = Processes(server.url, prefix, tmp_path)
+    try:
+        procs.scheduler("s1")
+        procs.worker("pool", "w1", "cpu=4")
+        wait_for("a leader", lambda: leader_identity(client), timeout=30)
+        keys = [client.submit(counting_command(runs, 0.2), queue="default/lq-cq",
+                              requests={"cpu": 1}, name=f"job-{i:02d}").key for i in range(40)]
+        wait_for("some workloads to finish", lambda: finished(client, keys) >= 8, timeout=60)
+        server.restart(kill=True)
+        wait_for("every workload to finish", lambda: _finished_or_none(client, keys) == 40,
+                 timeout=90, every=0.2)
+    finally:
+        procs.stop_all()
+    assert_each_ran_once(client, keys, runs)
+
+
+def _finished_or_none(client: Client, keys: list[str]) -> int:
+    try:
+        return finished(client, keys)
+    except Exception:  # Redis is restarting; ask again
+        return 0
+
+
+@pytest.mark.parametrize(("argv", "want_message"), [
+    (["--requests", "cpu=lots", "--", "true"], "'lots' is not a quantity"),
+    (["--", ], "a command to run is required"),
+    (["--name", "Bad_Name", "--", "true"], "metadata.name: 'Bad_Name' is not a DNS-1123"),
+    (["--priority-class", "gold", "--", "true"], "WorkloadPriorityClass gold does not exist"),
+    (["--count", "-1", "--", "true"], "spec.podSets[0].count"),
+    (["--backoff-limit", "-2", "--", "true"], "is not a whole number >= 0"),
+])
+def test_malformed_submissions_are_refused_with_a_clear_error(
+        redis_server_url: str, redis_prefix: str, argv: list[str], want_message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from kuota.cli import main
+
+    status = main(["submit", "--redis", redis_server_url, "--prefix", redis_prefix,
+                   "--queue", "default/lq", *argv])
+    assert status == 2
+    assert want_message in capsys.readouterr().err
+    assert Client(connection=connect(redis_server_url, prefix=redis_prefix)).workloads() == []
+
+
+def test_a_bad_spec_written_around_the_client_is_rejected_before_any_worker(
+        redis_server_url: str, redis_prefix: str) -> None:
+    with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=4")]) as cluster:
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 4})))
+        bad = {"apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
+               "metadata": {"name": "sneaky", "namespace": "default"},
+               "spec": {"queueName": "lq-cq", "podSets": [
+                   {"name": "main", "count": 1, "template": {"spec": {"containers": [
+                       {"name": "main", "resources": {"requests": {"cpu": "nope"}}}]}}}]}}
+        client.store.workloads.submit("default/sneaky", spec=bad, queue="default/lq-cq",
+                                      priority=0, backoff_limit=0, submission="x", now=time.time())
+        record = wait_for("the scheduler to reject it",
+                          lambda: (r := client.store.workloads.get("default/sneaky")).state
+                          == "Finished" and r)
+        queue_key = f"rq:queue:{client.store.keys.node_queue('n1')}"
+        assert client.store.redis.llen(queue_key) == 0
+    assert (record.outcome, record.reason) == ("Rejected", "Invalid")
+    assert "'nope' is not a quantity" in record.message
+    assert record.attempt == 0, "never admitted"
+
+
+def test_the_python_api_reports_every_problem_at_once(redis_server_url: str,
+                                                      redis_prefix: str) -> None:
+    client = Client(connection=connect(redis_server_url, prefix=redis_prefix))
+    manifest = {"apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
+                "metadata": {"name": "two-problems", "namespace": "default"},
+                "spec": {"queueName": "lq", "podSets": [
+                    {"name": "a", "template": {"spec": {"containers": [{"name": "c"}]}}},
+                    {"name": "b", "template": {"spec": {"containers": []}}}]}}
+    with pytest.raises(api.ObjectError) as caught:
+        client.submit(workload=manifest)
+    fields = [p.field for p in caught.value.problems]
+    assert fields == ["spec.podSets[a]", "spec.podSets[b]"]
+    assert client.workloads() == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
