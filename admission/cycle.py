@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from admission import fairsharing, flavors, partial, preemption
+from admission.topology import TopologyView
 from queueing.manager import Head
 from quota import tree as qt
 from quota.cache import Snapshot
@@ -84,6 +85,7 @@ class _Entry:
 class _Oracle:
     snapshot: Snapshot
     fair_sharing: bool
+    topology: TopologyView | None = None
 
     def targets(self, cq: ClusterQueueConfig, info: WorkloadInfo,
                 usage: Mapping[FlavorResource, Amount],
@@ -105,9 +107,9 @@ class _Oracle:
 
 def schedule(snapshot: Snapshot, heads: Sequence[Head],
              namespace_labels: Callable[[str], Mapping[str, str]], *,
-             fair_sharing: bool = False) -> CycleResult:
+             fair_sharing: bool = False, topology: TopologyView | None = None) -> CycleResult:
     result = CycleResult()
-    oracle = _Oracle(snapshot, fair_sharing)
+    oracle = _Oracle(snapshot, fair_sharing, topology)
     # 1. Nominate.
     entries: list[_Entry] = []
     for head in heads:
@@ -139,7 +141,8 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
 def _nominate(head: Head, cq: ClusterQueueConfig, snapshot: Snapshot,
               oracle: _Oracle) -> _Entry:
     info = head.info
-    entry = _Entry(head, cq, flavors.assign(info, cq, snapshot, oracle=oracle))
+    entry = _Entry(head, cq, flavors.assign(info, cq, snapshot, oracle=oracle,
+                                            topology=oracle.topology))
     if entry.assignment.mode is flavors.Mode.PREEMPT:
         entry.targets = oracle.targets(cq, info, entry.assignment.usage,
                                        entry.assignment.contested)
@@ -155,7 +158,7 @@ def _nominate(head: Head, cq: ClusterQueueConfig, snapshot: Snapshot,
 
     def attempt(counts: dict[str, int]) -> _Entry | None:
         smaller = _Entry(head, cq, flavors.assign(info, cq, snapshot, counts=counts,
-                                                  oracle=oracle))
+                                                  oracle=oracle, topology=oracle.topology))
         if smaller.assignment.mode is flavors.Mode.FIT:
             return smaller
         if smaller.assignment.mode is flavors.Mode.PREEMPT:
@@ -198,7 +201,12 @@ def _decide(entry: _Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str
         snapshot.tree.add(head.cluster_queue, assignment.usage)
         result.preempting.append(head)
         return
-    if not _still_fits(node, assignment.usage):
+    if oracle.topology is not None and any(ps.nodes for ps in assignment.pod_sets):
+        # Pods are placed on nodes: an earlier admission of this cycle may have taken them.
+        counts = {ps.name: ps.count for ps in assignment.pod_sets}
+        assignment = flavors.assign(head.info, entry.cq, snapshot, counts=counts,
+                                    topology=oracle.topology)
+    if assignment.mode is not flavors.Mode.FIT or not _still_fits(node, assignment.usage):
         result.skipped.append(Verdict(head, flavors.WAITING_FOR_QUOTA,
                                       "Workload no longer fits after processing another "
                                       "workload"))
@@ -206,6 +214,10 @@ def _decide(entry: _Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str
     admission = Admission(head.cluster_queue, tuple(assignment.pod_sets),
                           borrowing=assignment.borrows)
     snapshot.tree.add(head.cluster_queue, assignment.usage)
+    if oracle.topology is not None:
+        requests = {ps.name: ps for ps in head.info.pod_sets}
+        for placed in admission.pod_sets:
+            oracle.topology.take(requests[placed.name], placed)
     result.admitted.append((head, admission))
 
 

@@ -36,6 +36,7 @@ from typing import Protocol
 from admission import backoff
 from admission.cycle import CycleResult, schedule
 from admission.events import Kind, WorkloadEvent
+from admission.topology import TopologyState
 from queueing.manager import QueueManager
 from quota import lifecycle
 from quota.cache import QuotaCache
@@ -106,6 +107,8 @@ class Engine:
     records: dict[str, Record] = field(default_factory=dict)
     controllers: dict[str, CheckController] = field(default_factory=dict)
     outbox: list[WorkloadEvent] = field(default_factory=list)
+    #: Nodes and topologies for topology-aware flavors.
+    topology: TopologyState = field(default_factory=TopologyState)
     #: Admitted workloads whose pods are not ready yet -> deadline (waitForPodsReady).
     _unready: dict[str, float] = field(default_factory=dict)
     #: Workloads backing off after a pods-ready eviction -> when they requeue.
@@ -272,8 +275,9 @@ class Engine:
         heads = self.queues.heads()
         if not heads:
             return CycleResult()
+        view = self.topology.view() if self.topology.nodes else None
         result = schedule(self.cache.snapshot(), heads, self.cache.namespace_labels,
-                          fair_sharing=self.config.fair_sharing)
+                          fair_sharing=self.config.fair_sharing, topology=view)
         for preemption in result.preempted:
             target, preemptor = preemption.target, preemption.preemptor
             self.evict(target.key, now, "Preempted", target.reason,
@@ -328,6 +332,7 @@ class Engine:
         record = self.records[key]
         self.queues.remove(key)
         self.cache.assume(record.info, admission, now)
+        self.topology.assume(record.info.pod_sets, admission)
         record.state = lifecycle.transition(key, record.state, Event.RESERVE)
         record.admission, record.admitted_at = admission, now
         record.pending_reason = record.pending_message = None
@@ -387,6 +392,7 @@ class Engine:
         entry = self.cache.forget(key)
         if entry is None:
             return
+        self.topology.release(entry.info.pod_sets, entry.admission)
         node = self.cache.tree.queues.get(entry.admission.cluster_queue)
         if node is None:
             return

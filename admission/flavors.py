@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from admission.topology import TopologyView, annotate
+from placement.domains import DomainAssignment, DomainUnfit
 from quota import tree as qt
 from quota.cache import Snapshot
 from quota.config import ClusterQueueConfig, FlavorConfig, ResourceGroupConfig
@@ -68,6 +70,8 @@ class FlavorChoice:
     borrow: int
     #: Cells that fit only by preempting.
     contested: frozenset[FlavorResource] = frozenset()
+    #: Where the pods go, for a topology-aware flavor.
+    placed: DomainAssignment | None = None
 
 
 @dataclass(slots=True)
@@ -90,8 +94,10 @@ class Assignment:
 
 def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
            counts: Mapping[str, int] | None = None,
-           oracle: PreemptionOracle | None = None) -> Assignment:
-    """Choose flavors for every pod set of ``info`` in ``cq`` (``counts`` overrides pod counts)."""
+           oracle: PreemptionOracle | None = None,
+           topology: TopologyView | None = None) -> Assignment:
+    """Choose flavors for every pod set of ``info`` in ``cq`` (``counts`` overrides pod counts);
+    with ``topology``, pod sets that ask for it are also placed in topology domains."""
     node = snapshot.tree.queues[cq.name]
     usage: FRVector = {}
     result = Assignment(Mode.FIT)
@@ -99,11 +105,12 @@ def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
         count = ps.count if counts is None else counts.get(ps.name, ps.count)
         flavors: dict[str, str] = {}
         ps_usage = ps.total(count)
+        placed: DomainAssignment | None = None
         for group in _groups_needed(cq, ps_usage, result):
             if result.mode is Mode.NO_FIT:
                 return result
-            chosen = _pick_flavor(info, ps, group, ps_usage, cq, snapshot, node, usage, result,
-                                  oracle)
+            chosen = _pick_flavor(info, ps, count, group, ps_usage, cq, snapshot, node, usage,
+                                  result, oracle, topology)
             if chosen is None:
                 result.mode = Mode.NO_FIT
                 return result
@@ -116,9 +123,11 @@ def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
             result.mode = min(result.mode, choice.mode)
             result.borrow = max(result.borrow, choice.borrow)
             result.contested |= choice.contested
+            placed = choice.placed or placed
         if result.mode is Mode.NO_FIT:
             return result
-        result.pod_sets.append(PodSetAdmission(ps.name, count, flavors, ps_usage))
+        admitted = PodSetAdmission(ps.name, count, flavors, ps_usage)
+        result.pod_sets.append(annotate(admitted, placed) if placed else admitted)
     result.usage = usage
     return result
 
@@ -141,10 +150,11 @@ def _groups_needed(cq: ClusterQueueConfig, requests: Mapping[str, Amount],
     return groups
 
 
-def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, group: ResourceGroupConfig,
+def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, count: int, group: ResourceGroupConfig,
                  requests: Mapping[str, Amount], cq: ClusterQueueConfig, snapshot: Snapshot,
                  node: qt.QuotaNode, assumed: FRVector, result: Assignment,
-                 oracle: PreemptionOracle | None) -> tuple[str, FlavorChoice] | None:
+                 oracle: PreemptionOracle | None,
+                 topology: TopologyView | None) -> tuple[str, FlavorChoice] | None:
     best: tuple[str, FlavorChoice] | None = None
     reasons: list[tuple[str, str]] = []
     label_keys = _label_keys(group, snapshot.flavors)
@@ -170,6 +180,13 @@ def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, group: ResourceGroupConfig,
                 break
         if choice.mode is Mode.NO_FIT:
             continue
+        if choice.mode is Mode.FIT and topology is not None:
+            placed = topology.place(ps, flavor, count)
+            if isinstance(placed, DomainUnfit):
+                reasons.append((WAITING_FOR_QUOTA, f"flavor {name}: {placed.reason}"))
+                continue
+            if placed is not None:
+                choice = replace(choice, placed=placed)
         if not _try_next(choice, cq):
             return name, choice
         if best is None or _preferred(choice, best[1], cq):

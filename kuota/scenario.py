@@ -16,6 +16,7 @@ See docs/simulator.md for the full format.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Mapping
@@ -26,6 +27,8 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from placement.model import Node
+from placement.topology import Topology
 from quota import api, convert
 from quota.api import Problem
 from quota.config import (
@@ -38,6 +41,7 @@ from quota.config import (
     PodsReadyConfig,
     RequeuingStrategy,
 )
+from quota.resources import parse_amount
 from quota.workload import PodSetInfo, WorkloadInfo
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -77,6 +81,16 @@ class ScenarioPodSet(_Model):
     requests: dict[str, api.Quantity] = Field(default_factory=dict)
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[api.Toleration] = Field(default_factory=list)
+    #: Pod-template annotations, e.g. kuota.dev/podset-required-topology.
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class ScenarioNode(_Model):
+    """A node of a topology-aware flavor; it carries the flavor's nodeLabels too."""
+
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    allocatable: dict[str, api.Quantity] = Field(default_factory=dict)
 
 
 CheckState = Literal["Ready", "Retry", "Rejected"]
@@ -87,7 +101,8 @@ class ScriptedCheck(_Model):
     ``states[n]`` answers the n-th reservation (the last one repeats)."""
 
     name: str
-    states: list[CheckState] = Field(default_factory=lambda: ["Ready"], min_length=1)
+    states: list[CheckState] = Field(default_factory=lambda: list[CheckState](["Ready"]),
+                                     min_length=1)
     after: Seconds = 0.0
 
     def state_for(self, attempt: int) -> str:
@@ -155,6 +170,8 @@ class Scenario(BaseModel):
     namespaces: dict[str, dict[str, str]]
     priority_classes: dict[str, int]
     workloads: list[ScenarioWorkload]
+    #: Nodes of topology-aware flavors, by flavor.
+    nodes: dict[str, list[ScenarioNode]] = Field(default_factory=dict)
     expect: dict[str, Any] | None = None
 
     def engine_config(self) -> EngineConfig:
@@ -168,6 +185,18 @@ class Scenario(BaseModel):
                                             rs.backoff_base_seconds, rs.backoff_max_seconds))
         return EngineConfig(fair_sharing=self.config.fair_sharing.enable,
                             wait_for_pods_ready=pods_ready)
+
+    def topologies(self) -> list[Topology]:
+        return [Topology(tuple(level.node_label for level in o.spec.levels), o.metadata.name)
+                for o in self.objects if isinstance(o, api.Topology)]
+
+    def topology_nodes(self) -> list[Node]:
+        """The scenario's nodes, labelled with their flavor's nodeLabels."""
+        labels = {o.metadata.name: dict(o.spec.node_labels) for o in self.objects
+                  if isinstance(o, api.ResourceFlavor)}
+        return [Node(n.name, {r: parse_amount(q) for r, q in n.allocatable.items()},
+                     labels={**labels.get(flavor, {}), **n.labels})
+                for flavor, nodes in self.nodes.items() for n in nodes]
 
     def configs(self) -> list[ConfigObject]:
         """Queue objects as core configs (ResourceFlavors first, as a cluster would have them)."""
@@ -197,7 +226,7 @@ def parse_scenario(doc: object, *, source: str) -> Scenario:
         raise ScenarioError([Problem(source, "Scenario", "", "", "must be a mapping with "
                                      "objects: and workloads:")])
     problems: list[Problem] = []
-    unknown = set(doc) - {"config", "objects", "workloads", "expect"}
+    unknown = set(doc) - {"config", "objects", "workloads", "expect", "nodes"}
     for key in sorted(unknown):
         problems.append(Problem(source, "Scenario", "", str(key), "unknown top-level key"))
     config = DeploymentConfig()
@@ -247,13 +276,24 @@ def parse_scenario(doc: object, *, source: str) -> Scenario:
             problems.append(Problem(source, "Workload", key, f"workloads[{i}]", str(exc)))
             continue
         workloads.append(wl)
+    nodes: dict[str, list[ScenarioNode]] = {}
+    flavor_names = {o.metadata.name for o in objects if isinstance(o, api.ResourceFlavor)}
+    for flavor_name, raw_nodes in (doc.get("nodes") or {}).items():
+        if flavor_name not in flavor_names:
+            problems.append(Problem(source, "Scenario", "", f"nodes.{flavor_name}",
+                                    f"ResourceFlavor {flavor_name} is not among the objects"))
+            continue
+        try:
+            nodes[str(flavor_name)] = [ScenarioNode.model_validate(n) for n in raw_nodes or []]
+        except ValidationError as exc:
+            problems += _problems(exc, source, "Node", "", f"nodes.{flavor_name}")
     expect = doc.get("expect")
     if expect is not None and not isinstance(expect, Mapping):
         problems.append(Problem(source, "Scenario", "", "expect", "must be a mapping"))
     if problems:
         raise ScenarioError(problems)
     return Scenario(source=source, config=config, objects=objects, namespaces=namespaces,
-                    priority_classes=priority_classes, workloads=workloads,
+                    priority_classes=priority_classes, workloads=workloads, nodes=nodes,
                     expect=dict(expect) if expect else None)
 
 
@@ -275,13 +315,14 @@ def _priority(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> int:
 
 
 _PodSetKey = tuple[str, int, int | None, tuple[tuple[str, str], ...],
-                   tuple[tuple[str, str], ...], tuple[str, ...]]
+                   tuple[tuple[str, str], ...], tuple[str, ...], tuple[tuple[str, str], ...]]
 
 
 def _pod_set_key(ps: ScenarioPodSet) -> _PodSetKey:
     return (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())),
             tuple(sorted(ps.node_selector.items())),
-            tuple(t.model_dump_json() for t in ps.tolerations))
+            tuple(t.model_dump_json() for t in ps.tolerations),
+            tuple(sorted(ps.annotations.items())))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -289,11 +330,13 @@ def _pod_set_info(key: _PodSetKey) -> PodSetInfo:
     # Scenarios repeat a few shapes thousands of times: build each through the
     # real Workload model once (same validation and request arithmetic as a
     # Workload object from the API), then share the immutable result.
-    name, count, min_count, requests, node_selector, tolerations = key
+    name, count, min_count, requests, node_selector, tolerations, annotations = key
     ps = api.PodSet.from_requests(
         name, count, dict(requests), min_count=min_count, node_selector=dict(node_selector),
         tolerations=tuple(api.Toleration.model_validate_json(t) for t in tolerations))
-    return convert.pod_set(ps)
+    info = convert.pod_set(ps)
+    topology = convert.topology_request(dict(annotations))
+    return dataclasses.replace(info, topology=topology) if topology else info
 
 
 def to_workload(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> api.Workload:

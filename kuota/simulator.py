@@ -24,7 +24,7 @@ from typing import Any
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
 from kuota.scenario import Scenario, ScenarioWorkload, workload_info
-from quota.workload import Admission
+from quota.workload import Admission, PodSetAdmission
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,10 @@ class Simulation:
         for name, labels in scenario.namespaces.items():
             self.engine.set_namespace(name, labels)
         self.engine.apply_all(scenario.configs())
+        for topology in scenario.topologies():
+            self.engine.topology.set_topology(topology)
+        for node in scenario.topology_nodes():
+            self.engine.topology.set_node(node)
         self._events: list[tuple[float, int, int, str, Any]] = []
         self._seq = 0
         self._specs: dict[str, ScenarioWorkload] = {}
@@ -158,8 +162,7 @@ class Simulation:
             adm = event.admission
             outcome.admissions.append({
                 "at": now, "clusterQueue": adm.cluster_queue, "borrowing": adm.borrowing,
-                "podSets": {ps.name: {"count": ps.count, "flavors": dict(ps.flavors)}
-                            for ps in adm.pod_sets}})
+                "podSets": {ps.name: _pod_set_json(ps) for ps in adm.pod_sets}})
             waited = now - outcome.arrival
             detail = _describe(adm) + (f" after {waited:g}s" if waited > 0 else "")
             self._line(event, "Admitted", detail)
@@ -192,9 +195,20 @@ class Simulation:
         self.timeline.append(TimelineEvent(event.at, name, event.key, cq, detail))
 
 
+def _pod_set_json(ps: PodSetAdmission) -> dict[str, Any]:
+    out: dict[str, Any] = {"count": ps.count, "flavors": dict(ps.flavors)}
+    if ps.topology:
+        out["topology"] = {"levels": list(ps.topology_levels),
+                           "domains": [{"values": list(v), "count": c} for v, c in ps.topology]}
+        out["nodes"] = {node: count for node, count in ps.nodes}
+    return out
+
+
 def _describe(admission: Admission) -> str:
     detail = "; ".join(
         f"{ps.name}×{ps.count} on {', '.join(dict.fromkeys(ps.flavors.values()))}"
+        + (" in " + ", ".join(f"{'/'.join(v)}×{c}" for v, c in ps.topology) if ps.topology
+           else "")
         for ps in admission.pod_sets)
     return detail + (" (borrowing)" if admission.borrowing else "")
 

@@ -7,7 +7,7 @@ are not errors here — the cache reports them as an inactive ClusterQueue.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from quota import api
 from quota.config import (
@@ -112,6 +112,22 @@ def config(obj: object) -> (FlavorConfig | ClusterQueueConfig | CohortConfig | L
     raise TypeError(f"{type(obj).__name__} is not a queue config object")
 
 
+#: Pod-template annotations asking for topology-aware placement (kuota's and Kueue's).
+REQUIRED_TOPOLOGY = ("kuota.dev/podset-required-topology",
+                     "kueue.x-k8s.io/podset-required-topology")
+PREFERRED_TOPOLOGY = ("kuota.dev/podset-preferred-topology",
+                      "kueue.x-k8s.io/podset-preferred-topology")
+
+
+def topology_request(annotations: Mapping[str, str]) -> tuple[str, str] | None:
+    """("required" | "preferred", level label) from pod-template annotations."""
+    for kind, keys in (("required", REQUIRED_TOPOLOGY), ("preferred", PREFERRED_TOPOLOGY)):
+        for key in keys:
+            if annotations.get(key):
+                return (kind, annotations[key])
+    return None
+
+
 def pod_set(ps: api.PodSet) -> PodSetInfo:
     pod = ps.template.spec
     terms: list[tuple[NodeRequirement, ...]] = []
@@ -123,7 +139,7 @@ def pod_set(ps: api.PodSet) -> PodSetInfo:
         for term in required.node_selector_terms:
             terms.append(tuple(NodeRequirement(e.key, e.operator, tuple(e.values))
                                for e in term.match_expressions))
-    topology = None
+    topology = topology_request(ps.template.metadata.annotations or {})
     if ps.topology_request is not None:
         if ps.topology_request.required:
             topology = ("required", ps.topology_request.required)

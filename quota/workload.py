@@ -127,8 +127,11 @@ class PodSetAdmission:
     count: int
     flavors: Mapping[str, str]  # resource -> flavor
     usage: ResourceVector  # total for ``count`` pods
-    #: Topology domains chosen for the pods, as (domain values, pod count).
+    #: Topology-aware placement: the topology's levels down to the asked one,
+    #: pods per domain (label values for those levels, count) and pods per node.
+    topology_levels: tuple[str, ...] = ()
     topology: tuple[tuple[tuple[str, ...], int], ...] = ()
+    nodes: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
