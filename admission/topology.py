@@ -25,7 +25,7 @@ placements on top without copying the nodes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from placement.domains import DomainAssignment, DomainUnfit, assign_domains
@@ -34,6 +34,7 @@ from placement.topology import Topology
 from quota.config import FlavorConfig
 from quota.resources import Amount
 from quota.workload import Admission, PodSetAdmission, PodSetInfo
+
 
 @dataclass(eq=False)
 class TopologyState:
