@@ -383,7 +383,7 @@ class Engine:
                     if lq.stop_policy == "HoldAndDrain"}
         if draining:
             for entry in list(self.cache.all_holding()):
-                lq = f"{entry.info.namespace}/{entry.info.queue_name}"
+                lq = entry.info.local_queue_key
                 if lq in draining:
                     self.evict(entry.info.key, now, "LocalQueueStopped", "",
                                f"LocalQueue {lq} is stopped (HoldAndDrain)")

@@ -157,7 +157,7 @@ def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, count: int, group: Resource
                  topology: TopologyView | None) -> tuple[str, FlavorChoice] | None:
     best: tuple[str, FlavorChoice] | None = None
     reasons: list[tuple[str, str]] = []
-    label_keys = _label_keys(group, snapshot.flavors)
+    label_keys = snapshot.group_label_keys(group)
     for name in group.flavors:
         flavor = snapshot.flavors[name]
         mismatch = _constraint_mismatch(ps, flavor, label_keys)
@@ -253,16 +253,8 @@ def _preferred(a: FlavorChoice, b: FlavorChoice, cq: ClusterQueueConfig) -> bool
     return a.borrow < b.borrow
 
 
-def _label_keys(group: ResourceGroupConfig, flavors: Mapping[str, FlavorConfig]) -> set[str]:
-    keys: set[str] = set()
-    for name in group.flavors:
-        flavor = flavors.get(name)
-        if flavor is not None:
-            keys.update(flavor.node_labels)
-    return keys
-
-
-def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig, label_keys: set[str]) -> str:
+def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig,
+                         label_keys: frozenset[str]) -> str:
     """Why pods of ``ps`` could not run on ``flavor``'s nodes; empty when they could."""
     if not (flavor.node_taints or (label_keys and (ps.node_selector or ps.affinity_terms))):
         return ""

@@ -75,10 +75,11 @@ class QueueManager:
     def heads(self) -> list[Head]:
         heads = []
         for name, queue in self.queues.items():
+            if not queue:
+                continue
             info = queue.head()
             if info is not None:
-                lq = self.local_queues[f"{info.namespace}/{info.queue_name}"]
-                heads.append(Head(info, name, lq))
+                heads.append(Head(info, name, self.local_queues[info.local_queue_key]))
         return heads
 
     def block(self, head: Head, reason: str, message: str) -> None:
@@ -107,7 +108,7 @@ class QueueManager:
             return
         in_local: dict[str, int] = {}
         for position, info in enumerate(queue.ordered()):
-            lq = f"{info.namespace}/{info.queue_name}"
+            lq = info.local_queue_key
             yield info, position, in_local.get(lq, 0)
             in_local[lq] = in_local.get(lq, 0) + 1
 
@@ -117,7 +118,7 @@ class QueueManager:
 
     def _route(self, entry: _Waiting) -> None:
         info = entry.info
-        lq_key = f"{info.namespace}/{info.queue_name}"
+        lq_key = info.local_queue_key
         lq = self.local_queues.get(lq_key)
         target = lq.cluster_queue if lq is not None else None
         if entry.cluster_queue is not None and entry.cluster_queue != target:

@@ -104,12 +104,15 @@ class WorkloadInfo:
     equivalence: int = field(default=0, init=False, compare=False, hash=False)
     #: ``namespace/name``, the workload's identity everywhere.
     key: str = field(default="", init=False, compare=False, hash=False)
+    #: ``namespace/queue_name``: the LocalQueue's key.
+    local_queue_key: str = field(default="", init=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         shapes = tuple(ps.shape() for ps in self.pod_sets)
         object.__setattr__(self, "equivalence",
                            hash((self.namespace, self.queue_name, self.priority, shapes)))
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(self, "local_queue_key", f"{self.namespace}/{self.queue_name}")
 
     def total_requests(self) -> ResourceVector:
         total: ResourceVector = {}
