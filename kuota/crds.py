@@ -94,6 +94,13 @@ PRINTER_COLUMNS: Final[dict[str, tuple[Column, ...]]] = {
     "AdmissionCheck": (
         Column("Controller", ".spec.controllerName", "string", "Controller running the check"),
     ),
+    "MemberCluster": (
+        Column("Active", ".status.conditions[?(@.type=='Active')].status", "string",
+               "Whether the member takes workloads"),
+        Column("Region", ".spec.region", "string", "Region of the member"),
+        Column("Nodes", ".status.nodeCount", "integer", "Nodes observed"),
+        Column("Age", ".metadata.creationTimestamp", "date", "Time since creation"),
+    ),
 }
 
 

@@ -35,6 +35,14 @@ from quota.api.clusterqueue import (
 from quota.api.cohort import Cohort, CohortSpec, CohortStatus
 from quota.api.loader import load_objects, parse_documents, read_documents
 from quota.api.localqueue import LocalQueue, LocalQueueSpec, LocalQueueStatus
+from quota.api.membercluster import (
+    CostRate,
+    FlavorCapacity,
+    KubeConfig,
+    MemberCluster,
+    MemberClusterSpec,
+    MemberClusterStatus,
+)
 from quota.api.meta import (
     ApiObject,
     Condition,
@@ -46,6 +54,11 @@ from quota.api.meta import (
     Toleration,
     find_condition,
     tolerates_all,
+)
+from quota.api.multiclusterconfig import (
+    MultiClusterConfig,
+    MultiClusterConfigSpec,
+    ScoreWeight,
 )
 from quota.api.podtemplate import (
     Container,
@@ -110,16 +123,24 @@ __all__ = [
     "CohortStatus",
     "Condition",
     "Container",
+    "CostRate",
     "FairSharing",
     "FairSharingStatus",
+    "FlavorCapacity",
     "FlavorFungibility",
     "FlavorQuotas",
     "FlavorUsage",
+    "KubeConfig",
     "LabelSelector",
     "LabelSelectorRequirement",
     "LocalQueue",
     "LocalQueueSpec",
     "LocalQueueStatus",
+    "MemberCluster",
+    "MemberClusterSpec",
+    "MemberClusterStatus",
+    "MultiClusterConfig",
+    "MultiClusterConfigSpec",
     "ObjectError",
     "ObjectMeta",
     "OwnerReference",
@@ -138,6 +159,7 @@ __all__ = [
     "ResourceQuota",
     "ResourceRequirements",
     "ResourceUsage",
+    "ScoreWeight",
     "Taint",
     "Toleration",
     "Topology",

@@ -20,7 +20,9 @@ from quota.api.clusterqueue import ClusterQueue
 from quota.api.cohort import Cohort
 from quota.api.kueue import ACCEPTED_API_VERSIONS, to_kuota
 from quota.api.localqueue import LocalQueue
+from quota.api.membercluster import MemberCluster
 from quota.api.meta import ApiObject
+from quota.api.multiclusterconfig import MultiClusterConfig
 from quota.api.priorityclass import WorkloadPriorityClass
 from quota.api.problems import ObjectError, Problem
 from quota.api.resourceflavor import ResourceFlavor
@@ -39,6 +41,8 @@ KINDS: Final[dict[str, type[ApiObject]]] = {
         Workload,
         Topology,
         AdmissionCheck,
+        MemberCluster,
+        MultiClusterConfig,
     )
 }
 
