@@ -1,0 +1,105 @@
+"""``kuota operator``: run the Kubernetes operator (kopf) for queue-labelled Jobs.
+
+Typical use, inside the cluster (see ``manifests/operator/``)::
+
+    kuota operator --webhook-listen 0.0.0.0:9443 --webhook-cert-dir /certs \\
+        --probes 0.0.0.0:8080 --lease kuota-system/kuota-operator
+
+Credentials come from the pod's service account, else ``$KUBECONFIG`` /
+``~/.kube/config``. ``--namespace`` (repeatable) limits the Jobs and
+Workloads managed; without it the operator is cluster-wide. Exit status 2
+for invalid options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import pathlib
+from typing import Any
+
+import kopf
+
+from kuota.operator.handlers import WebhookOptions, build_registry
+from kuota.operator.loop import Operator
+from kuota.operator.settings import Options
+from quota.config import EngineConfig, PodsReadyConfig
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "operator", help="run the Kubernetes operator (Jobs, Workloads, queues)",
+        description="Admit queue-labelled Jobs through kuota's queues: watch the kuota.dev "
+                    "objects, Jobs and Workloads, run admission cycles, write decisions.")
+    parser.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
+                        help="manage Jobs and Workloads only in NS (repeatable; default: all)")
+    parser.add_argument("--default-queue", action="store_true",
+                        help="submit unlabelled Jobs to the namespace's LocalQueue 'default'")
+    parser.add_argument("--lease", default="kuota-system/kuota-operator", metavar="NS/NAME",
+                        help="Lease for leader election (default %(default)s); 'none' to "
+                             "run as the only replica")
+    parser.add_argument("--webhook-listen", type=_address, metavar="HOST:PORT",
+                        help="serve the Job-suspending webhook over HTTPS here")
+    parser.add_argument("--webhook-cert-dir", type=pathlib.Path, metavar="DIR",
+                        help="directory with tls.crt and tls.key (e.g. a cert-manager Secret)")
+    parser.add_argument("--webhook-managed", metavar="NAME",
+                        help="let kopf keep the webhook configuration NAME up to date "
+                             "(instead of the one in manifests/)")
+    parser.add_argument("--webhook-host", metavar="HOST",
+                        help="host name for a managed webhook configuration's URL")
+    parser.add_argument("--probes", type=_address, metavar="HOST:PORT",
+                        help="serve /healthz, /readyz and /metrics here")
+    parser.add_argument("--pods-ready-timeout", type=float, metavar="SECONDS",
+                        help="waitForPodsReady: evict admitted Jobs whose pods are not ready "
+                             "within SECONDS")
+    parser.add_argument("--fair-sharing", action="store_true", help="enable fair sharing")
+    parser.add_argument("--status-interval", type=float, default=1.0, metavar="SECONDS",
+                        help="how often queue statuses are written (default %(default)s)")
+    parser.add_argument("--verbose", "-v", action="store_true", help="debug logging")
+    parser.set_defaults(func=run)
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    ready = None
+    if args.pods_ready_timeout is not None:
+        ready = PodsReadyConfig(timeout=args.pods_ready_timeout)
+    lease_ns, lease_name = "kuota-system", None
+    if args.lease and args.lease != "none":
+        lease_ns, _, lease_name = args.lease.rpartition("/")
+        lease_ns = lease_ns or "kuota-system"
+    return Options(namespaces=tuple(args.namespace), default_queue=args.default_queue,
+                   engine=EngineConfig(fair_sharing=args.fair_sharing,
+                                       wait_for_pods_ready=ready),
+                   status_interval=args.status_interval, lease_name=lease_name,
+                   lease_namespace=lease_ns)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    webhook = None
+    if args.webhook_listen is not None:
+        cert = key = None
+        if args.webhook_cert_dir is not None:
+            cert, key = args.webhook_cert_dir / "tls.crt", args.webhook_cert_dir / "tls.key"
+            if not cert.exists() or not key.exists():
+                print(f"kuota operator: {args.webhook_cert_dir} needs tls.crt and tls.key")
+                return 2
+        addr, port = args.webhook_listen
+        webhook = WebhookOptions(addr=addr, port=port, certfile=str(cert) if cert else None,
+                                 pkeyfile=str(key) if key else None, host=args.webhook_host,
+                                 managed=args.webhook_managed)
+    operator = Operator(options_from(args))
+    registry = build_registry(operator, webhook=webhook, probe_addr=args.probes)
+    namespaces = list(args.namespace)
+    asyncio.run(kopf.operator(registry=registry, standalone=True,
+                              clusterwide=not namespaces, namespaces=namespaces))
+    return 0

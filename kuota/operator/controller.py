@@ -1,0 +1,350 @@
+"""The operator's state: watched objects in, engine calls and write requests out.
+
+:class:`Controller` owns the :class:`~admission.engine.Engine` of the
+replica that leads. Every watch event (kopf's, or one synthesised from a
+response to our own write) goes through :meth:`Controller.observe`, which
+keeps the newest body in :class:`~kuota.operator.objects.Objects` and, when
+leading, translates it into engine calls:
+
+* queue objects → ``engine.apply`` / ``engine.delete``. Each is checked
+  with the API models first; a malformed one is *not* applied and its
+  problem is kept (a ClusterQueue with a bad spec shows ``Active=False`` with
+  that message) while every other object keeps working. Echoes of our own
+  status writes change no spec and are skipped.
+* Workloads → ``submit``, or — for one that already holds quota according to
+  its ``status.admission`` — *restore*: counted in the cache exactly as
+  admitted, without a decision. Finished, deactivated and deleted Workloads
+  release their quota.
+* Jobs → a Workload is created for each queue-labelled Job; Job completion
+  finishes the Workload; readiness feeds ``waitForPodsReady``; and the Job is
+  started or stopped to match its Workload (see :mod:`kuota.operator.jobs`).
+
+:meth:`Controller.rebuild` builds a fresh engine from the objects when the
+replica starts leading: configs first, then every Workload that holds quota,
+then the waiting ones — so usage is counted before any cycle can admit.
+
+No decision is made here; the engine makes them in cycles run by
+:mod:`kuota.operator.loop`, and :mod:`kuota.operator.writer` writes them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from admission.engine import Engine, Record
+from kuota.operator import jobs, names
+from kuota.operator.objects import Objects, key_of, version_of
+from kuota.operator.settings import Options
+from quota import api, convert, lifecycle
+from quota.lifecycle import Event, State
+from quota.resources import parse_amount
+from quota.workload import Admission, PodSetAdmission
+
+log = logging.getLogger(__name__)
+Body = dict[str, Any]
+CONFIG_KINDS = tuple(r.kind for r in names.CONFIG_RESOURCES)
+
+
+class Actions(Protocol):
+    """The writes ingestion asks for (implemented by :class:`kuota.operator.writer.Writer`)."""
+
+    def create_workload(self, job_key: str) -> None: ...
+    def sync_job(self, job_key: str) -> None: ...
+    def workload_problem(self, key: str, message: str) -> None: ...
+    def pods_ready(self, key: str) -> None: ...
+    def adopt(self, key: str, admission: Admission) -> None: ...
+
+
+def epoch(stamp: str | None, default: float) -> float:
+    if not stamp:
+        return default
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return default
+
+
+def admission_from_status(status: api.Admission) -> Admission:
+    """The core's Admission from a Workload's ``status.admission``."""
+    pod_sets = tuple(
+        PodSetAdmission(name=psa.name, count=psa.count or 0, flavors=dict(psa.flavors),
+                        usage={r: parse_amount(q) for r, q in psa.resource_usage.items()})
+        for psa in status.pod_set_assignments)
+    return Admission(status.cluster_queue, pod_sets)
+
+
+class Controller:
+    def __init__(self, options: Options, *, clock: Callable[[], float] = time.time) -> None:
+        self.options = options
+        self.clock = clock
+        self.objects = Objects()
+        self.engine: Engine | None = None
+        self.actions: Actions | None = None
+        #: ``Kind/key`` -> why the object is not used (its validation problems).
+        self.problems: dict[str, str] = {}
+        self.priority_classes: dict[str, int] = {}
+        #: ``Kind/key`` -> the spec last applied to the engine.
+        self._applied: dict[str, Any] = {}
+        self.workload_of_job: dict[str, str] = {}
+        self.job_of_workload: dict[str, str] = {}
+        #: Why a Workload finished, for its condition ("Succeeded" / "Failed").
+        self.finish_reasons: dict[str, str] = {}
+        #: Set when anything may let a cycle admit more; the loop waits on it.
+        self.on_change: Callable[[], None] = lambda: None
+        self.queues_dirty = True
+
+    @property
+    def leading(self) -> bool:
+        return self.engine is not None and self.actions is not None
+
+    def manages(self, namespace: str | None) -> bool:
+        return not self.options.namespaces or (namespace or "") in self.options.namespaces
+
+    # -- events in ---------------------------------------------------------------------------
+    def observe(self, kind: str, body: Body, *, deleted: bool = False) -> None:
+        """One watch event (or one answer to our own write) for a watched object."""
+        if deleted:
+            old = self.objects.drop(kind, key_of(body), version_of(body))
+            if old is None and self.objects.get(kind, key_of(body)) is not None:
+                return  # a stale deletion of an object recreated since
+        elif not self.objects.put(kind, body):
+            return  # not newer than what we have
+        if self.leading:
+            self._ingest(kind, body, deleted)
+
+    def _ingest(self, kind: str, body: Body, deleted: bool) -> None:
+        try:
+            if kind in CONFIG_KINDS:
+                self._config(kind, body, deleted)
+            elif kind == "WorkloadPriorityClass":
+                self._priority_class(body, deleted)
+            elif kind == "Namespace":
+                self._namespace(body, deleted)
+            elif kind == "Workload":
+                self._workload(body, deleted)
+            elif kind == "Job":
+                self._job(body, deleted)
+        except Exception:  # one bad object must never stop the operator
+            log.exception("could not process %s %s", kind, key_of(body))
+
+    def rebuild(self, actions: Actions) -> Engine:
+        """Start leading: a fresh engine from the objects, quota held counted before all else."""
+        self.engine = Engine(config=self.options.engine)
+        self.actions = actions
+        self.problems.clear()
+        self._applied.clear()
+        self.workload_of_job.clear()
+        self.job_of_workload.clear()
+        for body in self.objects.all("Namespace"):
+            self._namespace(body, False)
+        for body in self.objects.all("WorkloadPriorityClass"):
+            self._priority_class(body, False)
+        for kind in CONFIG_KINDS:
+            for body in self.objects.all(kind):
+                self._ingest(kind, body, False)
+        workloads = list(self.objects.all("Workload"))
+        workloads.sort(key=lambda b: not _holds_quota(b))
+        for body in workloads:
+            self._ingest("Workload", body, False)
+        for body in self.objects.all("Job"):
+            self._ingest("Job", body, False)
+        self.engine.drain_outbox()  # restoring decides nothing: there is nothing to write
+        self.queues_dirty = True
+        self.on_change()
+        return self.engine
+
+    def stop_leading(self) -> None:
+        self.engine = None
+        self.actions = None
+
+    # -- queue objects -----------------------------------------------------------------------
+    def _config(self, kind: str, body: Body, deleted: bool) -> None:
+        assert self.engine is not None
+        key = key_of(body)
+        ref = f"{kind}/{key}"
+        if deleted:
+            self.problems.pop(ref, None)
+            if self._applied.pop(ref, None) is not None:
+                self.engine.delete(kind, key)
+            self._changed()
+            return
+        spec = body.get("spec")
+        if ref in self._applied and self._applied[ref] == spec:
+            return  # a status write, or a label: nothing the engine reads
+        try:
+            obj = api.parse_object(body, source="")
+        except api.ObjectError as exc:
+            self.problems[ref] = "; ".join(f"{p.field}: {p.message}" if p.field else p.message
+                                           for p in exc.problems)
+            log.warning("%s %s is invalid and not used: %s", kind, key, self.problems[ref])
+            if self._applied.pop(ref, None) is not None:
+                self.engine.delete(kind, key)
+            self._changed()
+            return
+        self.problems.pop(ref, None)
+        self.engine.apply(convert.config(obj))
+        self._applied[ref] = spec
+        self._changed()
+
+    def _priority_class(self, body: Body, deleted: bool) -> None:
+        name = key_of(body)
+        if deleted:
+            self.priority_classes.pop(name, None)
+            return
+        value = body.get("value")
+        if isinstance(value, int) and not isinstance(value, bool):
+            self.priority_classes[name] = value
+
+    def _namespace(self, body: Body, deleted: bool) -> None:
+        assert self.engine is not None
+        if deleted:
+            return
+        name = key_of(body)
+        labels = dict((body.get("metadata") or {}).get("labels") or {})
+        if self.engine.cache.namespaces.get(name, {}) != {
+                **labels, "kubernetes.io/metadata.name": name}:
+            self.engine.set_namespace(name, labels)
+            self._changed()
+
+    def _changed(self) -> None:
+        self.queues_dirty = True
+        self.on_change()
+
+    # -- workloads ---------------------------------------------------------------------------
+    def _workload(self, body: Body, deleted: bool) -> None:
+        assert self.engine is not None and self.actions is not None
+        key = key_of(body)
+        meta = body.get("metadata") or {}
+        if not self.manages(meta.get("namespace")):
+            return
+        job_key = self._owner_job(body)
+        record = self.engine.records.get(key)
+        now = self.clock()
+        if deleted:
+            if record is not None and record.state is not State.FINISHED:
+                self.engine.finish(key, now, "the Workload was deleted")
+            self.engine.records.pop(key, None)
+            self.job_of_workload.pop(key, None)
+            if job_key is not None and self.workload_of_job.get(job_key) == key:
+                del self.workload_of_job[job_key]
+                job = self.objects.get("Job", job_key)
+                if job is not None and jobs.finished(job) is None:
+                    self.actions.create_workload(job_key)
+            self._changed()
+            return
+        if job_key is not None:
+            self.workload_of_job[job_key] = key
+            self.job_of_workload[key] = job_key
+        conditions = {c.get("type"): c.get("status")
+                      for c in (body.get("status") or {}).get("conditions") or []}
+        active = (body.get("spec") or {}).get("active", True) is not False
+        if record is None or (record.state is State.FINISHED
+                              and conditions.get("Finished") != "True"):
+            if conditions.get("Finished") != "True" and active:
+                self._new_workload(key, body)
+        elif conditions.get("Finished") == "True" and record.state is not State.FINISHED:
+            self.engine.finish(key, now, "the Workload was marked finished")
+            self._changed()
+        elif not active and record.state is not State.INACTIVE \
+                and record.state is not State.FINISHED:
+            self.engine.deactivate(key, now, "InactiveWorkload", "spec.active is false")
+            self._changed()
+        elif active and record.state is State.INACTIVE:
+            self.engine.activate(key, now)
+            self._changed()
+        if job_key is not None:
+            self.actions.sync_job(job_key)
+
+    def _new_workload(self, key: str, body: Body) -> None:
+        assert self.engine is not None and self.actions is not None
+        try:
+            obj = api.parse_object(body, source="")
+        except api.ObjectError as exc:
+            message = "; ".join(str(p) for p in exc.problems)
+            self.problems[f"Workload/{key}"] = message
+            self.actions.workload_problem(key, message)
+            return
+        assert isinstance(obj, api.Workload)
+        self.problems.pop(f"Workload/{key}", None)
+        spec = obj.spec
+        priority = spec.priority
+        if priority is None:
+            priority = self.priority_classes.get(spec.priority_class_name or "", 0)
+        now = self.clock()
+        created = epoch((body.get("metadata") or {}).get("creationTimestamp"), now)
+        info = convert.workload(obj, priority=priority, created=created)
+        admission = obj.status.admission
+        if admission is not None and obj.has_quota_reservation:
+            held = admission_from_status(admission)
+            state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
+            self._restore(info, held, created, state)
+            self.actions.adopt(key, held)
+        else:
+            self.engine.submit(info)
+        self._changed()
+
+    def _restore(self, info: Any, admission: Admission, at: float, state: State) -> Record:
+        """Re-enter a workload that holds quota: usage counted, no decision, nothing emitted."""
+        assert self.engine is not None
+        record = self.engine.submit(info)
+        self.engine.queues.remove(info.key)
+        self.engine.cache.assume(info, admission, at)
+        record.state = lifecycle.transition(info.key, record.state, Event.RESERVE)
+        if state is State.ADMITTED:
+            record.state = lifecycle.transition(info.key, record.state, Event.ADMIT)
+        record.admission, record.admitted_at = admission, at
+        record.pending_reason = record.pending_message = None
+        return record
+
+    def _owner_job(self, body: Body) -> str | None:
+        meta = body.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+                return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
+        return None
+
+    # -- jobs --------------------------------------------------------------------------------
+    def job_queue(self, job: Body) -> str | None:
+        return jobs.queue_of(job, default_queue=self.options.default_queue,
+                             queue_exists=self.queue_exists)
+
+    def queue_exists(self, namespace: str, name: str) -> bool:
+        return self.objects.get("LocalQueue", f"{namespace}/{name}") is not None
+
+    def _job(self, body: Body, deleted: bool) -> None:
+        assert self.engine is not None and self.actions is not None
+        key = key_of(body)
+        if deleted or not self.manages((body.get("metadata") or {}).get("namespace")):
+            return  # its Workload goes with it (owner reference); that deletion finishes it
+        if self.job_queue(body) is None:
+            return
+        workload = self.workload_of_job.get(key)
+        if workload is None:
+            if jobs.finished(body) is None:
+                self.actions.create_workload(key)
+                self.actions.sync_job(key)
+            return
+        record = self.engine.records.get(workload)
+        if record is None:
+            return
+        ended = jobs.finished(body)
+        if ended is not None and record.state is not State.FINISHED:
+            self.finish_reasons[workload] = ended[0]
+            self.engine.finish(workload, self.clock(), ended[1])
+            self._changed()
+            return
+        if record.state is State.ADMITTED and not record.pods_ready and jobs.pods_ready(body):
+            self.engine.pods_ready(workload, self.clock())
+            self.actions.pods_ready(workload)
+        self.actions.sync_job(key)
+
+
+def _holds_quota(body: Body) -> bool:
+    status = body.get("status") or {}
+    return bool(status.get("admission")) and any(
+        c.get("type") == "QuotaReserved" and c.get("status") == "True"
+        for c in status.get("conditions") or [])

@@ -1,0 +1,100 @@
+"""kopf wiring: watches feed the controller, the webhook suspends Jobs, startup runs the rest.
+
+Handlers only translate: a watch event becomes :meth:`Controller.observe`,
+an AdmissionReview becomes :func:`kuota.operator.webhooks.job_needs_suspend`.
+Everything is registered in a registry of its own (never kopf's global
+one), so tests can run several operators in one process.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+
+from kuota.operator import names, probes, webhooks
+from kuota.operator.loop import Operator
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    """The HTTPS server kopf runs for the mutating webhook."""
+
+    addr: str = "0.0.0.0"
+    port: int = 9443
+    certfile: str | None = None
+    pkeyfile: str | None = None
+    #: Host name in the URL kopf writes into a managed webhook configuration.
+    host: str | None = None
+    #: Name of a webhook configuration kopf keeps up to date (None: manifests provide it).
+    managed: str | None = None
+    #: Serve plain HTTP (only for tests behind something that terminates TLS).
+    insecure: bool = False
+
+
+def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = None, *,
+                   webhook: WebhookOptions | None = None,
+                   probe_addr: tuple[str, int] | None = None) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+    controller = operator.controller
+    state: dict[str, Any] = {}
+
+    @kopf.on.login(registry=registry)
+    def login(settings: kopf.OperatorSettings, **kwargs: Any) -> kopf.ConnectionInfo | None:
+        info = connection or kopf.login_with_service_account(settings=settings, **kwargs) \
+            or kopf.login_with_kubeconfig(settings=settings, **kwargs)
+        state["info"] = info
+        return info
+
+    @kopf.on.startup(registry=registry)
+    async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.level = logging.WARNING
+        # One INFO line per handled watch event costs more than handling it.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+        settings.watching.reconnect_backoff = 0.5
+        settings.queueing.idle_timeout = 10.0
+        if webhook is not None:
+            settings.admission.server = kopf.WebhookServer(
+                addr=webhook.addr, port=webhook.port, certfile=webhook.certfile,
+                pkeyfile=webhook.pkeyfile, host=webhook.host, insecure=webhook.insecure)
+            settings.admission.managed = webhook.managed
+        info = state.get("info") or connection
+        if info is None:
+            raise kopf.PermanentError("no credentials: no service account and no kubeconfig")
+        await operator.start(info)
+        if probe_addr is not None:
+            state["probes"] = await probes.serve(operator, *probe_addr)
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(**_: Any) -> None:
+        if "probes" in state:
+            await state["probes"].cleanup()
+        await operator.stop()
+
+    for kind, res in names.WATCHED.items():
+        if kind == "Pod":
+            continue
+
+        async def observe(event: kopf.RawEvent, kind: str = kind, **_: Any) -> None:
+            body: dict[str, Any] = dict(event["object"])
+            controller.observe(kind, body, deleted=event["type"] == "DELETED")
+
+        kopf.on.event(res.group, res.version, res.plural, id=f"watch-{res.plural}",
+                      registry=registry)(observe)
+
+    if webhook is not None:
+        @kopf.on.mutate("batch", "v1", "jobs", id="suspend-jobs", operations=["CREATE"],
+                        registry=registry)
+        async def suspend_jobs(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+            try:
+                suspend = webhooks.job_needs_suspend(
+                    dict(body), default_queue=operator.options.default_queue,
+                    queue_exists=controller.queue_exists)
+            except webhooks.Rejected as exc:
+                raise kopf.AdmissionError(str(exc), code=422) from exc
+            if suspend:
+                patch.spec["suspend"] = True
+
+    return registry

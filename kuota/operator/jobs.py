@@ -1,0 +1,232 @@
+"""Jobs (``batch/v1``) as workloads: what a Job asks for, and how admission changes it.
+
+Pure functions over Job bodies (dicts as the API returns them); no I/O.
+
+* A queue-labelled Job becomes one Workload owned by it, with one podSet
+  ``main`` of ``min(parallelism, completions)`` pods whose template is the
+  Job's pod template (requests summed the Kubernetes way by the API model:
+  containers, the largest init container, overhead), and ``minCount`` from
+  the ``kuota.dev/job-min-parallelism`` annotation (partial admission).
+* When the Workload is admitted the Job is *started*: the flavors' node
+  labels are merged into ``nodeSelector``, their tolerations appended,
+  ``parallelism`` set to the admitted count, ``suspend`` cleared — and what
+  was there before is saved in an annotation.
+* When it is evicted (or was never admitted) the Job is *stopped*:
+  suspended, with the saved template fields put back.
+
+Both are written as JSON merge patches computed from the Job as last seen,
+and are ``None`` when the Job already is as it should be, so replaying a
+decision (after a restart, or a watch event of our own write) writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kuota.operator import names
+from quota.api import API_VERSION
+from quota.config import FlavorConfig
+from quota.workload import Admission
+
+Body = dict[str, Any]
+POD_SET = "main"
+
+
+def queue_of(job: Body, *, default_queue: bool,
+             queue_exists: Callable[[str, str], bool]) -> str | None:
+    """The LocalQueue a Job is submitted to, or None if kuota does not manage it."""
+    meta = job.get("metadata") or {}
+    queue = names.first_of(meta.get("labels"), names.QUEUE_LABELS)
+    if queue:
+        return queue
+    if default_queue and queue_exists(meta.get("namespace") or "default", names.DEFAULT_QUEUE):
+        return names.DEFAULT_QUEUE
+    return None
+
+
+def workload_name(job: Body) -> str:
+    meta = job["metadata"]
+    return f"job-{meta['name']}-{str(meta.get('uid') or '')[:5]}".rstrip("-")
+
+
+def pod_count(job: Body) -> int:
+    spec = job.get("spec") or {}
+    raw = spec.get("parallelism")
+    parallelism = 1 if raw is None else int(raw)
+    completions = spec.get("completions")
+    if completions is None:
+        return parallelism
+    return min(parallelism, int(completions))
+
+
+def original_fields(job: Body) -> Body:
+    """The template fields admission changes, as they were before kuota touched them."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    saved = annotations.get(names.ORIGINAL_ANNOTATION)
+    if saved:
+        try:
+            data = json.loads(saved)
+            if isinstance(data, dict):
+                return data
+        except ValueError:
+            pass
+    spec = job.get("spec") or {}
+    pod = ((spec.get("template") or {}).get("spec")) or {}
+    return {"nodeSelector": dict(pod.get("nodeSelector") or {}),
+            "tolerations": list(pod.get("tolerations") or []),
+            "parallelism": spec.get("parallelism")}
+
+
+def workload_for(job: Body, *, queue: str, priority: int,
+                 priority_class: str | None) -> Body:
+    """The Workload manifest standing for ``job``."""
+    meta = job["metadata"]
+    spec = job.get("spec") or {}
+    template = json.loads(json.dumps(spec.get("template") or {}))
+    original = original_fields(job)
+    pod = template.setdefault("spec", {})
+    pod["nodeSelector"] = original["nodeSelector"]
+    pod["tolerations"] = original["tolerations"]
+    for key in ("nodeSelector", "tolerations"):
+        if not pod[key]:
+            del pod[key]
+    tmeta = template.get("metadata") or {}
+    template["metadata"] = {k: tmeta[k] for k in ("labels", "annotations") if tmeta.get(k)}
+    # Counted from the parallelism the user asked for, not one kuota set for partial admission.
+    count = pod_count(dict(job, spec=dict(spec, parallelism=original.get("parallelism"))))
+    pod_set: Body = {"name": POD_SET, "count": count, "template": template}
+    min_count = names.first_of(meta.get("annotations"), names.MIN_PARALLELISM_ANNOTATIONS)
+    if min_count is not None and min_count.isdigit() and 0 < int(min_count) < count:
+        pod_set["minCount"] = int(min_count)
+    workload_spec: Body = {"podSets": [pod_set], "queueName": queue, "priority": priority}
+    if priority_class:
+        workload_spec["priorityClassRef"] = {"group": "kuota.dev",
+                                             "kind": "WorkloadPriorityClass",
+                                             "name": priority_class}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": workload_name(job),
+            "namespace": meta.get("namespace") or "default",
+            "labels": {names.JOB_UID_LABEL: str(meta.get("uid") or "")},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
+                                 "uid": meta.get("uid") or "", "controller": True,
+                                 "blockOwnerDeletion": True}],
+        },
+        "spec": workload_spec,
+    }
+
+
+def finished(job: Body) -> tuple[str, str] | None:
+    """("Succeeded" | "Failed", message) once the Job is complete or failed."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Complete":
+            return "Succeeded", condition.get("message") or "Job finished successfully"
+        if condition.get("type") == "Failed":
+            return "Failed", condition.get("message") or condition.get("reason") or "Job failed"
+    return None
+
+
+def pods_ready(job: Body) -> bool:
+    """Every pod the Job runs now is ready (or already succeeded), as Kueue counts it."""
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    want = pod_count(job)
+    have = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
+    return not spec.get("suspend") and want > 0 and have >= want
+
+
+def fingerprint(admission: Admission) -> str:
+    """What the admission annotation records: queue, flavors and counts."""
+    parts = [admission.cluster_queue]
+    for ps in admission.pod_sets:
+        flavors = ",".join(f"{r}={f}" for r, f in sorted(ps.flavors.items()))
+        parts.append(f"{ps.name}:{ps.count}:{flavors}")
+    return ";".join(parts)
+
+
+def node_constraints(admission: Admission, flavors: Mapping[str, FlavorConfig],
+                     pod_set: str = POD_SET) -> tuple[dict[str, str], list[Body]]:
+    """Node labels to require and tolerations to add for one admitted podSet."""
+    labels: dict[str, str] = {}
+    tolerations: list[Body] = []
+    for ps in admission.pod_sets:
+        if ps.name != pod_set:
+            continue
+        for flavor_name in dict.fromkeys(ps.flavors.values()):
+            flavor = flavors.get(flavor_name)
+            if flavor is None:
+                continue
+            labels.update(flavor.node_labels)
+            for toleration in flavor.tolerations:
+                as_dict = _toleration(toleration)
+                if as_dict not in tolerations:
+                    tolerations.append(as_dict)
+    return labels, tolerations
+
+
+def _toleration(toleration: Any) -> Body:
+    if hasattr(toleration, "to_dict"):
+        result: Body = toleration.to_dict()
+        return result
+    return dict(toleration)
+
+
+def start_patch(job: Body, admission: Admission, flavors: Mapping[str, FlavorConfig],
+                workload_count: int) -> Body | None:
+    """The merge patch that starts ``job`` under ``admission``; None if it already runs so."""
+    meta = job.get("metadata") or {}
+    mark = fingerprint(admission)
+    spec = job.get("spec") or {}
+    if (meta.get("annotations") or {}).get(names.ADMISSION_ANNOTATION) == mark \
+            and spec.get("suspend") is False:
+        return None
+    original = original_fields(job)
+    labels, tolerations = node_constraints(admission, flavors)
+    selector = dict(original["nodeSelector"])
+    selector.update(labels)
+    current = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    selector_patch: Body = {k: None for k in current if k not in selector}
+    selector_patch.update(selector)
+    merged = list(original["tolerations"])
+    merged += [t for t in tolerations if t not in merged]
+    pod: Body = {"nodeSelector": selector_patch or None, "tolerations": merged or None}
+    count = next((ps.count for ps in admission.pod_sets if ps.name == POD_SET), workload_count)
+    patch_spec: Body = {"suspend": False, "template": {"spec": pod}}
+    if count != workload_count:
+        patch_spec["parallelism"] = count
+    return {
+        "metadata": {"annotations": {names.ADMISSION_ANNOTATION: mark,
+                                     names.ORIGINAL_ANNOTATION: json.dumps(original,
+                                                                           sort_keys=True)}},
+        "spec": patch_spec,
+    }
+
+
+def stop_patch(job: Body) -> Body | None:
+    """The merge patch that suspends ``job`` and restores its template; None if stopped."""
+    meta = job.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    spec = job.get("spec") or {}
+    touched = names.ORIGINAL_ANNOTATION in annotations or names.ADMISSION_ANNOTATION in annotations
+    if spec.get("suspend") is True and not touched:
+        return None
+    patch_spec: Body = {"suspend": True}
+    if touched:
+        original = original_fields(job)
+        current = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+        selector: Body = {k: None for k in current if k not in original["nodeSelector"]}
+        selector.update(original["nodeSelector"])
+        patch_spec["template"] = {"spec": {"nodeSelector": selector or None,
+                                           "tolerations": original["tolerations"] or None}}
+        if original.get("parallelism") is not None:
+            patch_spec["parallelism"] = original["parallelism"]
+    patch: Body = {"spec": patch_spec}
+    if touched:
+        patch["metadata"] = {"annotations": {names.ORIGINAL_ANNOTATION: None,
+                                             names.ADMISSION_ANNOTATION: None}}
+    return patch

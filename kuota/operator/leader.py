@@ -1,0 +1,95 @@
+"""Leader election with a ``coordination.k8s.io/v1`` Lease: one replica decides.
+
+Every replica watches and serves the webhook; only the holder of the Lease
+runs admission cycles and writes decisions. A replica takes the Lease when
+it is free, held by itself, or not renewed for ``leaseDurationSeconds``;
+every write carries the resourceVersion it read, so two replicas racing for
+an expired Lease cannot both win (the loser gets 409). The holder renews
+every ``renew`` seconds and steps down as soon as a renewal fails — before
+the Lease can expire and someone else take it, since ``renew`` is well
+below the duration. On a clean shutdown it clears the holder so a standby
+takes over at once.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kuota.operator import names
+from kuota.operator.client import ApiError, Client
+
+log = logging.getLogger(__name__)
+
+
+def micro_time(at: float) -> str:
+    moment = datetime.datetime.fromtimestamp(at, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str | None) -> float:
+    if not text:
+        return 0.0
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+class Elector:
+    def __init__(self, client: Client, *, name: str, namespace: str, identity: str,
+                 duration: float, clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.name, self.namespace, self.identity = name, namespace, identity
+        self.duration = duration
+        self.clock = clock
+
+    def _spec(self, lease: dict[str, Any] | None, now: float) -> dict[str, Any]:
+        old = (lease or {}).get("spec") or {}
+        mine = old.get("holderIdentity") == self.identity
+        return {"holderIdentity": self.identity,
+                "leaseDurationSeconds": max(1, round(self.duration)),
+                "acquireTime": old.get("acquireTime") if mine else micro_time(now),
+                "renewTime": micro_time(now),
+                "leaseTransitions": int(old.get("leaseTransitions") or 0) + (0 if mine else 1)}
+
+    async def try_acquire(self) -> bool:
+        """Take or renew the Lease; False if another replica holds it (or won the race)."""
+        now = self.clock()
+        try:
+            lease = await self.client.find(names.LEASES, self.name, self.namespace)
+            if lease is None:
+                spec = dict(self._spec(None, now), leaseTransitions=0)
+                body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                        "metadata": {"name": self.name, "namespace": self.namespace},
+                        "spec": spec}
+                await self.client.create(names.LEASES, body, self.namespace)
+                return True
+            spec = lease.get("spec") or {}
+            holder = spec.get("holderIdentity")
+            expires = parse_time(spec.get("renewTime")) + float(
+                spec.get("leaseDurationSeconds") or self.duration)
+            if holder and holder != self.identity and expires > now:
+                return False
+            patch = {"metadata": {"resourceVersion": lease["metadata"]["resourceVersion"]},
+                     "spec": self._spec(lease, now)}
+            await self.client.patch(names.LEASES, self.name, patch, self.namespace)
+            return True
+        except ApiError as exc:
+            if exc.status not in (409, 0) and exc.status < 500:
+                log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            return False
+
+    async def release(self) -> None:
+        try:
+            lease = await self.client.find(names.LEASES, self.name, self.namespace)
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
+            patch = {"metadata": {"resourceVersion": lease["metadata"]["resourceVersion"]},
+                     "spec": {"holderIdentity": None, "renewTime": None, "acquireTime": None}}
+            await self.client.patch(names.LEASES, self.name, patch, self.namespace)
+        except ApiError as exc:
+            log.info("lease %s/%s not released: %s", self.namespace, self.name, exc)

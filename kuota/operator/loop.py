@@ -1,0 +1,184 @@
+"""The operator at run time: leadership, the initial list, the cycle loop, the status loop.
+
+:class:`Operator` runs inside kopf's event loop (started by a startup
+handler). Until it leads, watch events only refresh the object cache. When
+it leads — at once when no Lease is configured — it:
+
+1. lists every watched resource (list-then-watch: the watch may have missed
+   things while another replica led) and merges the lists into the cache;
+2. rebuilds the engine from the cache (:meth:`Controller.rebuild`), so every
+   Workload that holds quota is counted before the first cycle;
+3. runs the **cycle loop**: wait until something changed (or the engine's
+   next timer), run cycles until idle, hand the outbox to the writer; and the
+   **status loop**: every ``status_interval`` write queue statuses and why
+   workloads wait;
+4. renews the Lease; when that fails it stops the loops, drops the engine
+   and waits to lead again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+
+import kopf
+
+from kuota.operator import names
+from kuota.operator.client import ApiError, Client
+from kuota.operator.controller import Controller
+from kuota.operator.leader import Elector
+from kuota.operator.metrics import Metrics
+from kuota.operator.objects import key_of
+from kuota.operator.settings import Options
+from kuota.operator.writer import Writer
+
+log = logging.getLogger(__name__)
+
+#: The longest the cycle loop sleeps with nothing to do (a safety net, not a timer).
+IDLE_WAKEUP = 5.0
+
+
+class Operator:
+    def __init__(self, options: Options, *, clock: Callable[[], float] = time.time) -> None:
+        self.options = options
+        self.identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
+        self.controller = Controller(options, clock=clock)
+        self.metrics = Metrics()
+        self.client: Client | None = None
+        self.writer: Writer | None = None
+        self.elector: Elector | None = None
+        self._wake: asyncio.Event | None = None
+        self._main: asyncio.Task[None] | None = None
+        #: Set once this replica leads and its engine is rebuilt (readiness).
+        self.ready = asyncio.Event()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self, info: kopf.ConnectionInfo) -> None:
+        self.client = Client(info, connections=self.options.write_concurrency + 8)
+        self._wake = asyncio.Event()
+        wake = self._wake
+        self.controller.on_change = wake.set
+        if self.options.lease_name:
+            self.elector = Elector(self.client, name=self.options.lease_name,
+                                   namespace=self.options.lease_namespace,
+                                   identity=self.identity,
+                                   duration=self.options.lease_duration)
+        self._main = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._main is not None:
+            self._main.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._main
+        if self.writer is not None:
+            await self.writer.drain(timeout=5)
+            self.writer.cancel()
+        if self.elector is not None:
+            await self.elector.release()
+        if self.client is not None:
+            await self.client.close()
+
+    async def _run(self) -> None:
+        while True:
+            if self.elector is not None:
+                while not await self.elector.try_acquire():
+                    await asyncio.sleep(self.options.lease_renew)
+                log.info("leading as %s", self.identity)
+            try:
+                await self._lead()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("leading failed; starting over")
+                await asyncio.sleep(1)
+            finally:
+                self.ready.clear()
+                self.controller.stop_leading()
+                if self.writer is not None:
+                    self.writer.cancel()
+
+    async def _lead(self) -> None:
+        assert self.client is not None
+        self.writer = Writer(self.controller, self.client, self.metrics, identity=self.identity)
+        await self.list_all()
+        self.controller.rebuild(self.writer)
+        self.ready.set()
+        tasks = [asyncio.create_task(self._cycles()), asyncio.create_task(self._statuses())]
+        if self.elector is not None:
+            tasks.append(asyncio.create_task(self._renew()))
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def list_all(self) -> None:
+        """Read every watched resource and merge it into the object cache."""
+        assert self.client is not None
+        for kind, res in names.WATCHED.items():
+            if kind == "Pod":
+                continue
+            scopes: tuple[str | None, ...] = (None,)
+            if res.namespaced and self.options.namespaces:
+                scopes = self.options.namespaces
+            for namespace in scopes:
+                try:
+                    items, version = await self.client.list(res, namespace)
+                except ApiError as exc:
+                    if exc.status == 404:  # the CRD is not installed
+                        log.warning("cannot list %s: %s", res.plural, exc)
+                        continue
+                    raise
+                for item in items:
+                    self.controller.objects.put(kind, item)
+                listed = {key_of(i) for i in items}
+                if namespace is None:
+                    self.controller.objects.forget_missing(kind, listed, version)
+
+    # -- loops -------------------------------------------------------------------------------
+    async def _cycles(self) -> None:
+        assert self._wake is not None and self.writer is not None
+        controller, wake = self.controller, self._wake
+        while True:
+            engine = controller.engine
+            if engine is None:
+                return
+            now = controller.clock()
+            wakeup = engine.next_wakeup()
+            timeout = IDLE_WAKEUP if wakeup is None else min(IDLE_WAKEUP, max(0.0, wakeup - now))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout)
+            wake.clear()
+            results = engine.run_until_idle(controller.clock())
+            self.metrics.cycles.inc(len(results))
+            events = engine.drain_outbox()
+            if events:
+                self.writer.persist(events)
+            await asyncio.sleep(0)  # let watch events in between cycles
+
+    async def _statuses(self) -> None:
+        assert self.writer is not None
+        while True:
+            try:
+                await self.writer.sync_statuses()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("status sync failed")
+            await asyncio.sleep(self.options.status_interval)
+
+    async def _renew(self) -> None:
+        assert self.elector is not None
+        while True:
+            await asyncio.sleep(self.options.lease_renew)
+            if not await self.elector.try_acquire():
+                log.warning("lost the lease %s; standing by", self.options.lease_name)
+                return

@@ -1,0 +1,101 @@
+"""The names the operator reads and writes: resources, labels, annotations, reasons.
+
+Every label and annotation is listed once here, with Kueue's spelling next
+to kuota's where Kueue has one: a Job written for Kueue works unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from quota.api import GROUP, VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class Res:
+    """A served resource: where its objects live in the API."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None,
+             subresource: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+def _kuota(plural: str, kind: str, namespaced: bool = False) -> Res:
+    return Res(GROUP, VERSION, plural, kind, namespaced)
+
+
+RESOURCE_FLAVORS: Final = _kuota("resourceflavors", "ResourceFlavor")
+COHORTS: Final = _kuota("cohorts", "Cohort")
+CLUSTER_QUEUES: Final = _kuota("clusterqueues", "ClusterQueue")
+LOCAL_QUEUES: Final = _kuota("localqueues", "LocalQueue", namespaced=True)
+ADMISSION_CHECKS: Final = _kuota("admissionchecks", "AdmissionCheck")
+PRIORITY_CLASSES: Final = _kuota("workloadpriorityclasses", "WorkloadPriorityClass")
+WORKLOADS: Final = _kuota("workloads", "Workload", namespaced=True)
+JOBS: Final = Res("batch", "v1", "jobs", "Job", True)
+PODS: Final = Res("", "v1", "pods", "Pod", True)
+NAMESPACES: Final = Res("", "v1", "namespaces", "Namespace", False)
+EVENTS: Final = Res("", "v1", "events", "Event", True)
+LEASES: Final = Res("coordination.k8s.io", "v1", "leases", "Lease", True)
+
+#: Queue objects, in the order a rebuild feeds them to the engine.
+CONFIG_RESOURCES: Final = (RESOURCE_FLAVORS, ADMISSION_CHECKS, COHORTS, CLUSTER_QUEUES,
+                           LOCAL_QUEUES)
+#: Everything the operator watches, by kind.
+WATCHED: Final = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, *CONFIG_RESOURCES, WORKLOADS,
+                                      JOBS, PODS)}
+
+KUEUE: Final = "kueue.x-k8s.io"
+
+#: The LocalQueue a Job or pod group is submitted to.
+QUEUE_LABELS: Final = (f"{GROUP}/queue-name", f"{KUEUE}/queue-name")
+#: The WorkloadPriorityClass of a Job or pod group.
+PRIORITY_LABELS: Final = (f"{GROUP}/priority-class", f"{KUEUE}/priority-class")
+#: Fewest pods a Job may start with (partial admission).
+MIN_PARALLELISM_ANNOTATIONS: Final = (f"{GROUP}/job-min-parallelism",
+                                      f"{KUEUE}/job-min-parallelism")
+#: Plain pods that form one workload, and how many pods the group has.
+POD_GROUP_LABELS: Final = (f"{GROUP}/pod-group-name", f"{KUEUE}/pod-group-name")
+POD_GROUP_COUNT_ANNOTATIONS: Final = (f"{GROUP}/pod-group-total-count",
+                                      f"{KUEUE}/pod-group-total-count")
+#: Scheduling gate held on a pod group's pods until the group is admitted.
+ADMISSION_GATE: Final = f"{GROUP}/admission"
+
+#: On a Job kuota changed at admission: what to put back on eviction (JSON).
+ORIGINAL_ANNOTATION: Final = f"{GROUP}/original-pod-template"
+#: On a Job or pod kuota started: the admission it runs under.
+ADMISSION_ANNOTATION: Final = f"{GROUP}/admission"
+#: On a Workload: the Job or pod group it stands for.
+JOB_UID_LABEL: Final = f"{GROUP}/job-uid"
+POD_GROUP_LABEL: Final = f"{GROUP}/pod-group"
+#: LocalQueue used for unlabelled Jobs when the deployment opts in.
+DEFAULT_QUEUE: Final = "default"
+
+#: Who writes Events and leases.
+COMPONENT: Final = "kuota-operator"
+
+
+def first_of(mapping: dict[str, str] | None, keys: tuple[str, ...]) -> str | None:
+    """The value of the first of ``keys`` present in ``mapping`` (kuota's spelling wins)."""
+    for key in keys:
+        if mapping and mapping.get(key):
+            return mapping[key]
+    return None

@@ -1,0 +1,31 @@
+"""Deployment settings of the operator (``kuota operator`` flags map onto these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from quota.config import EngineConfig
+
+
+@dataclass(frozen=True)
+class Options:
+    #: Namespaces whose Jobs and Workloads are managed; empty: all (cluster-wide).
+    namespaces: tuple[str, ...] = ()
+    #: Submit unlabelled Jobs to a LocalQueue named ``default`` when the namespace has one.
+    default_queue: bool = False
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    #: How often queue statuses and waiting workloads' reasons are written (seconds).
+    status_interval: float = 1.0
+    #: Writes in flight at once.
+    write_concurrency: int = 32
+    #: Re-reads after a 409 Conflict before a write is given up.
+    conflict_retries: int = 5
+    #: Post Kubernetes Events on Jobs and Workloads.
+    events: bool = True
+    #: Leader election: a Lease in ``lease_namespace``; None runs as the only replica.
+    lease_name: str | None = "kuota-operator"
+    lease_namespace: str = "kuota-system"
+    lease_duration: float = 15.0
+    lease_renew: float = 5.0
+    #: This replica's identity in the Lease (default: host name and process id).
+    identity: str = ""

@@ -1,0 +1,242 @@
+"""What the operator writes into status: pure functions from engine state to patches.
+
+* Workload status follows Kueue's conditions: ``QuotaReserved`` (with
+  ``status.admission``), ``Admitted``, ``Evicted`` and ``Preempted`` (with
+  Kueue's reasons), ``Requeued``, ``PodsReady``, ``Finished``. A waiting
+  workload gets ``QuotaReserved=False`` with the engine's reason and message,
+  which is how ``kubectl describe`` tells a user why it waits.
+* ClusterQueue status: pending / reserving / admitted counts,
+  ``flavorsReservation`` (every workload holding quota) and ``flavorsUsage``
+  (admitted ones), each with the part ``borrowed`` above the nominal quota,
+  and ``Active`` with the reason the cache gives for an inactive queue.
+* LocalQueue status: the same counts and reservations for its workloads.
+
+Conditions keep their ``lastTransitionTime`` while their status does not
+change, as Kubernetes conventions ask.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from admission.engine import Engine
+from admission.events import Kind, WorkloadEvent
+from quota.lifecycle import State
+from quota.resources import Amount, FlavorResource, format_amount
+from quota.workload import Admission
+
+Body = dict[str, Any]
+
+
+def timestamp(at: float) -> str:
+    moment = datetime.datetime.fromtimestamp(at, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition(type_: str, status: bool, reason: str, message: str, at: float) -> Body:
+    return {"type": type_, "status": "True" if status else "False", "reason": reason or type_,
+            "message": message, "lastTransitionTime": timestamp(at)}
+
+
+def merge_conditions(existing: Iterable[Body], updates: Iterable[Body]) -> list[Body]:
+    """``existing`` with each update replacing its type; unchanged statuses keep their time."""
+    result = [dict(c) for c in existing]
+    for update in updates:
+        for i, current in enumerate(result):
+            if current.get("type") == update["type"]:
+                if current.get("status") == update["status"]:
+                    update = dict(update, lastTransitionTime=current.get("lastTransitionTime")
+                                  or update["lastTransitionTime"])
+                result[i] = update
+                break
+        else:
+            result.append(update)
+    return result
+
+
+def admission_status(admission: Admission) -> Body:
+    return {"clusterQueue": admission.cluster_queue,
+            "podSetAssignments": [
+                {"name": ps.name, "flavors": dict(ps.flavors), "count": ps.count,
+                 "resourceUsage": {r: format_amount(a, r) for r, a in sorted(ps.usage.items())}}
+                for ps in admission.pod_sets]}
+
+
+def _admitted_message(event: WorkloadEvent) -> str:
+    assert event.admission is not None
+    return f"Quota reserved in ClusterQueue {event.admission.cluster_queue}"
+
+
+def workload_status(current: Body, event: WorkloadEvent) -> Body:
+    """The ``status`` merge patch that records ``event`` on a Workload body."""
+    at = event.at
+    conditions = (current.get("status") or {}).get("conditions") or []
+    updates: list[Body] = []
+    patch: Body = {}
+    if event.kind in (Kind.QUOTA_RESERVED, Kind.ADMITTED) and event.admission is not None:
+        patch["admission"] = admission_status(event.admission)
+        updates.append(condition("QuotaReserved", True, "QuotaReserved",
+                                 _admitted_message(event), at))
+        admitted = event.kind is Kind.ADMITTED
+        updates.append(condition("Admitted", admitted, "Admitted" if admitted else "Pending",
+                                 "The workload is admitted" if admitted
+                                 else "Waiting for admission checks", at))
+        updates.append(condition("Evicted", False, "Admitted", "", at))
+        if any(c.get("type") == "Requeued" for c in conditions):
+            updates.append(condition("Requeued", False, "Admitted", "", at))
+        if any(c.get("type") == "Preempted" for c in conditions):
+            updates.append(condition("Preempted", False, "Admitted", "", at))
+    elif event.kind in (Kind.EVICTED, Kind.DEACTIVATED):
+        patch["admission"] = None
+        message = event.message or event.reason
+        reason = event.reason if event.kind is Kind.EVICTED else "Deactivated"
+        updates += [condition("QuotaReserved", False, "Pending", message, at),
+                    condition("Admitted", False, "NoReservation", message, at),
+                    condition("Evicted", True, reason, message, at)]
+        if event.reason == "Preempted":
+            updates.append(condition("Preempted", True, event.detail or "Preempted", message, at))
+        if event.kind is Kind.EVICTED:
+            updates.append(condition("Requeued", event.reason != "PodsReadyTimeout",
+                                     event.reason, message, at))
+        updates.append(condition("PodsReady", False, "Evicted", message, at))
+    elif event.kind is Kind.REQUEUED:
+        updates.append(condition("Requeued", True, event.reason or "BackoffFinished",
+                                 "The workload is back in its queue", at))
+    elif event.kind is Kind.FINISHED:
+        updates.append(condition("Finished", True, event.reason or "Succeeded",
+                                 event.message or "The workload finished", at))
+    patch["conditions"] = merge_conditions(conditions, updates)
+    return {"status": patch}
+
+
+def pending_status(current: Body, reason: str, message: str, at: float) -> Body | None:
+    """``QuotaReserved=False`` with why the workload waits; None if already written."""
+    conditions = (current.get("status") or {}).get("conditions") or []
+    old = next((c for c in conditions if c.get("type") == "QuotaReserved"), None)
+    if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == \
+            ("False", reason, message):
+        return None
+    update = condition("QuotaReserved", False, reason, message, at)
+    return {"status": {"conditions": merge_conditions(conditions, [update])}}
+
+
+def pods_ready_status(current: Body, at: float) -> Body | None:
+    conditions = (current.get("status") or {}).get("conditions") or []
+    if any(c.get("type") == "PodsReady" and c.get("status") == "True" for c in conditions):
+        return None
+    update = condition("PodsReady", True, "PodsReady", "All pods reached readiness", at)
+    return {"status": {"conditions": merge_conditions(conditions, [update])}}
+
+
+# -- queues ------------------------------------------------------------------------------------
+
+def _flavor_usage(usage: Mapping[FlavorResource, Amount],
+                  nominal: Mapping[FlavorResource, Amount], order: list[FlavorResource],
+                  with_borrowed: bool = True) -> list[Body]:
+    flavors: dict[str, list[Body]] = {}
+    for fr in order:
+        total = usage.get(fr, 0)
+        entry: Body = {"name": fr.resource, "total": format_amount(total, fr.resource)}
+        if with_borrowed:
+            borrowed = max(0, total - nominal.get(fr, 0))
+            entry["borrowed"] = format_amount(borrowed, fr.resource)
+        flavors.setdefault(fr.flavor, []).append(entry)
+    return [{"name": name, "resources": resources} for name, resources in flavors.items()]
+
+
+def _sum(admissions: Iterable[Admission]) -> dict[FlavorResource, Amount]:
+    total: dict[FlavorResource, Amount] = {}
+    for admission in admissions:
+        for fr, amount in admission.usage().items():
+            total[fr] = total.get(fr, 0) + amount
+    return total
+
+
+def cluster_queue_status(engine: Engine, name: str, current: Body, at: float,
+                         problem: str | None = None) -> Body:
+    """The ``status`` patch of ClusterQueue ``name``; ``problem``: why its spec is invalid."""
+    conditions = (current.get("status") or {}).get("conditions") or []
+    cq = engine.cache.cluster_queues.get(name)
+    if problem is not None or cq is None:
+        active = condition("Active", False, "InvalidSpec" if problem else "NotFound",
+                           f"Can't admit new workloads: {problem or 'not loaded'}", at)
+        return {"status": {"conditions": merge_conditions(conditions, [active]),
+                           "pendingWorkloads": 0, "reservingWorkloads": 0,
+                           "admittedWorkloads": 0}}
+    inactive = engine.cache.inactive.get(name)
+    active = (condition("Active", False, inactive.reason, inactive.message, at) if inactive
+              else condition("Active", True, "Ready", "Can admit new workloads", at))
+    holding = engine.cache.workloads.get(name, {})
+    admitted = [e.admission for key, e in holding.items()
+                if engine.records.get(key) is not None
+                and engine.records[key].state is State.ADMITTED]
+    queue = engine.queues.queues.get(name)
+    nominal = {fr: q.nominal for fr, q in cq.quotas.items()}
+    order = list(cq.quotas)
+    return {"status": {
+        "conditions": merge_conditions(conditions, [active]),
+        "pendingWorkloads": len(queue) if queue is not None else 0,
+        "reservingWorkloads": len(holding),
+        "admittedWorkloads": len(admitted),
+        "flavorsReservation": _flavor_usage(_sum(e.admission for e in holding.values()),
+                                            nominal, order),
+        "flavorsUsage": _flavor_usage(_sum(admitted), nominal, order),
+    }}
+
+
+def local_queue_status(engine: Engine, key: str, current: Body, at: float) -> Body:
+    """The ``status`` patch of LocalQueue ``namespace/name``."""
+    conditions = (current.get("status") or {}).get("conditions") or []
+    namespace, _, name = key.partition("/")
+    lq = engine.cache.local_queues.get(key)
+    pending = reserving = admitted_count = 0
+    reserved: list[Admission] = []
+    admitted: list[Admission] = []
+    for record in engine.records.values():
+        info = record.info
+        if info.namespace != namespace or info.queue_name != name:
+            continue
+        if record.state is State.PENDING:
+            pending += 1
+        elif record.admission is not None and record.state in (State.QUOTA_RESERVED,
+                                                               State.ADMITTED):
+            reserving += 1
+            reserved.append(record.admission)
+            if record.state is State.ADMITTED:
+                admitted_count += 1
+                admitted.append(record.admission)
+    if lq is None:
+        active = condition("Active", False, "InvalidSpec", "Can't submit new workloads", at)
+    elif lq.cluster_queue not in engine.cache.cluster_queues:
+        active = condition("Active", False, "ClusterQueueDoesNotExist",
+                           f"Can't submit new workloads to ClusterQueue {lq.cluster_queue}", at)
+    elif lq.cluster_queue in engine.cache.inactive:
+        active = condition("Active", False, "ClusterQueueIsInactive",
+                           f"Can't submit new workloads to ClusterQueue {lq.cluster_queue}: "
+                           f"{engine.cache.inactive[lq.cluster_queue].message}", at)
+    else:
+        active = condition("Active", True, "Ready", "Can submit new workloads to localQueue", at)
+    usage_r, usage_a = _sum(reserved), _sum(admitted)
+    order = sorted({*usage_r, *usage_a})
+    return {"status": {
+        "conditions": merge_conditions(conditions, [active]),
+        "pendingWorkloads": pending,
+        "reservingWorkloads": reserving,
+        "admittedWorkloads": admitted_count,
+        "flavorsReservation": _flavor_usage(usage_r, {}, order, with_borrowed=False),
+        "flavorsUsage": _flavor_usage(usage_a, {}, order, with_borrowed=False),
+    }}
+
+
+def differs(current: Body, patch: Body) -> bool:
+    """Whether writing ``patch`` would change ``current``'s status (ignoring condition times)."""
+    def strip(status: Body) -> Body:
+        status = dict(status)
+        status["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                                for c in status.get("conditions") or []]
+        return status
+    have = strip(current.get("status") or {})
+    want = strip(patch["status"])
+    return any(have.get(k) != v for k, v in want.items())

@@ -1,0 +1,410 @@
+"""Writing decisions to the API: decide → assume → persist → start, undo on failure.
+
+The engine has already *assumed* each decision (its quota is counted) when
+its event reaches :meth:`Writer.persist`. For each event, in order per
+workload:
+
+1. the Workload's status is patched with ``metadata.resourceVersion`` set to
+   the version last seen, so a write based on a stale read fails with 409
+   instead of overwriting; on 409 the Workload is read again and the patch
+   rebuilt, up to ``conflict_retries`` times;
+2. an admission that cannot be persisted (any other error, or a Workload
+   that vanished) is *forgotten*: the engine gives the quota back and
+   requeues the workload;
+3. only after the admission is stored is the Job started (unsuspended with
+   its flavors); after an eviction it is stopped and restored.
+
+Job writes are *level-based*: :meth:`Writer.sync_job` compares the Job with
+what its Workload's state asks for (see :mod:`kuota.operator.jobs`) and
+writes the difference, so duplicate or replayed requests cost nothing and a
+Job that someone unsuspended early is suspended again.
+
+Writes run as tasks chained per object (never two at once for one
+Workload or Job) under a limit on concurrent requests; Events have their own
+smaller limit so they never delay a decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from admission.events import Kind, WorkloadEvent
+from kuota.operator import jobs, names, status
+from kuota.operator.client import ApiError, Client
+from kuota.operator.controller import Controller
+from kuota.operator.metrics import Metrics
+from kuota.operator.objects import key_of
+from quota.lifecycle import HOLDS_QUOTA, State
+from quota.workload import Admission
+
+log = logging.getLogger(__name__)
+Body = dict[str, Any]
+
+#: Engine reasons that say nothing more than "not tried yet": not worth a status write.
+_UNINFORMATIVE = {"Pending"}
+
+
+def split(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
+class Writer:
+    def __init__(self, controller: Controller, client: Client, metrics: Metrics,
+                 *, identity: str = "") -> None:
+        self.controller = controller
+        self.client = client
+        self.metrics = metrics
+        self.identity = identity
+        options = controller.options
+        self._slots = asyncio.Semaphore(options.write_concurrency)
+        self._event_slots = asyncio.Semaphore(4)
+        self._chains: dict[str, asyncio.Task[None]] = {}
+        self._queued_syncs: set[str] = set()
+        self._creating: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Workload key -> the admission stored in its status (what a Job may start under).
+        self.persisted: dict[str, Admission] = {}
+        #: Workload key -> (reason, message) last written for a waiting workload.
+        self._pending_written: dict[str, tuple[str, str]] = {}
+
+    # -- scheduling writes -------------------------------------------------------------------
+    def _chain(self, key: str, make: Callable[[], Awaitable[None]], *,
+               slots: asyncio.Semaphore | None = None) -> None:
+        previous = self._chains.get(key)
+        gate = slots or self._slots
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            try:
+                async with gate:
+                    await make()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("write for %s failed", key)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._chains[key] = task
+        task.add_done_callback(lambda t: self._chains.pop(key, None)
+                               if self._chains.get(key) is t else None)
+
+    def _background(self, coro: Awaitable[None]) -> None:
+        async def run() -> None:
+            try:
+                await coro
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("background write failed")
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Wait for the writes in flight (used on shutdown and by tests)."""
+        pending = [*self._chains.values(), *self._tasks]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+    def cancel(self) -> None:
+        for task in [*self._chains.values(), *self._tasks]:
+            task.cancel()
+
+    # -- Actions (what ingestion asks for) ---------------------------------------------------
+    def adopt(self, key: str, admission: Admission) -> None:
+        self.persisted[key] = admission
+
+    def create_workload(self, job_key: str) -> None:
+        if job_key in self._creating:
+            return
+        self._creating.add(job_key)
+
+        async def create() -> None:
+            try:
+                await self._create_workload(job_key)
+            finally:
+                self._creating.discard(job_key)
+
+        self._chain(f"job:{job_key}", create)
+
+    def sync_job(self, job_key: str) -> None:
+        if job_key in self._queued_syncs:
+            return
+        self._queued_syncs.add(job_key)
+
+        async def sync() -> None:
+            self._queued_syncs.discard(job_key)
+            await self._sync_job(job_key)
+
+        self._chain(f"job:{job_key}", sync)
+
+    def pods_ready(self, key: str) -> None:
+        async def write() -> None:
+            now = self.controller.clock()
+            await self._write_status(key, lambda body: status.pods_ready_status(body, now))
+
+        self._chain(key, write)
+
+    def workload_problem(self, key: str, message: str) -> None:
+        self.event(self.controller.objects.get("Workload", key), "Warning", "InvalidWorkload",
+                   message)
+
+    # -- decisions ---------------------------------------------------------------------------
+    def persist(self, events: list[WorkloadEvent]) -> None:
+        for event in events:
+            self.metrics.observe_event(event, self.controller)
+            self._chain(event.key, functools.partial(self._persist, event))
+
+    async def _persist(self, event: WorkloadEvent) -> None:
+        key = event.key
+        controller = self.controller
+        ok = await self._write_status(key, lambda body: self._event_patch(body, event))
+        holds = event.kind in (Kind.ADMITTED, Kind.QUOTA_RESERVED)
+        if holds and not ok:
+            self._forget(event)
+            return
+        if event.kind is Kind.ADMITTED and event.admission is not None:
+            self.persisted[key] = event.admission
+        elif event.kind in (Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED):
+            self.persisted.pop(key, None)
+        self._pending_written.pop(key, None)
+        job_key = controller.job_of_workload.get(key)
+        if job_key is not None and event.kind is not Kind.FINISHED:
+            self.sync_job(job_key)
+        self._announce(event, job_key)
+
+    def _event_patch(self, body: Body, event: WorkloadEvent) -> Body | None:
+        if event.kind is Kind.FINISHED:
+            done = any(c.get("type") == "Finished" and c.get("status") == "True"
+                       for c in (body.get("status") or {}).get("conditions") or [])
+            if done:
+                return None
+            reason = self.controller.finish_reasons.pop(event.key, "Succeeded")
+            event = WorkloadEvent(event.at, event.key, event.kind, reason, event.detail,
+                                  event.message, event.admission)
+        return status.workload_status(body, event)
+
+    def _forget(self, event: WorkloadEvent) -> None:
+        engine = self.controller.engine
+        record = engine.records.get(event.key) if engine is not None else None
+        if engine is None or record is None or record.state not in HOLDS_QUOTA \
+                or record.admission is not event.admission:
+            return
+        log.warning("could not persist the admission of %s; giving its quota back", event.key)
+        engine.forget(event.key, self.controller.clock())
+        self.metrics.forgotten.inc()
+        self.controller.on_change()
+
+    async def _write_status(self, key: str, build: Callable[[Body], Body | None]) -> bool:
+        """Patch a Workload's status guarded by its resourceVersion; re-read on conflict."""
+        objects = self.controller.objects
+        namespace, name = split(key)
+        body = objects.get("Workload", key)
+        for _ in range(self.controller.options.conflict_retries + 1):
+            if body is None:
+                return False
+            patch = build(body)
+            if patch is None:
+                return True
+            patch["metadata"] = {"resourceVersion": body["metadata"].get("resourceVersion")}
+            try:
+                stored = await self.client.patch(names.WORKLOADS, name, patch, namespace,
+                                                 subresource="status")
+            except ApiError as exc:
+                if exc.conflict:
+                    self.metrics.conflicts.inc()
+                    body = await self.client.find(names.WORKLOADS, name, namespace)
+                    if body is not None:
+                        self.controller.observe("Workload", body)
+                    continue
+                log.warning("status of Workload %s not written: %s", key, exc)
+                return False
+            self.controller.observe("Workload", stored)
+            return True
+        log.warning("status of Workload %s not written: still conflicting", key)
+        return False
+
+    # -- jobs --------------------------------------------------------------------------------
+    async def _create_workload(self, job_key: str) -> None:
+        controller = self.controller
+        job = controller.objects.get("Job", job_key)
+        if job is None or job_key in controller.workload_of_job or controller.engine is None:
+            return
+        queue = controller.job_queue(job)
+        if queue is None:
+            return
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        priority_class = names.first_of(labels, names.PRIORITY_LABELS)
+        priority = controller.priority_classes.get(priority_class or "", 0)
+        if priority_class and priority_class not in controller.priority_classes:
+            self.event(job, "Warning", "PriorityClassNotFound",
+                       f"WorkloadPriorityClass {priority_class} not found; using priority 0")
+            priority_class = None
+        manifest = jobs.workload_for(job, queue=queue, priority=priority,
+                                     priority_class=priority_class)
+        namespace = manifest["metadata"]["namespace"]
+        try:
+            created = await self.client.create(names.WORKLOADS, manifest, namespace)
+        except ApiError as exc:
+            if exc.status != 409:
+                self.event(job, "Warning", "WorkloadNotCreated", str(exc))
+                raise
+            created = await self.client.get(names.WORKLOADS, manifest["metadata"]["name"],
+                                            namespace)
+        controller.observe("Workload", created)
+        self.event(job, "Normal", "CreatedWorkload",
+                   f"Created Workload: {namespace}/{created['metadata']['name']}")
+
+    def _job_patch(self, job_key: str, job: Body) -> Body | None:
+        controller = self.controller
+        engine = controller.engine
+        workload = controller.workload_of_job.get(job_key)
+        record = engine.records.get(workload) if engine and workload else None
+        if controller.job_queue(job) is None or jobs.finished(job) is not None:
+            return None
+        if record is not None and record.state is State.FINISHED:
+            return None
+        if record is not None and record.state is State.ADMITTED \
+                and record.admission is not None \
+                and self.persisted.get(record.info.key) == record.admission:
+            assert engine is not None
+            count = record.info.pod_sets[0].count if record.info.pod_sets else 0
+            return jobs.start_patch(job, record.admission, engine.cache.flavors, count)
+        return jobs.stop_patch(job)
+
+    async def _sync_job(self, job_key: str) -> None:
+        namespace, name = split(job_key)
+        job = self.controller.objects.get("Job", job_key)
+        for _ in range(self.controller.options.conflict_retries + 1):
+            if job is None:
+                return
+            patch = self._job_patch(job_key, job)
+            if patch is None:
+                return
+            patch.setdefault("metadata", {})["resourceVersion"] = \
+                job["metadata"].get("resourceVersion")
+            try:
+                stored = await self.client.patch(names.JOBS, name, patch, namespace)
+            except ApiError as exc:
+                if not exc.conflict:
+                    log.warning("Job %s not updated: %s", job_key, exc)
+                    return
+                self.metrics.conflicts.inc()
+                job = await self.client.find(names.JOBS, name, namespace)
+                if job is not None:
+                    self.controller.observe("Job", job)
+                continue
+            self.controller.observe("Job", stored)
+            started = patch["spec"].get("suspend") is False
+            self.event(stored, "Normal", "Started" if started else "Suspended",
+                       "Admitted: the Job may run" if started
+                       else "Suspended by kuota until its Workload is admitted")
+            return
+
+    # -- waiting workloads and queues (periodic) ---------------------------------------------
+    async def sync_statuses(self) -> None:
+        """Write queue statuses and why each waiting workload waits, where they changed."""
+        controller, engine = self.controller, self.controller.engine
+        if engine is None:
+            return
+        now = controller.clock()
+        writes: list[Awaitable[None]] = []
+        for record in list(engine.records.values()):
+            key = record.info.key
+            why = (record.pending_reason or "", record.pending_message or "")
+            if record.state is not State.PENDING or not why[0] or why[0] in _UNINFORMATIVE \
+                    or self._pending_written.get(key) == why or key in self._chains:
+                continue
+            self._pending_written[key] = why
+            self._chain(key, functools.partial(self._write_pending, key, why))
+        for body in controller.objects.all("ClusterQueue"):
+            name = key_of(body)
+            patch = status.cluster_queue_status(
+                engine, name, body, now, controller.problems.get(f"ClusterQueue/{name}"))
+            if status.differs(body, patch):
+                writes.append(self._write_queue(names.CLUSTER_QUEUES, "ClusterQueue", body,
+                                                patch))
+        for body in controller.objects.all("LocalQueue"):
+            patch = status.local_queue_status(engine, key_of(body), body, now)
+            if status.differs(body, patch):
+                writes.append(self._write_queue(names.LOCAL_QUEUES, "LocalQueue", body, patch))
+        self.metrics.observe_queues(controller)
+        if writes:
+            await asyncio.gather(*writes)
+
+    async def _write_pending(self, key: str, why: tuple[str, str]) -> None:
+        engine = self.controller.engine
+        record = engine.records.get(key) if engine else None
+        if record is None or record.state is not State.PENDING:
+            return
+        now = self.controller.clock()
+        await self._write_status(key, lambda body: status.pending_status(body, *why, now))
+        self.event(self.controller.objects.get("Workload", key), "Normal", "Pending",
+                   f"{why[0]}: {why[1]}")
+
+    async def _write_queue(self, res: names.Res, kind: str, body: Body, patch: Body) -> None:
+        meta = body["metadata"]
+        try:
+            async with self._slots:
+                stored = await self.client.patch(res, meta["name"], patch,
+                                                 meta.get("namespace"), subresource="status")
+        except ApiError as exc:
+            log.warning("status of %s %s not written: %s", kind, key_of(body), exc)
+            return
+        self.controller.observe(kind, stored)
+
+    # -- Kubernetes Events -------------------------------------------------------------------
+    def _announce(self, event: WorkloadEvent, job_key: str | None) -> None:
+        objects = self.controller.objects
+        workload = objects.get("Workload", event.key)
+        job = objects.get("Job", job_key) if job_key else None
+        if event.kind is Kind.ADMITTED and event.admission is not None:
+            text = f"Admitted by ClusterQueue {event.admission.cluster_queue}"
+            self.event(workload, "Normal", "Admitted", text)
+        elif event.kind is Kind.QUOTA_RESERVED and event.admission is not None:
+            self.event(workload, "Normal", "QuotaReserved",
+                       f"Quota reserved in ClusterQueue {event.admission.cluster_queue}")
+        elif event.kind is Kind.EVICTED:
+            reason = "Preempted" if event.reason == "Preempted" else "Evicted"
+            text = f"{event.reason}{'/' + event.detail if event.detail else ''}: {event.message}"
+            self.event(workload, "Normal", reason, text)
+            self.event(job, "Normal", reason, text)
+        elif event.kind is Kind.DEACTIVATED:
+            self.event(workload, "Warning", "Deactivated", f"{event.reason}: {event.message}")
+        elif event.kind is Kind.FINISHED:
+            self.event(workload, "Normal", "Finished", event.message or "quota released")
+
+    def event(self, obj: Body | None, type_: str, reason: str, message: str) -> None:
+        if obj is None or not self.controller.options.events:
+            return
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        stamp = status.timestamp(self.controller.clock())
+        body = {
+            "metadata": {"generateName": f"{meta.get('name', 'object')}.",
+                         "namespace": namespace},
+            "involvedObject": {"apiVersion": obj.get("apiVersion", ""),
+                               "kind": obj.get("kind", ""), "name": meta.get("name", ""),
+                               "namespace": namespace, "uid": meta.get("uid", ""),
+                               "resourceVersion": meta.get("resourceVersion", "")},
+            "reason": reason, "message": message[:1024], "type": type_,
+            "source": {"component": names.COMPONENT},
+            "reportingComponent": names.COMPONENT, "reportingInstance": self.identity,
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        }
+
+        async def post() -> None:
+            async with self._event_slots:
+                try:
+                    await self.client.create(names.EVENTS, body, namespace)
+                except ApiError as exc:
+                    log.info("event %s on %s not posted: %s", reason, meta.get("name"), exc)
+
+        self._background(post())
