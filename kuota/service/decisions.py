@@ -134,8 +134,8 @@ def _settle(leader: Leadership, event: WorkloadEvent, now: float, applied: Appli
         raise Fenced(f"evicting {event.key}: this scheduler no longer holds the lease")
     leader.unplaced.pop(event.key, None)
     if status == "ok":
+        # The pods' capacity comes back as each one stops (a pod event each).
         tracked.placed, tracked.pods = (), 0
-        leader.nodes_dirty = True
         applied.settled.append(event.key)
     else:
         log.info("eviction of %s not stored (%s); re-reading it", event.key, status)

@@ -80,6 +80,7 @@ class Leader:
         self._nodes: dict[str, NodeRecord] = {}
         self._node_values: dict[str, Node] = {}
         self._pod_requests: dict[str, ResourceVector] = {}
+        self._pod_nodes: dict[str, str] = {}
         self._reasons: dict[str, tuple[str, str]] = {}
         now = clock()
         self._renew_at = now + timing.lease_ttl / 3
@@ -142,8 +143,10 @@ class Leader:
         for event in events:
             if event.kind == "config":
                 raise NeedRebuild("queue objects changed")
-            if event.kind in ("node", "pod"):
+            if event.kind == "node":
                 self.nodes_dirty = True
+            elif event.kind == "pod":
+                self._release_pod(event.pod)
             if event.key:
                 keys.add(event.key)
         if keys:
@@ -168,7 +171,6 @@ class Leader:
             elif mine.state in HOLDS_QUOTA:  # a worker requeued it (a pod failed)
                 self.engine.evict(key, now, stored.reason or "PodFailed", "", stored.message)
                 self.unplaced.pop(key, None)
-                self.nodes_dirty = True
             self.tracked[key] = Tracked(stored.attempt)
             return
         if state in HOLDS_QUOTA:
@@ -192,7 +194,6 @@ class Leader:
         self.tracked.pop(key, None)
         self.unplaced.pop(key, None)
         self._reasons.pop(key, None)
-        self.nodes_dirty = True
 
     # -- 3. schedule -------------------------------------------------------------------
     def _schedule(self, now: float) -> None:
@@ -247,6 +248,7 @@ class Leader:
                 self.tracked[request.key].placed = placed
                 for p in request.pods:
                     self._pod_requests[p.ref.id] = p.requests
+                    self._pod_nodes[p.ref.id] = p.node
                 record = self.engine.records[request.key]
                 record.pending_reason = record.pending_message = None
                 to_send += self._pod_jobs(request.key, request.attempt, placed,
@@ -270,6 +272,15 @@ class Leader:
                                    pod.requests))
         return out
 
+    def _release_pod(self, pod_id: str) -> None:
+        """A pod ended (its capacity is free in Redis): free it in the node view too."""
+        node = self._pod_nodes.pop(pod_id, None)
+        requests = self._pod_requests.pop(pod_id, None)
+        if node is None or requests is None or node not in self._node_values:
+            self.nodes_dirty = True  # not ours to patch: read the nodes again
+            return
+        self._node_values[node] = placing.without_requests(self._node_values[node], requests)
+
     def _refresh_nodes(self) -> None:
         self._nodes = {n.name: n for n in self.store.nodes.all()}
         ready = [name for name, n in self._nodes.items() if n.ready]
@@ -281,6 +292,7 @@ class Leader:
                 self._pod_requests[ref.id] = pod.requests if pod is not None else {}
         live = {p for ids in holding.values() for p in ids}
         self._pod_requests = {p: r for p, r in self._pod_requests.items() if p in live}
+        self._pod_nodes = {p: name for name, ids in holding.items() for p in ids}
         self._node_values = {
             name: placing.with_requests(placing.node_value(self._nodes[name]),
                                         (self._pod_requests[p] for p in sorted(holding[name])))

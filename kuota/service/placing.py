@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from placement.gang import GangPlacement, place_gang
 from placement.model import (
+    POD_SLOT,
+    PODS,
     ModelError,
     Node,
     NodeSelectorRequirement,
@@ -94,6 +96,19 @@ def with_requests(node: Node, requests: Iterable[ResourceVector]) -> Node:
     for vector in requests:
         node = node.with_pod(PodRequirements(requests=vector))
     return node
+
+
+def without_requests(node: Node, requests: ResourceVector) -> Node:
+    """``node`` with one pod of ``requests`` gone (the inverse of :meth:`Node.with_pod`)."""
+    requested = dict(node.requested)
+    for resource, amount in {**requests, PODS: POD_SLOT}.items():
+        left = requested.get(resource, 0) - amount
+        if left > 0:
+            requested[resource] = left
+        else:
+            requested.pop(resource, None)
+    return Node(node.name, node.allocatable, requested, node.labels, node.taints,
+                node.unschedulable)
 
 
 def place(pods: Sequence[GangPod], pools: Mapping[str, Sequence[Node]]) -> Placed | Unplaceable:

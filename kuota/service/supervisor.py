@@ -106,6 +106,8 @@ class PodSupervisor:
         self._running: dict[str, _Running] = {}
         self._stopping = threading.Event()
         self._kill = threading.Event()
+        #: Set when there is a start request, so the loop does not sleep through it.
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"pods-{node}", daemon=True)
         self._last_stop_check = 0.0
         self._last_log_ship = 0.0
@@ -121,6 +123,7 @@ class PodSupervisor:
             raise RuntimeError(f"node {self.node}: worker is shutting down")
         request = _StartRequest(job)
         self._requests.put(request)
+        self._wake.set()
         return request.answer.result(timeout)
 
     def shutdown(self, timeout: float = 30.0) -> None:
@@ -160,7 +163,9 @@ class PodSupervisor:
                 for pod in self._running.values():
                     self._ship_log(pod)
             self._escalate(now)
-            time.sleep(self.timing.poll if self._running else 0)
+            if self._running:
+                self._wake.wait(self.timing.poll)
+            self._wake.clear()
 
     def _take_requests(self, *, block: bool) -> None:
         try:

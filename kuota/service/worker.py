@@ -141,10 +141,15 @@ class PoolWorker:
                 if threading.current_thread() is not threading.main_thread():
                     threading.Thread(target=self._stop_rq_on, args=(stop, self._rq),
                                      daemon=True).start()
-                self._rq.work(logging_level="WARNING")
+                try:
+                    self._rq.work(logging_level="WARNING")
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    # rq gives up on a job whose result it cannot write, then fails to
+                    # say goodbye; the pods live on in the supervisor: start rq over.
+                    log.warning("node %s: rq stopped, redis unavailable (%s)", self.node, exc)
                 if self._rq.signalled or self._rq._stop_requested:  # asked to stop, not failed
                     break
-                stop.wait(1.0)  # rq quit on an error (Redis away); start over
+                stop.wait(1.0)
         finally:
             stop.set()
             pod.unregister(prefix, self.node)

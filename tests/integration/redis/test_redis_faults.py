@@ -93,8 +93,9 @@ def test_a_workload_on_a_killed_worker_is_requeued_and_finishes_elsewhere(
     try:
         procs.scheduler("s1")
         procs.worker("pool", "wa", "cpu=4")
-        run = client.submit(["sh", "-c", f'echo $$ > {tmp_path}/pid.$KUOTA_NODE; sleep 2; '
-                             'echo done on $KUOTA_NODE'],
+        # Long enough on wa to be killed there, whatever the machine's load.
+        run = client.submit(["sh", "-c", f'echo $$ > {tmp_path}/pid.$KUOTA_NODE; '
+                             '[ $KUOTA_NODE = wa ] && exec sleep 60; echo done on $KUOTA_NODE'],
                             queue="default/lq-cq", requests={"cpu": 1}, name="survivor")
         pid_file = tmp_path / "pid.wa"
         wait_for("the pod to run on wa", lambda: pid_file.exists() and pid_file.read_text(),
