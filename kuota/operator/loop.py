@@ -71,15 +71,16 @@ class Operator:
         self._main = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        """Stop leading: let writes in flight land (briefly), then free the Lease."""
         if self._main is not None:
             self._main.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._main
+            await asyncio.wait([self._main], timeout=5)
         if self.writer is not None:
-            await self.writer.drain(timeout=5)
+            await self.writer.drain(timeout=3)
             self.writer.cancel()
         if self.elector is not None:
-            await self.elector.release()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.elector.release(), 3)
         if self.client is not None:
             await self.client.close()
 

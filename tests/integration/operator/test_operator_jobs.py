@@ -58,3 +58,147 @@ class TestLifecycle:
                    "the Workload to finish")
             h.wait(cluster, lambda: cq_status().get("admittedWorkloads") == 0, "quota released")
             assert cq_status()["flavorsUsage"][0]["resources"][0]["total"] == "0"
+
+
+class TestWaiting:
+    def test_a_second_job_waits_whole_and_starts_when_quota_frees(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster, cpu=4)
+        with h.Running(cluster, certs):
+            call(cluster.url, "POST", JOBS, h.job("first", parallelism=3))
+            h.wait(cluster, lambda: h.running(cluster, "first"), "the first Job to start")
+            call(cluster.url, "POST", JOBS, h.job("second", parallelism=2))
+
+            def why() -> str | None:
+                found = h.condition(h.workload_of(cluster, "second"), "QuotaReserved")
+                return (found or {}).get("message") if (found or {}).get("status") == "False" \
+                    and found.get("reason") != "Pending" else None
+
+            message = h.wait(cluster, why, "the second Workload to say why it waits")
+            assert "insufficient" in message.lower() or "quota" in message.lower(), message
+            h.settle(0.3)
+            assert not h.running(cluster, "second")  # no part of the gang started
+
+            h.complete(cluster, "first")
+            h.wait(cluster, lambda: h.running(cluster, "second"), "the second Job to start")
+            wl = h.workload_of(cluster, "second")
+            assert wl["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+
+    def test_a_job_unsuspended_by_someone_else_is_suspended_again(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster, cpu=1)
+        with h.Running(cluster, certs):
+            call(cluster.url, "POST", JOBS, h.job("big", parallelism=2))
+            h.wait(cluster, lambda: h.workload_of(cluster, "big"), "the Workload")
+            cluster.patch("batch/v1", "Job", "big", {"spec": {"suspend": False}},
+                          namespace="default")
+            h.wait(cluster, lambda: h.get_job(cluster, "big")["spec"]["suspend"] is True,
+                   "the Job to be suspended again")
+
+    def test_a_bad_queue_label_is_rejected_and_unlabelled_jobs_are_left_alone(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster)
+        with h.Running(cluster, certs):
+            bad = call(cluster.url, "POST", JOBS, h.job("bad", queue="Not_A_Name"))
+            plain = call(cluster.url, "POST", JOBS, h.job("plain", queue=None))
+            kueue = call(cluster.url, "POST", JOBS, h.job("kueue", kueue_label=True))
+            h.wait(cluster, lambda: h.running(cluster, "kueue"), "the Kueue-labelled Job")
+        assert bad.status == 422 and "kuota.dev/queue-name" in bad.data["message"]
+        assert plain.status == 201 and plain.data["spec"]["suspend"] is False
+        assert h.workload_of(cluster, "plain") is None
+        assert kueue.data["spec"]["suspend"] is True
+
+
+class TestCohorts:
+    def test_a_job_borrows_idle_quota_of_its_cohort(self, cluster: Emulator,
+                                                    certs: pathlib.Path) -> None:
+        cluster.apply(h.flavor("default"),
+                      h.cluster_queue("team-a", quotas={"default": {"cpu": 2}}, cohort="org"),
+                      h.cluster_queue("team-b", quotas={"default": {"cpu": 4}}, cohort="org"),
+                      h.local_queue("a", "team-a"))
+        with h.Running(cluster, certs):
+            call(cluster.url, "POST", JOBS, h.job("wide", queue="a", parallelism=5))
+            h.wait(cluster, lambda: h.running(cluster, "wide"), "the borrowing Job to start")
+
+            def reservation() -> list | None:
+                status = cluster.get(h.API, "ClusterQueue", "team-a").get("status") or {}
+                return status.get("flavorsReservation") if status.get("reservingWorkloads") \
+                    else None
+
+            got = h.wait(cluster, reservation, "team-a's reservation")
+            assert got == [{"name": "default", "resources": [
+                {"name": "cpu", "total": "5", "borrowed": "3"}]}]
+
+
+class TestEviction:
+    def test_preemption_suspends_the_job_and_restores_its_template(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        cluster.apply(h.flavor("fast", labels={"tier": "fast"}),
+                      h.cluster_queue("team", quotas={"fast": {"cpu": 2}},
+                                      preemption={"withinClusterQueue": "LowerPriority"}),
+                      h.local_queue("main", "team"),
+                      h.priority_class("low", 10), h.priority_class("high", 1000))
+        with h.Running(cluster, certs):
+            call(cluster.url, "POST", JOBS, h.job("low", parallelism=2, priority_class="low",
+                                                  node_selector={"disk": "ssd"}))
+            h.wait(cluster, lambda: h.running(cluster, "low"), "the low-priority Job to start")
+            call(cluster.url, "POST", JOBS, h.job("high", parallelism=2, priority_class="high"))
+            h.wait(cluster, lambda: h.running(cluster, "high"), "the high-priority Job to start")
+
+            low = h.get_job(cluster, "low")
+            assert low["spec"]["suspend"] is True
+            assert low["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "ssd"}
+            assert "kuota.dev/original-pod-template" not in \
+                (low["metadata"].get("annotations") or {})
+            wl = h.workload_of(cluster, "low")
+            assert h.is_true(wl, "Evicted") and h.is_true(wl, "Preempted")
+            assert h.condition(wl, "Preempted")["reason"] == "InClusterQueue"
+            assert not h.is_true(wl, "QuotaReserved") and "admission" not in wl["status"]
+            assert h.workload_of(cluster, "high")["spec"]["priority"] == 1000
+            reasons = {e["reason"] for e in cluster.list("v1", "Event", "default")
+                       if e["involvedObject"]["name"] == "low"}
+            assert "Preempted" in reasons
+
+
+class TestFailures:
+    def test_a_conflict_on_the_status_write_is_retried(self, cluster: Emulator,
+                                                       certs: pathlib.Path) -> None:
+        setup_queues(cluster)
+        with h.Running(cluster, certs) as running:
+            fault = cluster.faults.fail(status=409, times=1, plural="workloads",
+                                        subresource="status")
+            call(cluster.url, "POST", JOBS, h.job("j"))
+            h.wait(cluster, lambda: h.running(cluster, "j"), "the Job to start")
+            assert fault.hits == 1
+            assert running.operator.metrics.conflicts._value.get() >= 1
+            assert running.operator.metrics.forgotten._value.get() == 0
+
+    def test_a_failed_status_write_gives_the_quota_back_and_is_tried_again(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster)
+        with h.Running(cluster, certs) as running:
+            fault = cluster.faults.fail(status=500, times=1, plural="workloads",
+                                        subresource="status")
+            call(cluster.url, "POST", JOBS, h.job("j"))
+            h.wait(cluster, lambda: h.running(cluster, "j"), "the Job to start")
+            assert fault.hits == 1
+            assert running.operator.metrics.forgotten._value.get() == 1
+
+    def test_a_bad_cluster_queue_is_inactive_while_the_others_work(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster)
+        broken = h.cluster_queue("broken", quotas={"spot": {"cpu": (2, 1)}})  # no cohort
+        cluster.apply(broken, h.local_queue("to-broken", "broken"))
+        with h.Running(cluster, certs):
+            def active(name: str) -> dict | None:
+                return h.condition(cluster.get(h.API, "ClusterQueue", name), "Active")
+
+            got = h.wait(cluster, lambda: active("broken"), "broken's Active condition")
+            assert got["status"] == "False" and got["reason"] == "InvalidSpec"
+            assert "borrowingLimit" in got["message"], got["message"]
+            call(cluster.url, "POST", JOBS, h.job("fine"))
+            call(cluster.url, "POST", JOBS, h.job("stuck", queue="to-broken"))
+            h.wait(cluster, lambda: h.running(cluster, "fine"), "a Job in the good queue")
+            assert active("team")["status"] == "True"
+            h.settle(0.3)
+            assert not h.running(cluster, "stuck")
