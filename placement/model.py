@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
+from quota.labels import requirement_matches
 from quota.resources import MILLI, Amount
 
 #: The pseudo-resource counting pods on a node.
@@ -131,25 +132,7 @@ class NodeSelectorRequirement:
                 raise ModelError(f"{where}: {self.values[0]!r} is not an integer") from None
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        op = self.operator
-        value = labels.get(self.key)
-        if op is SelectorOperator.IN:
-            return value is not None and value in self.values
-        if op is SelectorOperator.NOT_IN:
-            return value is None or value not in self.values
-        if op is SelectorOperator.EXISTS:
-            return value is not None
-        if op is SelectorOperator.DOES_NOT_EXIST:
-            return value is None
-        # Gt / Lt: the label must exist and parse as an integer, else no match.
-        if value is None:
-            return False
-        try:
-            have = int(value)
-        except ValueError:
-            return False
-        want = int(self.values[0])
-        return have > want if op is SelectorOperator.GT else have < want
+        return requirement_matches(self.key, self.operator, self.values, labels)
 
 
 @dataclass(frozen=True, slots=True)

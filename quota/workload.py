@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from quota.labels import requirement_matches
 from quota.resources import Amount, FlavorResource, FRVector, ResourceVector
 
 
@@ -46,22 +47,7 @@ class NodeRequirement:
     values: tuple[str, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        if self.operator == "In":
-            return present and labels[self.key] in self.values
-        if self.operator == "NotIn":
-            return not present or labels[self.key] not in self.values
-        if self.operator == "Exists":
-            return present
-        if self.operator == "DoesNotExist":
-            return not present
-        if self.operator in ("Gt", "Lt") and present and self.values:
-            try:
-                have, want = int(labels[self.key]), int(self.values[0])
-            except ValueError:
-                return False
-            return have > want if self.operator == "Gt" else have < want
-        return False
+        return requirement_matches(self.key, self.operator, self.values, labels)
 
 
 @dataclass(frozen=True, slots=True)

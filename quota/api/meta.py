@@ -24,6 +24,7 @@ from quota.api.names import (
     labels_errors,
     qualified_name_error,
 )
+from quota.labels import requirement_matches
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 ConditionStatus = Literal["True", "False", "Unknown"]
@@ -102,14 +103,7 @@ class LabelSelectorRequirement(ApiModel):
         return self
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        if self.operator == "In":
-            return present and labels[self.key] in self.values
-        if self.operator == "NotIn":
-            return not present or labels[self.key] not in self.values
-        if self.operator == "Exists":
-            return present
-        return not present
+        return requirement_matches(self.key, self.operator, self.values, labels)
 
 
 class LabelSelector(ApiModel):
