@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from multicluster.framework import SUCCESS
 from multicluster.hints import NO_HINTS, Hints
 from multicluster.model import ClusterInfo
 from multicluster.request import build_request
@@ -159,7 +160,7 @@ def select(workload: WorkloadInfo, admission: Admission, clusters: Iterable[Clus
             continue
         for plugin in config.filters:
             status = plugin.filter(request, member)
-            if not status.ok:
+            if status is not SUCCESS and not status.ok:
                 refused.append(ClusterResult(name, plugin.name, status.reason))
                 break
         else:

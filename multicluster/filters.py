@@ -121,7 +121,7 @@ class Hardware:
 
     def filter(self, request: DispatchRequest, cluster: ClusterInfo) -> Status:
         for group in request.groups:
-            if group.node_labels and not cluster.nodes_with(group.node_labels):
+            if group.node_labels and not cluster.node_indices(group.node_labels):
                 flavors = ", ".join(dict.fromkeys(group.flavors.values()))
                 labels = ",".join(f"{k}={v}" for k, v in group.node_labels)
                 return unschedulable(f"no node has the labels of flavor {flavors} ({labels}) "

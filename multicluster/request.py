@@ -20,7 +20,7 @@ Values in, values out: building a request reads nothing but its arguments.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from multicluster.hints import NO_HINTS, Hints
@@ -58,6 +58,11 @@ class PodGroup:
     flavors: Mapping[str, str]
     #: ``placement.memo.signature(pod)``: equal pods ask members equal questions.
     signature: Hashable
+    #: What decides which nodes admit the pod regardless of usage (selector, affinity,
+    #: tolerations).
+    constraints: Hashable
+    #: The pod's non-zero requests, as (resource, amount) pairs: the hot loops' input.
+    wanted: tuple[tuple[str, Amount], ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,15 +76,27 @@ class DispatchRequest:
     now: float = 0.0
     #: A member not seen for longer than this gets nothing new (seconds).
     stale_after: float = 60.0
+    # Derived once here, read by every plugin for every member:
+    #: The distinct label sets of the groups (the member nodes the gang may use).
+    label_sets: tuple[LabelSet, ...] = field(init=False)
+    pod_count: int = field(init=False)
+    #: Pods per distinct pod signature (podSets with equal pods counted together).
+    shapes: Mapping[Hashable, int] = field(init=False)
+    #: Identity of the whole gang, for memos.
+    gang_key: Hashable = field(init=False)
 
-    @property
-    def label_sets(self) -> tuple[LabelSet, ...]:
-        """The distinct label sets of the groups (the member nodes the gang may use)."""
-        return tuple(dict.fromkeys(g.node_labels for g in self.groups))
-
-    @property
-    def pod_count(self) -> int:
-        return sum(g.count for g in self.groups)
+    def __post_init__(self) -> None:
+        shapes: dict[Hashable, int] = {}
+        for group in self.groups:
+            shapes[group.signature] = shapes.get(group.signature, 0) + group.count
+        derived = {
+            "label_sets": tuple(dict.fromkeys(g.node_labels for g in self.groups)),
+            "pod_count": sum(g.count for g in self.groups),
+            "shapes": shapes,
+            "gang_key": tuple((g.signature, g.count) for g in self.groups),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 def build_request(workload: WorkloadInfo, admission: Admission, *,
@@ -113,7 +130,10 @@ def build_request(workload: WorkloadInfo, admission: Admission, *,
                     raise RequestError(f"{where}: flavors disagree on node label {key} "
                                        f"({labels[key]} vs {value})")
         groups.append(PodGroup(placed.name, placed.count, pod, tuple(sorted(labels.items())),
-                               dict(placed.flavors), signature(pod)))
+                               dict(placed.flavors), signature(pod),
+                               (tuple(sorted(pod.node_selector.items())), pod.required_terms,
+                                pod.tolerations),
+                               tuple((r, a) for r, a in pod.requests.items() if a > 0)))
         for resource, amount in pod_set.requests.items():
             total[resource] = total.get(resource, 0) + amount * placed.count
     return DispatchRequest(workload, admission, tuple(groups), total, hints, now, stale_after)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -11,6 +12,7 @@ from multicluster_builders import GPU, gpu_nodes, member, node, pod_set, request
 
 from multicluster import capacity
 from multicluster.model import ClusterInfo
+from placement.domains import node_capacity
 from placement.gang import GangPlacement, place_gang
 from placement.model import PodRequirements
 from placement.scoring import ResourceAllocationScorer
@@ -86,13 +88,17 @@ def test_answers_are_memoised_per_member_value() -> None:
     req = request(wl)
     assert capacity.shortfall(req, cluster) is None
     group = req.groups[0]
-    assert cluster.memo[("copies", group.signature)] == 4
+    assert capacity.copies(cluster, group) == 4
     # A poisoned memo entry is served as is: the member value is never recomputed.
-    cluster.memo[("copies", group.signature)] = 1
+    cluster.memo[("count", group.signature)] = capacity._Count(group.wanted, group.constraints,
+                                                                position=2, total=1)
     assert capacity.shortfall(req, cluster) is not None
-    # A new value (new observations) starts with an empty memo.
+    # A new value (new observations) starts with an empty memo, also when made by replace().
     fresh = member("a", gpu_nodes("n", (8, 8)))
     assert capacity.shortfall(req, fresh) is None
+    replaced = dataclasses.replace(cluster, nodes=gpu_nodes("n", (8, 8)))
+    assert replaced.memo == {}
+    assert capacity.shortfall(req, replaced) is None
 
 
 SHAPES = st.fixed_dictionaries({"cpu": st.integers(1, 8), "gpu": st.integers(0, 4)})
@@ -114,3 +120,46 @@ def test_counting_agrees_with_the_gang_placer(shape: dict[str, int], count: int,
     pods = [PodRequirements(parse_vector(requests))] * count
     placed = place_gang(pods, nodes, ResourceAllocationScorer())
     assert fits is isinstance(placed, GangPlacement)
+
+
+GANGS = st.lists(st.tuples(SHAPES, st.integers(1, 5)), min_size=2, max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(gang=GANGS, free=NODES)
+def test_fill_is_a_valid_placement_and_prefilters_never_refuse_a_placeable_gang(
+        gang: list[tuple[dict[str, int], int]], free: list[tuple[int, int, int]]) -> None:
+    nodes = tuple(node(f"n{i}", f"cpu={cpu},memory=64Gi,{GPU}={gpu},pods={pods}")
+                  for i, (cpu, gpu, pods) in enumerate(free))
+    cluster = member("a", nodes)
+    sets = [pod_set(f"ps{i}", count, f"cpu={shape['cpu']}"
+                    + (f",{GPU}={shape['gpu']}" if shape["gpu"] else ""))
+            for i, (shape, count) in enumerate(gang)]
+    req = request(workload(*sets), "default")
+    filled = capacity.fill(req, cluster)
+    for result in (filled, capacity.fill(req, cluster, tightest=False)):
+        if result is None:
+            continue
+        for placed in result.values():
+            assert all(placed.requested.get(r, 0) <= a for r, a in placed.allocatable.items())
+        added = sum(placed.requested.get("pods", 0) for placed in result.values())
+        assert added == 1000 * req.pod_count
+    pods = [PodRequirements(dict(ps.requests)) for ps in sets for _ in range(ps.count)]
+    placeable = isinstance(place_gang(pods, nodes, ResourceAllocationScorer()), GangPlacement)
+    fits = capacity.shortfall(req, cluster) is None
+    assert fits >= placeable  # the estimate never refuses what the gang placer places
+    assert fits == (filled is not None or placeable
+                    or capacity._place(req, cluster) is None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=SHAPES, free=NODES, used_cpu=st.integers(0, 20), limit=st.integers(0, 50))
+def test_free_copies_counts_like_placements_node_capacity(
+        shape: dict[str, int], free: list[tuple[int, int, int]], used_cpu: int,
+        limit: int) -> None:
+    requests = f"cpu={shape['cpu']}" + (f",{GPU}={shape['gpu']}" if shape["gpu"] else "")
+    pod = PodRequirements(parse_vector(requests))
+    wanted = tuple((r, a) for r, a in pod.requests.items() if a > 0)
+    for cpu, gpu, pods in free:
+        n = node("n", f"cpu={cpu},memory=64Gi,{GPU}={gpu},pods={pods}", f"cpu={used_cpu}")
+        assert capacity.free_copies(n, wanted, limit) == node_capacity(n, pod, limit)
