@@ -1,11 +1,16 @@
 """Pods as rq jobs: what a worker needs to start one, and enqueueing them.
 
-A placed pod becomes one rq job on its node's queue, with a deterministic job
-id (:meth:`queueing.store.keys.Keys.pod_job_id`). The job only *starts* the
-pod (see :mod:`kuota.service.pod`); the pod's real lifecycle is in the store,
-so enqueueing a pod twice — a new leader re-sending pods that were placed
-but perhaps never sent — at worst runs a job that finds the pod already
-started and does nothing.
+Placed pods travel to their node's rq queue as rq jobs: one job per node and
+placement round, carrying every pod placed on that node in that round (one
+pod, for a lone workload; many, when a backlog is being placed), with a
+deterministic job id (:meth:`queueing.store.keys.Keys.start_job_id`). rq's
+bookkeeping costs several milliseconds of CPU per job on both ends, so a
+job per pod would cap a busy node at a few dozen pod starts a second; a job
+per round does not. The job only *starts* the pods (see
+:mod:`kuota.service.pod`); each pod's lifecycle is in the store, so sending a
+pod twice — a new leader re-sending pods that were placed but perhaps never
+sent — at worst runs a job that finds the pod already started and does
+nothing for it.
 
 The command comes from the pod set's pod template: the first container's
 ``command`` followed by its ``args`` — an argument list, never a shell
@@ -24,9 +29,9 @@ from queueing.store import Keys, PodRef
 from quota import api
 
 #: The rq job function (by name, so enqueueing needs no import of the worker side).
-START_POD: Final = "kuota.service.pod.start_pod"
-#: Seconds rq keeps a finished start job (the pod's own record stays in the store).
-RESULT_TTL: Final = 300
+START_PODS: Final = "kuota.service.pod.start_pods"
+#: rq keeps nothing of a finished start job: the pod's own record is in the store.
+RESULT_TTL: Final = 0
 FAILURE_TTL: Final = 86_400
 
 
@@ -77,22 +82,22 @@ def pod_command(workload: api.Workload, pod_set: str) -> tuple[tuple[str, ...], 
 
 
 def enqueue(raw: Any, keys: Keys, jobs: Iterable[PodJob]) -> int:
-    """Send start jobs to their nodes' queues in one pipeline; returns how many."""
+    """Send the pods to their nodes' queues, one rq job per node, in one pipeline.
+
+    Returns how many rq jobs were enqueued.
+    """
     by_node: dict[str, list[PodJob]] = {}
     for job in jobs:
         by_node.setdefault(job.node, []).append(job)
     if not by_node:
         return 0
     pipe = raw.pipeline()
-    count = 0
     for node, node_jobs in by_node.items():
-        queue = Queue(keys.node_queue(node), connection=raw)
-        datas = [Queue.prepare_data(START_POD, args=(job.to_dict(),),
-                                    job_id=keys.pod_job_id(PodRef.parse(job.pod_id)),
-                                    result_ttl=RESULT_TTL, failure_ttl=FAILURE_TTL,
-                                    description=f"start pod {job.pod_id} on {node}")
-                 for job in node_jobs]
-        queue.enqueue_many(datas, pipeline=pipe)
-        count += len(datas)
+        refs = [PodRef.parse(job.pod_id) for job in node_jobs]
+        data = Queue.prepare_data(START_PODS, args=([job.to_dict() for job in node_jobs],),
+                                  job_id=keys.start_job_id(refs), result_ttl=RESULT_TTL,
+                                  failure_ttl=FAILURE_TTL,
+                                  description=f"start {len(refs)} pod(s) on {node}")
+        Queue(keys.node_queue(node), connection=raw).enqueue_many([data], pipeline=pipe)
     pipe.execute()
-    return count
+    return len(by_node)

@@ -23,7 +23,9 @@ connection ends the leader; the service builds a new one from Redis.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -58,6 +60,10 @@ class Timing:
     reasons_every: float = 0.5
     #: How often every workload's state is compared with the engine's.
     resync_every: float = 30.0
+    #: Shortest time between two rounds: what arrives meanwhile is handled as one batch
+    #: (one pipeline of decisions, one start job per node), which is what lets a busy
+    #: scheduler keep up; it adds at most this much to any decision's latency.
+    batch: float = 0.02
 
     @property
     def node_check_every(self) -> float:
@@ -81,12 +87,18 @@ class Leader:
         self._node_values: dict[str, Node] = {}
         self._pod_requests: dict[str, ResourceVector] = {}
         self._pod_nodes: dict[str, str] = {}
+        #: Unplaced gangs by kind (what they ask of nodes), in admission order.
+        self._by_kind: dict[tuple[int, str], dict[str, None]] = {}
+        self._kind_of: dict[str, tuple[int, str]] = {}
+        #: Why the first gang of a kind did not fit, this round.
+        self._waiting_why: dict[tuple[int, str], str] = {}
         self._reasons: dict[str, tuple[str, str]] = {}
         now = clock()
         self._renew_at = now + timing.lease_ttl / 3
         self._node_check_at = now
         self._reasons_at = now
         self._resync_at = now + timing.resync_every
+        self._round_at = now
         # Follow the stream from before the load: what happens during it is seen twice,
         # which re-reading makes harmless.
         self.last_event = self.store.events.last_id()
@@ -106,6 +118,10 @@ class Leader:
     # -- the loop ----------------------------------------------------------------
     def step(self) -> None:
         now = self.clock()
+        if now < self._round_at:
+            time.sleep(self._round_at - now)
+            now = self.clock()
+        self._round_at = now + self.timing.batch
         if now >= self._renew_at:
             self._renew(now)
         events = self.store.events.read(self.last_event, block_ms=self._block_ms(now))
@@ -150,7 +166,12 @@ class Leader:
             if event.key:
                 keys.add(event.key)
         if keys:
-            records = self.store.workloads.get_many(sorted(keys))
+            records = self.store.workloads.get_many(sorted(keys), spec=False)
+            # Only workloads new to the engine need their (large) spec.
+            new = [k for k, r in records.items() if r.state is State.PENDING and (
+                k not in self.engine.records or self.engine.records[k].state is State.FINISHED)]
+            for key, text in self.store.workloads.specs(new).items():
+                records[key] = dataclasses.replace(records[key], spec_json=text)
             for key in sorted(keys):
                 self._reconcile(key, records.get(key), now)
         self.engine.drain_outbox()  # these changes mirror Redis: nothing to write back
@@ -217,25 +238,43 @@ class Leader:
                 pools.setdefault(node.pool, []).append(self._node_values[name])
         requests: list[PlaceRequest] = []
         pods_of: dict[str, list[placing.GangPod]] = {}
-        for key in list(self.unplaced):
+        for key in [k for k in self.unplaced if k not in self._kind_of]:
             record = self.engine.records.get(key)
-            tracked = self.tracked.get(key)
-            if record is None or record.admission is None or tracked is None:
+            if record is None or record.admission is None or key not in self.tracked:
                 self.unplaced.pop(key)
                 continue
-            pods = placing.gang_pods(record.info, record.admission, self.engine.cache.flavors)
-            result = placing.place(pods, pools)
-            if isinstance(result, placing.Unplaceable):
-                record.pending_reason, record.pending_message = "WaitingForNodes", result.reason
-                continue
-            # Later gangs of this round see these pods on their nodes.
-            self._node_values.update(result.updated)
-            pools[result.pool] = [result.updated.get(n.name, n) for n in pools[result.pool]]
-            pods_of[key] = pods
-            requests.append(PlaceRequest(key, tracked.attempt, tuple(
-                PodPlacement(PodRef(key, tracked.attempt, p.index), node, p.pod_set, p.requests,
-                             self._nodes[node].epoch)
-                for p, node in zip(pods, result.nodes, strict=True))))
+            kind = (record.info.equivalence, repr(record.admission.flavor_summary()))
+            self._kind_of[key] = kind
+            self._by_kind.setdefault(kind, {})[key] = None
+        # Gangs of one kind (same pod sets, same flavors) fit or fail alike: each kind is
+        # tried in admission order until one does not fit, so a backlog costs one failed
+        # try per kind and round, not one per waiting gang.
+        for kind, keys in list(self._by_kind.items()):
+            for key in list(keys):
+                if key not in self.unplaced:  # placed, evicted or finished meanwhile
+                    del keys[key]
+                    self._kind_of.pop(key, None)
+                    continue
+                record, tracked = self.engine.records[key], self.tracked[key]
+                assert record.admission is not None
+                pods = placing.gang_pods(record.info, record.admission,
+                                         self.engine.cache.flavors)
+                result = placing.place(pods, pools)
+                if isinstance(result, placing.Unplaceable):
+                    self._waiting_why[kind] = result.reason
+                    break
+                # Later gangs of this round see these pods on their nodes.
+                self._node_values.update(result.updated)
+                pools[result.pool] = [result.updated.get(n.name, n) for n in pools[result.pool]]
+                pods_of[key] = pods
+                requests.append(PlaceRequest(key, tracked.attempt, tuple(
+                    PodPlacement(PodRef(key, tracked.attempt, p.index), node, p.pod_set,
+                                 p.requests, self._nodes[node].epoch)
+                    for p, node in zip(pods, result.nodes, strict=True))))
+            else:
+                self._waiting_why.pop(kind, None)
+            if not keys:
+                del self._by_kind[kind]
         if not requests:
             return
         statuses = self.store.workloads.place_many(self.holder, requests, now)
@@ -365,6 +404,10 @@ class Leader:
         self._reasons_at = now + self.timing.reasons_every
         changed: list[tuple[str, int, str, str]] = []
         for key, record in self.engine.records.items():
+            kind = self._kind_of.get(key)
+            if kind is not None and kind in self._waiting_why and key in self.unplaced:
+                record.pending_reason = "WaitingForNodes"
+                record.pending_message = self._waiting_why[kind]
             if record.state is State.FINISHED or record.pending_reason is None:
                 continue
             why = (record.pending_reason, record.pending_message or "")

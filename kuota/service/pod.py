@@ -1,17 +1,17 @@
 """The rq job that starts a pod, run by the ``kuota worker`` of the pod's node.
 
-rq calls :func:`start_pod` inside the worker process (kuota's workers are
+rq calls :func:`start_pods` inside the worker process (kuota's workers are
 rq ``SimpleWorker``\\ s: they do not fork per job), where the node's
 :class:`~kuota.service.supervisor.PodSupervisor` is registered under
-(prefix, node). The job returns as soon as the process is started — the pod
-then lives on under the supervisor while the worker takes the next job, so
-one worker runs as many pods at once as its node's capacity allows.
+(prefix, node). The job returns as soon as the processes are started — the
+pods then live on under the supervisor while the worker takes the next job,
+so one worker runs as many pods at once as its node's capacity allows.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from kuota.service.jobs import PodJob
@@ -34,16 +34,23 @@ def unregister(prefix: str, node: str) -> None:
         _SUPERVISORS.pop((prefix, node), None)
 
 
-def start_pod(job: Mapping[str, Any]) -> str:
-    """rq entry point: start the pod described by ``job`` on this worker's node."""
-    pod = PodJob.from_dict(job)
+def start_pods(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """rq entry point: start the pods described by ``jobs`` on this worker's node.
+
+    Returns the store's answer for each (``ok``, or why it did not start).
+    """
+    pods = [PodJob.from_dict(job) for job in jobs]
+    nodes = {(pod.prefix, pod.node) for pod in pods}
+    if len(nodes) != 1:
+        raise ValueError(f"one start job must be for one node, got {sorted(nodes)}")
+    [(prefix, node)] = nodes
     with _LOCK:
-        supervisor = _SUPERVISORS.get((pod.prefix, pod.node))
+        supervisor = _SUPERVISORS.get((prefix, node))
     if supervisor is None:
-        raise RuntimeError(f"pod {pod.pod_id} is for node {pod.node} (prefix {pod.prefix}), "
-                           "which no kuota worker in this process serves; pods must be run by "
+        raise RuntimeError(f"pods for node {node} (prefix {prefix}) reached a process where "
+                           "no kuota worker serves that node; pods must be run by "
                            "`kuota worker`, not by a plain rq worker")
-    return supervisor.submit(pod)
+    return supervisor.submit_many(pods)
 
 
 def wake() -> str:

@@ -4,7 +4,7 @@ One supervisor thread per worker owns every pod process of its node. The rq
 job (:mod:`kuota.service.pod`) hands it a start request and waits for the
 answer; the thread then
 
-* asks the store whether the pod may start (:meth:`PodStore.start`, an atomic
+* asks the store whether each pod may start (:meth:`PodStore.start`, an atomic
   check that it was not cancelled, evicted or re-placed meanwhile), takes GPU
   devices, and starts the command as a subprocess — an argument list, no
   shell — in its own session, with its output in a log file;
@@ -19,6 +19,13 @@ Processes are started by this long-lived thread on purpose: on Linux each
 child gets ``PR_SET_PDEATHSIG`` = SIGKILL, which fires when the thread that
 forked it dies — so a ``kill -9`` of the worker takes its pods with it
 instead of leaving orphans that finish a run the scheduler has requeued.
+The signal is set by util-linux's ``setpriv --pdeathsig KILL`` in front of
+the command when it is installed (the command is then exec'ed in its
+place); otherwise by a ``preexec_fn``, which forces Python to fork the whole
+worker process for every pod — about ten times slower to start one. Only the
+pod's own process gets the signal: grandchildren it leaves behind outlive a
+``kill -9`` of the worker (a stop request, though, signals the whole process
+group).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import functools
 import logging
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,6 +67,13 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+_SETPRIV = shutil.which("setpriv") if sys.platform == "linux" else None
+
+
+def _argv(command: Sequence[str]) -> list[str]:
+    if _SETPRIV is not None:
+        return [_SETPRIV, "--pdeathsig", "KILL", "--", *command]
+    return list(command)
 
 
 @dataclass
@@ -117,14 +132,15 @@ class PodSupervisor:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._thread.start()
 
-    def submit(self, job: PodJob, timeout: float = 60.0) -> str:
-        """Ask for a pod to start; returns the store's answer (``ok``, ``stopped``, …)."""
+    def submit_many(self, jobs: Sequence[PodJob], timeout: float = 60.0) -> list[str]:
+        """Ask for pods to start; returns the store's answer for each (``ok``, ``stopped``, …)."""
         if self._stopping.is_set():
             raise RuntimeError(f"node {self.node}: worker is shutting down")
-        request = _StartRequest(job)
-        self._requests.put(request)
+        requests = [_StartRequest(job) for job in jobs]
+        for request in requests:
+            self._requests.put(request)
         self._wake.set()
-        return request.answer.result(timeout)
+        return [request.answer.result(timeout) for request in requests]
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Terminate every pod (reported as stopped) and end the thread."""
@@ -197,25 +213,29 @@ class PodSupervisor:
             log.info("pod %s not started: %s", job.pod_id, status)
             return status
         del self._free_devices[:wanted]
+        if shutil.which(job.command[0], path=job.env.get("PATH")) is None:
+            return self._fail_to_start(job, ref, f"cannot run {job.command[0]!r}: command not "
+                                       "found or not executable", started=True,
+                                       devices=devices)
         log_path = self.log_dir / (job.pod_id.replace("/", "_").replace(":", "_") + ".log")
         log_file = open(log_path, "wb")  # noqa: SIM115 — closed when the pod is reaped
         try:
             proc = subprocess.Popen(
-                list(job.command), stdin=subprocess.DEVNULL, stdout=log_file,
+                _argv(job.command), stdin=subprocess.DEVNULL, stdout=log_file,
                 stderr=subprocess.STDOUT, env=self._env(job, ref, devices),
                 start_new_session=True, close_fds=True,
-                preexec_fn=_die_with_parent if _LIBC is not None else None)
+                preexec_fn=_die_with_parent if _LIBC is not None and _SETPRIV is None else None)
         except OSError as exc:
             log_file.close()
-            self._free_devices += devices
             return self._fail_to_start(job, ref, f"cannot run {job.command[0]!r}: {exc.strerror}",
-                                       started=True)
+                                       started=True, devices=devices)
         self._running[job.pod_id] = _Running(job, ref, proc, log_path, log_file, devices)
         return "ok"
 
     def _fail_to_start(self, job: PodJob, ref: PodRef, message: str, *,
-                       started: bool = False) -> str:
+                       started: bool = False, devices: Sequence[str] = ()) -> str:
         """Report a pod that could not start as failed (exit 127), with the message as its log."""
+        self._free_devices += devices
         if not started:
             status = self.store.pods.start(ref, node=self.node, epoch=job.epoch, devices="",
                                            now=self.clock())

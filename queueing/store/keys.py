@@ -22,7 +22,7 @@ them only through ``KEYS[]``. Shapes (``P`` is the prefix)::
 rq keeps its own keys under ``rq:``; the store chooses only the *names* of
 the per-node rq queues (``P:node:<name>``, so rq's key is ``rq:queue:P:node:<name>``)
 and the rq job ids, which rq restricts to ``[A-Za-z0-9_-]`` — a digest of the
-prefix and the pod id.
+prefix and the ids of the pods a job starts.
 
 Workload keys are ``namespace/name`` (DNS labels and subdomains, so never a
 ``:``); node names are checked by :func:`check_node_name` for the same reason.
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -127,9 +128,10 @@ class Keys:
         """The rq queue *name* (not a key) a node's worker consumes."""
         return f"{self.prefix}:node:{name}"
 
-    def pod_job_id(self, pod: PodRef) -> str:
-        """A deterministic rq job id: enqueueing a pod twice names the same job."""
-        digest = hashlib.sha1(f"{self.prefix}|{pod.id}".encode()).hexdigest()
+    def start_job_id(self, pods: Sequence[PodRef]) -> str:
+        """A deterministic rq job id for starting ``pods``: the same pods, the same job."""
+        names = "|".join(sorted(p.id for p in pods))
+        digest = hashlib.sha1(f"{self.prefix}|{names}".encode()).hexdigest()
         return f"kuota-{digest}"
 
     # -- scheduler -------------------------------------------------------------

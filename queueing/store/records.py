@@ -65,8 +65,9 @@ def admission_to_json(admission: Admission) -> str:
         "borrowing": admission.borrowing,
         "cluster": admission.cluster,
         "podSets": [{"name": ps.name, "count": ps.count, "flavors": dict(ps.flavors),
-                     "usage": dict(ps.usage),
-                     "topology": [[list(values), count] for values, count in ps.topology]}
+                     "usage": dict(ps.usage), "topologyLevels": list(ps.topology_levels),
+                     "topology": [[list(values), count] for values, count in ps.topology],
+                     "nodes": [[node, count] for node, count in ps.nodes]}
                     for ps in admission.pod_sets],
     }, sort_keys=True, separators=(",", ":"))
 
@@ -77,8 +78,11 @@ def admission_from_json(text: str) -> Admission:
         PodSetAdmission(name=ps["name"], count=int(ps["count"]),
                         flavors={str(k): str(v) for k, v in ps["flavors"].items()},
                         usage={str(k): int(v) for k, v in ps["usage"].items()},
+                        topology_levels=tuple(ps.get("topologyLevels", ())),
                         topology=tuple((tuple(values), int(count))
-                                       for values, count in ps.get("topology", [])))
+                                       for values, count in ps.get("topology", [])),
+                        nodes=tuple((str(node), int(count))
+                                    for node, count in ps.get("nodes", [])))
         for ps in doc["podSets"])
     return Admission(doc["clusterQueue"], pod_sets, borrowing=bool(doc.get("borrowing")),
                      cluster=doc.get("cluster"))

@@ -33,6 +33,11 @@ from queueing.store.scripts import Scripts, text
 from quota.resources import ResourceVector
 from quota.workload import Admission
 
+#: Every field but ``spec``: what a status read needs.
+_STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "attempt",
+                  "outcome", "reason", "message", "cq", "admission", "admitted_at", "placement",
+                  "pods", "pods_done", "failures", "backoff_limit", "finished_at", "submission")
+
 
 @dataclass(frozen=True, slots=True)
 class AdmitRequest:
@@ -112,14 +117,31 @@ class WorkloadStore:
             raise NotFound(f"workload {key}: not found")
         return record
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, WorkloadRecord]:
-        """The named workloads that exist, in one round trip."""
+    def get_many(self, keys: Iterable[str], *, spec: bool = True) -> dict[str, WorkloadRecord]:
+        """The named workloads that exist, in one round trip; ``spec=False`` leaves the
+        (largest) field out."""
         keys = list(keys)
         pipe = self._r.pipeline(transaction=False)
         for key in keys:
-            pipe.hgetall(self._keys.workload(key))
-        return {key: WorkloadRecord.from_hash(key, h)
-                for key, h in zip(keys, pipe.execute(), strict=True) if h}
+            if spec:
+                pipe.hgetall(self._keys.workload(key))
+            else:
+                pipe.hmget(self._keys.workload(key), _STATUS_FIELDS)
+        found: dict[str, WorkloadRecord] = {}
+        for key, answer in zip(keys, pipe.execute(), strict=True):
+            h = answer if spec else {f: v for f, v in zip(_STATUS_FIELDS, answer, strict=True)
+                                     if v is not None}
+            if h:
+                found[key] = WorkloadRecord.from_hash(key, h)
+        return found
+
+    def specs(self, keys: Iterable[str]) -> dict[str, str]:
+        """The stored manifests (JSON) of the named workloads."""
+        keys = list(keys)
+        pipe = self._r.pipeline(transaction=False)
+        for key in keys:
+            pipe.hget(self._keys.workload(key), "spec")
+        return {key: text for key, text in zip(keys, pipe.execute(), strict=True) if text}
 
     def keys(self) -> list[str]:
         """Every workload key, oldest submission first."""

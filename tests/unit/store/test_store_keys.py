@@ -66,9 +66,11 @@ def test_bad_pod_ids(text: str) -> None:
         PodRef.parse(text)
 
 
-def test_job_ids_are_deterministic_rq_ids_per_prefix() -> None:
+def test_job_ids_are_deterministic_rq_ids_per_prefix_and_pods() -> None:
     a, b = Keys("a"), Keys("b")
-    assert a.pod_job_id(POD) == a.pod_job_id(PodRef("ns/train", 3, 1))
-    assert a.pod_job_id(POD) != b.pod_job_id(POD)
-    assert a.pod_job_id(POD) != a.pod_job_id(PodRef("ns/train", 4, 1))
-    assert re.fullmatch(r"[A-Za-z0-9_-]+", a.pod_job_id(POD))
+    other = PodRef("ns/train", 3, 0)
+    assert a.start_job_id([POD, other]) == a.start_job_id([other, PodRef("ns/train", 3, 1)])
+    assert a.start_job_id([POD]) != b.start_job_id([POD])
+    assert a.start_job_id([POD]) != a.start_job_id([PodRef("ns/train", 4, 1)])
+    assert a.start_job_id([POD]) != a.start_job_id([POD, other])
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", a.start_job_id([POD, other]))

@@ -17,7 +17,10 @@ def pod_sets(draw: st.DrawFn) -> PodSetAdmission:
     usage = {r: draw(st.integers(0, 10**15)) for r in flavors}
     topology = draw(st.lists(st.tuples(st.lists(names, max_size=3).map(tuple),
                                        st.integers(1, 9)), max_size=2).map(tuple))
-    return PodSetAdmission(draw(names), draw(st.integers(0, 1000)), flavors, usage, topology)
+    nodes = draw(st.lists(st.tuples(names, st.integers(1, 9)), max_size=2).map(tuple))
+    levels = draw(st.lists(names, max_size=3).map(tuple))
+    return PodSetAdmission(draw(names), draw(st.integers(0, 1000)), flavors, usage,
+                           topology_levels=levels, topology=topology, nodes=nodes)
 
 
 @given(st.builds(Admission, cluster_queue=names, pod_sets=st.lists(pod_sets(), max_size=3).map(

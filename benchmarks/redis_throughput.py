@@ -1,0 +1,422 @@
+"""Redis mode against a real redis-server: kuota's throughput next to plain rq's, and
+Kueue's baseline shape in real time.
+
+1. **Throughput.** N one-pod no-op workloads (default 2,000, the command ``true``)
+   through kuota — submit → admit → place → run → finish, with ``kuota scheduler``
+   and W ``kuota worker`` processes — versus the same N jobs through plain rq on the
+   same Redis with W ``rq worker`` processes of the same class (rq's
+   ``SimpleWorker``, as kuota's workers are), each job running the same command as a
+   subprocess. Quota and node capacity are large enough never to be the limit, so
+   this measures what admission, placement and the pod lifecycle add per job.
+   Prints both throughputs and their ratio (target: kuota >= 0.7x plain rq), and
+   plain rq with a pure-Python no-op job for reference.
+2. **Kueue's baseline shape in real time** (``--baseline``): the shape of
+   benchmarks/simulate_kueue_baseline.py submitted at its arrival times to a running
+   ``kuota scheduler``; admitted pods are placed on one large node whose "worker"
+   starts each pod through the store and reports it finished after the workload's
+   runtime, without processes. Prints wall time, mean time to admission per class
+   and the minimum ClusterQueue usage next to the virtual-time run of the same
+   shape (target: wall within 15 %).
+
+Usage::
+
+    python benchmarks/redis_throughput.py [--workloads 2000] [--workers 4]
+    python benchmarks/redis_throughput.py --baseline [--baseline-scale 1.0] [--skip-throughput]
+
+Starts its own redis-server on a free port of 127.0.0.1 unless ``--redis URL`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import redis
+from rq import Queue, Worker
+from rq.registry import FinishedJobRegistry
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kuota.client import Client  # noqa: E402
+from kuota.service import submission  # noqa: E402
+from kuota.service.connection import connect  # noqa: E402
+from kuota.service.jobs import PodJob  # noqa: E402
+from queueing.store import PodRef, Store  # noqa: E402
+
+BIN = Path(sys.executable).parent
+
+
+# -- jobs for plain rq (imported by the rq workers by name) ----------------------------------
+
+def run_true() -> int:
+    return subprocess.run(["true"], check=True).returncode
+
+
+def noop() -> None:
+    return None
+
+
+# -- processes ----------------------------------------------------------------------------
+
+@contextmanager
+def redis_server(url: str | None) -> Iterator[str]:
+    if url:
+        yield url
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        sys.exit("redis-server is not installed; give --redis URL")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    workdir = tempfile.mkdtemp(prefix="kuota-bench-")
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", workdir],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            r.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+class Children:
+    def __init__(self, url: str, prefix: str) -> None:
+        self.env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix,
+                    "PYTHONPATH": str(REPO)}
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.logdir = Path(tempfile.mkdtemp(prefix="kuota-bench-logs-"))
+
+    def start(self, name: str, argv: list[str]) -> None:
+        out = open(self.logdir / f"{name}.log", "wb")  # noqa: SIM115 — owned by the child
+        self.procs.append(subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=out,
+                                           stderr=subprocess.STDOUT))
+
+    def kuota(self, name: str, *args: str) -> None:
+        self.start(name, [sys.executable, "-m", "kuota.cli", *args])
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(self.logdir, ignore_errors=True)
+
+
+def wait_until(what: str, check: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            sys.exit(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def queue_yaml(cpu: int, namespaces: list[str] | None = None) -> str:
+    return f"""
+apiVersion: kuota.dev/v1alpha1
+kind: ResourceFlavor
+metadata: {{name: default}}
+---
+apiVersion: kuota.dev/v1alpha1
+kind: ClusterQueue
+metadata: {{name: bench}}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources: [{{name: cpu, nominalQuota: {cpu}}}]
+---
+apiVersion: kuota.dev/v1alpha1
+kind: LocalQueue
+metadata: {{name: lq, namespace: default}}
+spec: {{clusterQueue: bench}}
+"""
+
+
+class Finished:
+    """Counts finished workloads, re-reading only those not seen finished yet (cheap polling,
+    so the benchmark's own reads do not slow down what it measures)."""
+
+    def __init__(self, store: Store, keys: list[str]) -> None:
+        self.store, self.left = store, list(keys)
+
+    def all(self) -> bool:
+        pipe = self.store.redis.pipeline(transaction=False)
+        for key in self.left:
+            pipe.hget(self.store.keys.workload(key), "state")
+        self.left = [k for k, state in zip(self.left, pipe.execute(), strict=True)
+                     if state != "Finished"]
+        if self.left:
+            time.sleep(0.1)
+        return not self.left
+
+
+# -- 1. throughput ------------------------------------------------------------------------
+
+def kuota_throughput(url: str, n: int, workers: int, node_cpu: int) -> float:
+    prefix = f"bench{uuid.uuid4().hex[:6]}"
+    client = Client(connection=connect(url, prefix=prefix))
+    client.apply(queue_yaml(cpu=10 * n))
+    children = Children(url, prefix)
+    try:
+        children.kuota("scheduler", "scheduler", "--log-level", "WARNING")
+        for i in range(workers):
+            children.kuota(f"w{i}", "worker", "--pool", "bench", "--node", f"w{i}",
+                           "--resources", f"cpu={node_cpu}", "--log-level", "WARNING")
+        wait_until("workers", lambda: len(client.store.nodes.names()) == workers, 60)
+        wait_until("a leader", lambda: client.store.redis.get(client.store.keys.lease), 60)
+        manifests = [submission.from_args(["true"], queue="default/lq", name=f"noop-{i}",
+                                          requests={"cpu": "1"}) for i in range(n)]
+        checked = [submission.check(m, {}) for m in manifests]  # validation is not timed
+        start = time.perf_counter()
+        for c in checked:
+            client.store.workloads.submit(c.key, spec=c.manifest, queue=c.queue,
+                                          priority=c.priority, backoff_limit=0,
+                                          submission=uuid.uuid4().hex, now=time.time())
+        keys = [c.key for c in checked]
+        wait_until("every workload to finish", Finished(client.store, keys).all, 600)
+        elapsed = time.perf_counter() - start
+        failed = [r.key for r in client.store.workloads.get_many(keys).values()
+                  if r.outcome != "Succeeded"]
+        if failed:
+            sys.exit(f"{len(failed)} workloads did not succeed, e.g. {failed[:3]}")
+        return n / elapsed
+    finally:
+        children.stop()
+        client.store.reset()
+
+
+def rq_throughput(url: str, n: int, workers: int, job: str) -> float:
+    name = f"bench-rq-{uuid.uuid4().hex[:6]}"
+    raw = redis.Redis.from_url(url)
+    children = Children(url, "unused")
+    queue = Queue(name, connection=raw)
+    try:
+        for i in range(workers):
+            children.start(f"rq{i}", [str(BIN / "rq"), "worker", "--url", url, "--worker-class",
+                                      "rq.SimpleWorker", "--logging_level", "WARNING", name])
+        wait_until("rq workers", lambda: Worker.count(queue=queue) == workers, 60)
+        start = time.perf_counter()
+        for _ in range(n):
+            queue.enqueue(job, result_ttl=600)
+        registry = FinishedJobRegistry(queue=queue)
+        wait_until("every job to finish", lambda: registry.count == n, 600)
+        return n / (time.perf_counter() - start)
+    finally:
+        children.stop()
+        queue.empty()
+        for key in raw.scan_iter(match=f"rq:*{name}*"):
+            raw.delete(key)
+
+
+# -- 2. Kueue's baseline shape in real time ------------------------------------------------
+
+class TimedRunner:
+    """A node whose pods run for their workload's runtime without processes."""
+
+    def __init__(self, url: str, store: Store, node: str, runtimes: dict[str, float]) -> None:
+        self.store, self.node, self.runtimes = store, node, runtimes
+        self.raw = redis.Redis.from_url(url)
+        self.epoch = store.nodes.register(node, pool="bench", capacity={"cpu": 10**12},
+                                          labels={}, devices=[], now=time.time())
+        self.queue = Queue(store.keys.node_queue(node), connection=self.raw)
+        self.stop = threading.Event()
+        self._due: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+        self.job_ids: list[str] = []
+        self.threads = [threading.Thread(target=f, daemon=True)
+                        for f in (self._take, self._finish, self._beat)]
+        for thread in self.threads:
+            thread.start()
+
+    def _take(self) -> None:
+        while not self.stop.is_set():
+            got = Queue.dequeue_any([self.queue], timeout=1, connection=self.raw)
+            if got is None:
+                continue
+            job, _ = got
+            self.job_ids.append(job.id)
+            pod = PodJob.from_dict(job.args[0])
+            ref = PodRef.parse(pod.pod_id)
+            if self.store.pods.start(ref, node=self.node, epoch=pod.epoch, devices="",
+                                     now=time.time()) != "ok":
+                continue
+            runtime = self.runtimes[ref.workload]
+            with self._lock:
+                heapq.heappush(self._due, (time.time() + runtime, pod.pod_id))
+
+    def _finish(self) -> None:
+        while not self.stop.is_set():
+            now = time.time()
+            ready = []
+            with self._lock:
+                while self._due and self._due[0][0] <= now:
+                    ready.append(heapq.heappop(self._due)[1])
+            for pod_id in ready:
+                self.store.pods.exit(PodRef.parse(pod_id), node=self.node, pod_count=1,
+                                     exit_code=0, stopped=False, message="", pid=0, now=now)
+            time.sleep(0.002)
+
+    def _beat(self) -> None:
+        while not self.stop.wait(2.0):
+            self.store.nodes.heartbeat(self.node, self.epoch)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(5)
+        for start in range(0, len(self.job_ids), 500):
+            self.raw.delete(*(f"rq:job:{j}" for j in self.job_ids[start:start + 500]))
+
+
+def realtime_baseline(url: str, scale: float) -> dict[str, Any]:
+    from benchmarks.simulate_kueue_baseline import CLASSES, baseline
+
+    shape = baseline(count_scale=scale)
+    prefix = f"kueue{uuid.uuid4().hex[:6]}"
+    client = Client(connection=connect(url, prefix=prefix))
+    client.apply(shape["objects"])
+    arrivals: list[tuple[float, Any]] = []
+    runtimes: dict[str, float] = {}
+    for wl in shape["workloads"]:
+        cpu = wl["podSets"][0]["requests"]["cpu"]
+        manifest = submission.from_args(["true"], queue=f"{wl['namespace']}/{wl['queueName']}",
+                                        name=wl["name"], requests={"cpu": cpu},
+                                        priority=wl["priority"])
+        checked = submission.check(manifest, {})
+        arrivals.append((wl["arrival"], checked))
+        runtimes[checked.key] = wl["duration"]
+    arrivals.sort(key=lambda a: (a[0], a[1].key))
+    runner = TimedRunner(url, client.store, "bench-node", runtimes)
+    children = Children(url, prefix)
+    try:
+        children.kuota("scheduler", "scheduler", "--log-level", "WARNING")
+        wait_until("a leader", lambda: client.store.redis.get(client.store.keys.lease), 60)
+        t0 = time.time()
+        for arrival, c in arrivals:
+            delay = t0 + arrival - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            client.store.workloads.submit(c.key, spec=c.manifest, queue=c.queue,
+                                          priority=c.priority, backoff_limit=0,
+                                          submission=c.key, now=time.time())
+        keys = [c.key for _, c in arrivals]
+        wait_until("every workload to finish", Finished(client.store, keys).all, 3600)
+        return _baseline_figures(client.store, keys, t0, CLASSES)
+    finally:
+        runner.close()
+        children.stop()
+        client.store.reset()
+
+
+def _baseline_figures(store: Store, keys: list[str], t0: float,
+                      classes: Any) -> dict[str, Any]:
+    records = store.workloads.get_many(keys)
+    pipe = store.redis.pipeline(transaction=False)
+    for key in keys:
+        pipe.lrange(store.keys.history(key), 0, -1)
+    import json
+
+    waits: dict[str, list[float]] = defaultdict(list)
+    used: dict[str, float] = defaultdict(float)
+    end = max(r.finished_at or 0.0 for r in records.values())
+    wall = end - t0
+    for key, history in zip(keys, pipe.execute(), strict=True):
+        record = records[key]
+        cls = key.split("/")[1].split("-")[0]
+        admitted = next(json.loads(h)["at"] for h in history
+                        if json.loads(h)["event"] == "Admitted")
+        waits[cls].append(admitted - record.created)
+        spec = next(c for c in classes if c[0] == cls)
+        used[key.split("/")[0]] += spec[3] * spec[4]
+    return {"wall": wall, "waits": {k: sum(v) / len(v) for k, v in waits.items()},
+            "min_usage": min(v / (20 * wall) for v in used.values()), "admitted": len(keys)}
+
+
+# -- main ---------------------------------------------------------------------------------
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--redis", default=None, help="use this Redis instead of starting one")
+    parser.add_argument("--workloads", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--node-cpu", type=int, default=8,
+                        help="CPUs of each kuota worker's node; pods ask for 1 (default 8)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="alternating runs of each; the medians are compared (default 3)")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also run Kueue's baseline shape in real time (about a minute "
+                             "per 1.0 of --baseline-scale)")
+    parser.add_argument("--baseline-scale", type=float, default=1.0,
+                        help="fraction of the shape's workloads (arrival times unchanged)")
+    args = parser.parse_args()
+    with redis_server(args.redis) as url:
+        if not args.skip_throughput:
+            n, w = args.workloads, args.workers
+            print(f"== throughput: {n} one-pod no-op workloads, {w} workers, real Redis "
+                  f"(kuota nodes of cpu={args.node_cpu}, pods of cpu=1); median of "
+                  f"{args.repeat} alternating runs")
+            kuota_runs, plain_runs = [], []
+            for _ in range(args.repeat):  # alternate, so a busy machine hurts both alike
+                kuota_runs.append(kuota_throughput(url, n, w, args.node_cpu))
+                plain_runs.append(rq_throughput(url, n, w, "benchmarks.redis_throughput.run_true"))
+            kuota, plain = statistics.median(kuota_runs), statistics.median(plain_runs)
+            runs = lambda xs: ", ".join(f"{x:.0f}" for x in xs)  # noqa: E731
+            print(f"  kuota (submit → admit → place → run `true` → finish)   {kuota:8.1f} /s"
+                  f"   runs: {runs(kuota_runs)}")
+            print(f"  plain rq, SimpleWorker, job runs `true`               {plain:8.1f} /s"
+                  f"   runs: {runs(plain_runs)}")
+            print(f"  ratio kuota / plain rq                                 {kuota / plain:8.2f}"
+                  "  (target >= 0.7)")
+            python_noop = rq_throughput(url, n, w, "benchmarks.redis_throughput.noop")
+            print(f"  (reference: plain rq, pure-Python no-op job           {python_noop:8.1f} /s)")
+        if args.baseline:
+            from benchmarks.simulate_kueue_baseline import run as virtual_run
+
+            virtual = virtual_run(count_scale=args.baseline_scale, preemption=False)
+            real = realtime_baseline(url, args.baseline_scale)
+            print(f"== Kueue's baseline shape in real time (scale {args.baseline_scale:g}, "
+                  f"{real['admitted']} workloads)")
+            print(f"  {'':24}{'real time':>12}{'virtual':>12}")
+            print(f"  {'wall time':24}{real['wall']:11.1f}s{virtual['wall']:11.1f}s"
+                  f"   ({100 * (real['wall'] / virtual['wall'] - 1):+.1f} %, target within 15 %)")
+            for cls in ("large", "medium", "small"):
+                print(f"  {'time to admission ' + cls:24}{real['waits'].get(cls, 0):11.2f}s"
+                      f"{virtual['waits'].get(cls, 0):11.2f}s")
+            print(f"  {'min ClusterQueue usage':24}{100 * real['min_usage']:11.1f}%"
+                  f"{100 * virtual['min_usage']:11.1f}%")
+
+
+if __name__ == "__main__":
+    main()
