@@ -5,12 +5,13 @@ the chosen member, a table of the feasible members best first with each
 plugin's normalised score, weight and raw figure, and one line per refused
 member with the filter that refused it and why::
 
-    Workload ml/train-7: dispatched to eu-a100 (config gpu-fleet)
-    Member    Total    Cost             LoadBalance   DataLocality
-    eu-a100   250/300  100×1 (12.5)     50×1 (50)     100×1 (100)
-    us-a100   180/300  80×1 (15.62)     100×1 (100)   0×1 (0)
+    Workload ml/train-7: dispatched to eu-a100 (config fleet)
+    Member   Total    Cost          LoadBalance  DataLocality
+    eu-a100  316/400  100×1 (35.2)  16×1 (16)    100×2 (100)
+    us-a100  120/400  70×1 (49.6)   50×1 (50)    0×2 (0)
     Filtered out:
-      us-t4   Hardware: no node has the labels of flavor a100 (gpu=a100) needed by podSet main
+      ap-a100   Health: member last seen 600s ago (staleAfter is 60s)
+      us-t4     Hardware: no node has the labels of flavor a100 (...) needed by podSet worker
 
 :func:`summary` gives one line for an admission-check message or an Event:
 the choice, the runner-up, and how many members each filter refused (with

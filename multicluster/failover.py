@@ -18,7 +18,9 @@ its deletion, or is *Lost* (:func:`may_start`). A lost member cannot be asked
 to delete anything, so being lost stands in for being fenced; when it comes
 back, :func:`stale_copies` lists every copy it holds of a workload that is no
 longer dispatched to it (moved, finished, deleted), and the controller
-deletes those before the member is marked Active again.
+deletes those before the member is marked Active again. (A member that is
+cut off but still running cannot be told anything, so its copy may run until
+it returns; this is also Kueue MultiKueue's guarantee.)
 """
 
 from __future__ import annotations
