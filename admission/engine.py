@@ -266,6 +266,21 @@ class Engine:
         elif all(s == READY for s, _ in record.checks.values()):
             self._admit(record, now)
 
+    def assign_cluster(self, key: str, cluster: str) -> None:
+        """Record the member cluster multi-cluster dispatch chose for a workload holding quota.
+
+        Call it before the check's Ready verdict, so the ADMITTED event carries the cluster.
+        """
+        record = self._record(key)
+        if record.admission is None or record.state not in HOLDS_QUOTA:
+            raise ValueError(f"workload {key} holds no quota: cannot assign cluster {cluster}")
+        record.admission = dataclasses.replace(record.admission, cluster=cluster)
+        entry = self.cache.holding(key)
+        if entry is not None:
+            # Same usage, so the quota tree's counts stay right.
+            entries = self.cache.workloads[entry.admission.cluster_queue]
+            entries[key] = dataclasses.replace(entry, admission=record.admission)
+
     # -- scheduling ----------------------------------------------------------
     def schedule(self, now: float) -> CycleResult:
         """Do what is due at ``now``, then run one cycle and apply its result."""
