@@ -122,6 +122,8 @@ class ScenarioWorkload(_Model):
     pods_ready_after: Annotated[float | Literal["never"] | None,
                                 BeforeValidator(_never_or_seconds)] = None
     admission_checks: list[ScriptedCheck] = Field(default_factory=list)
+    #: Workload (Job) annotations, e.g. kuota.dev/cluster-selector for multi-cluster dispatch.
+    annotations: dict[str, str] = Field(default_factory=dict)
 
 
 class RequeuingStrategyModel(_Model):
@@ -172,6 +174,8 @@ class Scenario(BaseModel):
     workloads: list[ScenarioWorkload]
     #: Nodes of topology-aware flavors, by flavor.
     nodes: dict[str, list[ScenarioNode]] = Field(default_factory=dict)
+    #: Nodes of MemberClusters (their ``nodes:`` key), by member name.
+    member_nodes: dict[str, list[ScenarioNode]] = Field(default_factory=dict)
     expect: dict[str, Any] | None = None
 
     def engine_config(self) -> EngineConfig:
@@ -236,6 +240,7 @@ def parse_scenario(doc: object, *, source: str) -> Scenario:
         problems += _problems(exc, source, "Scenario", "config", "config")
     objects: list[Any] = []
     namespaces: dict[str, dict[str, str]] = {}
+    member_nodes: dict[str, list[ScenarioNode]] = {}
     for i, raw in enumerate(doc.get("objects") or []):
         if isinstance(raw, Mapping) and raw.get("kind") == "Namespace":
             meta = raw.get("metadata") or {}
@@ -246,6 +251,9 @@ def parse_scenario(doc: object, *, source: str) -> Scenario:
             namespaces[str(meta["name"])] = {str(k): str(v)
                                              for k, v in (meta.get("labels") or {}).items()}
             continue
+        if isinstance(raw, Mapping) and raw.get("kind") == "MemberCluster" and "nodes" in raw:
+            raw = dict(raw)
+            problems += _member_nodes(raw.pop("nodes"), raw, source, i, member_nodes)
         try:
             objects.append(api.parse_object(raw, source=f"{source}: objects[{i}]"))
         except api.ObjectError as exc:
@@ -294,7 +302,34 @@ def parse_scenario(doc: object, *, source: str) -> Scenario:
         raise ScenarioError(problems)
     return Scenario(source=source, config=config, objects=objects, namespaces=namespaces,
                     priority_classes=priority_classes, workloads=workloads, nodes=nodes,
-                    expect=dict(expect) if expect else None)
+                    member_nodes=member_nodes, expect=dict(expect) if expect else None)
+
+
+def _member_nodes(raw_nodes: object, member: Mapping[str, Any], source: str, index: int,
+                  into: dict[str, list[ScenarioNode]]) -> list[Problem]:
+    """Validate a MemberCluster's ``nodes:`` (simulator only) into ``into[name]``."""
+    meta = member.get("metadata")
+    name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+    where = f"objects[{index}].nodes"
+    if not isinstance(raw_nodes, list):
+        return [Problem(source, "MemberCluster", name, where, "must be a list of nodes")]
+    nodes, problems = [], []
+    for j, raw in enumerate(raw_nodes):
+        try:
+            nodes.append(ScenarioNode.model_validate(raw))
+        except ValidationError as exc:
+            problems += _problems(exc, source, "MemberCluster", name, f"{where}[{j}]")
+    if problems:
+        return problems
+    names = [n.name for n in nodes]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        return [Problem(source, "MemberCluster", name, where,
+                        f"node names must be unique (repeated: {', '.join(repeated)})")]
+    if name in into:
+        return [Problem(source, "MemberCluster", name, "metadata.name", "duplicate MemberCluster")]
+    into[name] = nodes
+    return []
 
 
 def workload_info(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> WorkloadInfo:

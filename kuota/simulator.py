@@ -16,14 +16,24 @@ of events is kept for the table output and the demo.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from admission.engine import Engine
+from admission.engine import READY, Engine
 from admission.events import Kind, WorkloadEvent
 from kuota.scenario import Scenario, ScenarioWorkload, workload_info
+from multicluster import convert
+from multicluster.controller import CONTROLLER_NAME, Dispatcher
+from multicluster.model import Health
+from placement.model import Node
+from quota import api
+from quota.api.membercluster import ACTIVE
+from quota.api.meta import find_condition
+from quota.lifecycle import State
+from quota.resources import parse_amount
 from quota.workload import Admission, PodSetAdmission
 
 
@@ -88,6 +98,11 @@ class Simulation:
         #: How many times each workload reserved quota (scripted checks answer per reservation).
         self._reservations: dict[str, int] = {}
         self._wake_at: float | None = None
+        self.dispatcher = self._dispatcher()
+        #: Members without an Active condition in the scenario: simulated as always answering.
+        self._live: list[str] = []
+        if self.dispatcher is not None:
+            self._add_members(self.dispatcher)
         self.outcomes: dict[str, WorkloadOutcome] = {}
         self.timeline: list[TimelineEvent] = []
         for wl in scenario.workloads:
@@ -95,6 +110,38 @@ class Simulation:
             self._specs[key] = wl
             self.outcomes[key] = WorkloadOutcome(arrival=wl.arrival)
             self._push(wl.arrival, _ARRIVE, key)
+
+    def _dispatcher(self) -> Dispatcher | None:
+        """A multi-cluster dispatcher, if the scenario has members, configs or such checks."""
+        objects = self.scenario.objects
+        wanted = any(isinstance(o, api.MemberCluster | api.MultiClusterConfig)
+                     or (isinstance(o, api.AdmissionCheck)
+                         and o.spec.controller_name == CONTROLLER_NAME) for o in objects)
+        if not wanted:
+            return None
+        specs = self._specs
+        engine = self.engine
+        dispatcher = Dispatcher(flavors=lambda: engine.cache.flavors,
+                                assign=engine.assign_cluster,
+                                annotations=lambda info: specs[info.key].annotations)
+        for obj in objects:
+            if isinstance(obj, api.MultiClusterConfig):
+                dispatcher.set_config(obj)
+        engine.controllers[CONTROLLER_NAME] = dispatcher
+        return dispatcher
+
+    def _add_members(self, dispatcher: Dispatcher) -> None:
+        for obj in self.scenario.objects:
+            if not isinstance(obj, api.MemberCluster):
+                continue
+            nodes = [Node(n.name, {r: parse_amount(q) for r, q in n.allocatable.items()},
+                          labels=dict(n.labels))
+                     for n in self.scenario.member_nodes.get(obj.metadata.name, [])]
+            info = convert.cluster_info(obj, nodes)
+            if find_condition(obj.status.conditions, ACTIVE) is None:
+                self._live.append(info.name)
+                info = dataclasses.replace(info, health=Health(True, "Active", "simulated", 0.0))
+            dispatcher.set_member(info)
 
     def _push(self, at: float, kind: int, key: str, payload: Any = None) -> None:
         self._seq += 1
@@ -108,12 +155,13 @@ class Simulation:
             if until is not None and now > until:
                 break
             end = now
+            if self.dispatcher is not None:
+                for name in self._live:
+                    self.dispatcher.seen(name, now)
             while self._events and self._events[0][0] == now:
                 _, kind, _, key, payload = heapq.heappop(self._events)
                 self._apply(kind, key, payload, now)
-            cycles += len(self.engine.run_until_idle(now))
-            for event in self.engine.drain_outbox():
-                self._observe(event)
+            cycles += self._settle(now)
             wake = self.engine.next_wakeup()
             if wake is not None and wake > now and wake != self._wake_at:
                 self._wake_at = wake
@@ -123,7 +171,28 @@ class Simulation:
             if outcome.finished_at is None and record.pending_reason:
                 outcome.pending_reason = record.pending_reason
                 outcome.pending_message = record.pending_message
+            elif record.state is State.QUOTA_RESERVED:
+                # Quota held, admission checks not all Ready: say which and why.
+                outcome.pending_reason = "AdmissionCheck"
+                outcome.pending_message = "; ".join(
+                    f"{name}: {state}" + (f": {message}" if message else "")
+                    for name, (state, message) in sorted(record.checks.items())
+                    if state != READY)
         return SimulationResult(end, self.outcomes, self.timeline, cycles)
+
+    def _settle(self, now: float) -> int:
+        """Cycle, observe, and let the dispatcher retry what waits, until nothing moves."""
+        cycles = 0
+        while True:
+            cycles += len(self.engine.run_until_idle(now))
+            events = self.engine.drain_outbox()
+            for event in events:
+                self._observe(event)
+            verdicts = self.dispatcher.poll(now) if self.dispatcher is not None else []
+            for v in verdicts:
+                self.engine.set_check(v.key, v.check, v.state, now, v.message)
+            if not events and not verdicts:
+                return cycles
 
     def _apply(self, kind: int, key: str, payload: Any, now: float) -> None:
         if kind == _ARRIVE:
@@ -145,6 +214,9 @@ class Simulation:
         key, now = event.key, event.at
         outcome = self.outcomes[key]
         spec = self._specs[key]
+        if self.dispatcher is not None and event.kind in (Kind.FINISHED, Kind.EVICTED,
+                                                          Kind.DEACTIVATED):
+            self.dispatcher.released(key)
         if event.kind is Kind.QUOTA_RESERVED and event.admission is not None:
             attempt = self._next_attempt(key)
             self._reserved.add(key)
@@ -160,9 +232,12 @@ class Simulation:
             else:
                 attempt = self._next_attempt(key)
             adm = event.admission
-            outcome.admissions.append({
+            admission: dict[str, Any] = {
                 "at": now, "clusterQueue": adm.cluster_queue, "borrowing": adm.borrowing,
-                "podSets": {ps.name: _pod_set_json(ps) for ps in adm.pod_sets}})
+                "podSets": {ps.name: _pod_set_json(ps) for ps in adm.pod_sets}}
+            if adm.cluster is not None:
+                admission["cluster"] = adm.cluster
+            outcome.admissions.append(admission)
             waited = now - outcome.arrival
             detail = _describe(adm) + (f" after {waited:g}s" if waited > 0 else "")
             self._line(event, "Admitted", detail)
@@ -210,7 +285,8 @@ def _describe(admission: Admission) -> str:
         + (" in " + ", ".join(f"{'/'.join(v)}×{c}" for v, c in ps.topology) if ps.topology
            else "")
         for ps in admission.pod_sets)
-    return detail + (" (borrowing)" if admission.borrowing else "")
+    detail += " (borrowing)" if admission.borrowing else ""
+    return detail + (f" → member {admission.cluster}" if admission.cluster else "")
 
 
 def simulate(scenario: Scenario, *, seed: int = 0, until: float | None = None
