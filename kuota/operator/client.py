@@ -14,7 +14,7 @@ import base64
 import json
 import ssl
 import tempfile
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -145,6 +145,31 @@ class Client:
             if not meta.get("continue"):
                 return items, str(meta.get("resourceVersion") or "")
             params["continue"] = meta["continue"]
+
+    async def watch(self, res: Res, version: str,
+                    namespace: str | None = None) -> AsyncIterator[Body]:
+        """Watch events after ``version`` (one server-side timeout's worth); 410 raises."""
+        params = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true",
+                  "timeoutSeconds": "300"}
+        try:
+            async with self._session.get(self.server + res.path(namespace), params=params,
+                                         timeout=aiohttp.ClientTimeout(total=None,
+                                                                       sock_read=330)) as answer:
+                if answer.status >= 400:
+                    text = await answer.text()
+                    raise ApiError(answer.status, answer.reason or "", text[:200])
+                async for line in answer.content:
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        status = event.get("object") or {}
+                        raise ApiError(int(status.get("code") or 500),
+                                       str(status.get("reason") or ""),
+                                       str(status.get("message") or ""))
+                    yield event
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ApiError(0, "Unreachable", f"watch {res.plural}: {exc!r}") from exc
 
     async def create(self, res: Res, body: Body, namespace: str | None = None) -> Body:
         return await self.request("POST", res.path(namespace), body)

@@ -73,10 +73,7 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
             await state["probes"].cleanup()
         await operator.stop()
 
-    for kind, res in names.WATCHED.items():
-        if kind == "Pod":
-            continue
-
+    for kind, res in names.KOPF_WATCHED.items():
         async def observe(event: kopf.RawEvent, kind: str = kind, **_: Any) -> None:
             body: dict[str, Any] = dict(event["object"])
             controller.observe(kind, body, deleted=event["type"] == "DELETED")

@@ -28,12 +28,11 @@ from collections.abc import Callable
 
 import kopf
 
-from kuota.operator import names
+from kuota.operator import informer, names
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.leader import Elector
 from kuota.operator.metrics import Metrics
-from kuota.operator.objects import key_of
 from kuota.operator.settings import Options
 from kuota.operator.writer import Writer
 
@@ -106,10 +105,15 @@ class Operator:
     async def _lead(self) -> None:
         assert self.client is not None
         self.writer = Writer(self.controller, self.client, self.metrics, identity=self.identity)
-        await self.list_all()
+        versions = await self.list_all()
         self.controller.rebuild(self.writer)
         self.ready.set()
         tasks = [asyncio.create_task(self._cycles()), asyncio.create_task(self._statuses())]
+        for kind, res in names.INFORMED.items():
+            for namespace, version in versions[kind].items():
+                tasks.append(asyncio.create_task(
+                    informer.run(self.client, self.controller, res, version,
+                                 namespace=namespace)))
         if self.elector is not None:
             tasks.append(asyncio.create_task(self._renew()))
         try:
@@ -121,28 +125,29 @@ class Operator:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def list_all(self) -> None:
-        """Read every watched resource and merge it into the object cache."""
+    async def list_all(self) -> dict[str, dict[str | None, str]]:
+        """Read every watched resource into the object cache.
+
+        Returns, for each kind kuota's informers watch, the list's resourceVersion per
+        namespace (``None``: cluster-wide), where their watches start.
+        """
         assert self.client is not None
-        for kind, res in names.WATCHED.items():
-            if kind == "Pod":
-                continue
+        versions: dict[str, dict[str | None, str]] = {}
+        for kind, res in {**names.KOPF_WATCHED, **names.INFORMED}.items():
             scopes: tuple[str | None, ...] = (None,)
             if res.namespaced and self.options.namespaces:
                 scopes = self.options.namespaces
             for namespace in scopes:
                 try:
-                    items, version = await self.client.list(res, namespace)
+                    version = await informer.relist(
+                        self.client, self.controller, res, (namespace,) if namespace else ())
                 except ApiError as exc:
                     if exc.status == 404:  # the CRD is not installed
                         log.warning("cannot list %s: %s", res.plural, exc)
                         continue
                     raise
-                for item in items:
-                    self.controller.objects.put(kind, item)
-                listed = {key_of(i) for i in items}
-                if namespace is None:
-                    self.controller.objects.forget_missing(kind, listed, version)
+                versions.setdefault(kind, {})[namespace] = version
+        return versions
 
     # -- loops -------------------------------------------------------------------------------
     async def _cycles(self) -> None:

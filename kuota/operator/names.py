@@ -59,9 +59,10 @@ LEASES: Final = Res("coordination.k8s.io", "v1", "leases", "Lease", True)
 #: Queue objects, in the order a rebuild feeds them to the engine.
 CONFIG_RESOURCES: Final = (RESOURCE_FLAVORS, ADMISSION_CHECKS, COHORTS, CLUSTER_QUEUES,
                            LOCAL_QUEUES)
-#: Everything the operator watches, by kind.
-WATCHED: Final = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, *CONFIG_RESOURCES, WORKLOADS,
-                                      JOBS, PODS)}
+#: Watched through kopf handlers (few objects, few changes), by kind.
+KOPF_WATCHED: Final = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, *CONFIG_RESOURCES)}
+#: Watched by kuota's own informers (many objects, many changes): see ``informer``.
+INFORMED: Final = {r.kind: r for r in (WORKLOADS, JOBS)}
 
 KUEUE: Final = "kueue.x-k8s.io"
 
