@@ -259,8 +259,6 @@ class Writer:
             created = await self.client.get(names.WORKLOADS, manifest["metadata"]["name"],
                                             namespace)
         controller.observe("Workload", created)
-        self.event(job, "Normal", "CreatedWorkload",
-                   f"Created Workload: {namespace}/{created['metadata']['name']}")
 
     def _job_patch(self, job_key: str, job: Body) -> Body | None:
         controller = self.controller
@@ -366,7 +364,11 @@ class Writer:
         workload = objects.get("Workload", event.key)
         job = objects.get("Job", job_key) if job_key else None
         if event.kind is Kind.ADMITTED and event.admission is not None:
-            text = f"Admitted by ClusterQueue {event.admission.cluster_queue}"
+            engine = self.controller.engine
+            record = engine.records.get(event.key) if engine is not None else None
+            waited = f", wait time since queued was {event.at - record.info.created:.0f}s" \
+                if record is not None else ""
+            text = f"Admitted by ClusterQueue {event.admission.cluster_queue}{waited}"
             self.event(workload, "Normal", "Admitted", text)
         elif event.kind is Kind.QUOTA_RESERVED and event.admission is not None:
             self.event(workload, "Normal", "QuotaReserved",

@@ -1,0 +1,182 @@
+"""The controller: watched objects become engine calls; a rebuild counts held quota first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kuota.operator import jobs
+from kuota.operator.controller import Controller
+from kuota.operator.settings import Options
+from quota.lifecycle import State
+from quota.workload import Admission
+
+API = "kuota.dev/v1alpha1"
+
+
+class FakeActions:
+    """Records what the controller asks to be written."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.synced: list[str] = []
+        self.problems: list[tuple[str, str]] = []
+        self.adopted: dict[str, Admission] = {}
+        self.ready: list[str] = []
+
+    def create_workload(self, job_key: str) -> None:
+        self.created.append(job_key)
+
+    def sync_job(self, job_key: str) -> None:
+        self.synced.append(job_key)
+
+    def workload_problem(self, key: str, message: str) -> None:
+        self.problems.append((key, message))
+
+    def pods_ready(self, key: str) -> None:
+        self.ready.append(key)
+
+    def adopt(self, key: str, admission: Admission) -> None:
+        self.adopted[key] = admission
+
+
+_rv = iter(range(100, 100_000))
+
+
+def meta(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "resourceVersion": str(next(_rv)), **extra}
+    if namespace:
+        out["namespace"] = namespace
+    return out
+
+
+def queues(cpu: str = "4", *, borrowing: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    resource: dict[str, Any] = {"name": "cpu", "nominalQuota": cpu}
+    if borrowing is not None:
+        resource["borrowingLimit"] = borrowing
+    return [
+        ("Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": meta("ns")}),
+        ("ResourceFlavor", {"apiVersion": API, "kind": "ResourceFlavor",
+                            "metadata": meta("spot"), "spec": {}}),
+        ("ClusterQueue", {"apiVersion": API, "kind": "ClusterQueue", "metadata": meta("team"),
+                          "spec": {"namespaceSelector": {}, "resourceGroups": [
+                              {"coveredResources": ["cpu"], "flavors": [
+                                  {"name": "spot", "resources": [resource]}]}]}}),
+        ("LocalQueue", {"apiVersion": API, "kind": "LocalQueue", "metadata": meta("main", "ns"),
+                        "spec": {"clusterQueue": "team"}}),
+    ]
+
+
+def workload(name: str, cpus: int, *, admitted: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": API, "kind": "Workload",
+        "metadata": meta(name, "ns", creationTimestamp="2026-01-01T00:00:00Z"),
+        "spec": {"queueName": "main", "podSets": [{"name": "main", "count": cpus, "template": {
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+    if admitted:
+        body["status"] = {
+            "admission": {"clusterQueue": "team", "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": "spot"}, "count": cpus,
+                 "resourceUsage": {"cpu": str(cpus)}}]},
+            "conditions": [{"type": "QuotaReserved", "status": "True"},
+                           {"type": "Admitted", "status": "True"}]}
+    return body
+
+
+def leading(*objects: tuple[str, dict[str, Any]]) -> tuple[Controller, FakeActions]:
+    controller = Controller(Options(), clock=lambda: 1000.0)
+    for kind, body in objects:
+        controller.observe(kind, body)
+    actions = FakeActions()
+    controller.rebuild(actions)
+    return controller, actions
+
+
+class TestRebuild:
+    def test_held_quota_is_counted_before_any_cycle(self) -> None:
+        # Listed in the "wrong" order: the waiting workload first.
+        controller, actions = leading(*queues("4"), ("Workload", workload("new", 2)),
+                                      ("Workload", workload("old", 3, admitted=True)))
+        engine = controller.engine
+        assert engine is not None
+        assert engine.records["ns/old"].state is State.ADMITTED
+        assert set(actions.adopted) == {"ns/old"}
+        engine.run_until_idle(1000)
+        assert engine.records["ns/new"].state is State.PENDING  # 3 + 2 > 4: never double-admit
+        assert engine.drain_outbox() == []
+
+    def test_finished_and_inactive_workloads_hold_nothing(self) -> None:
+        done = workload("done", 4, admitted=True)
+        done["status"]["conditions"].append({"type": "Finished", "status": "True"})
+        off = dict(workload("off", 4), spec=dict(workload("off", 4)["spec"], active=False))
+        controller, _ = leading(*queues("4"), ("Workload", done), ("Workload", off),
+                                ("Workload", workload("next", 4)))
+        assert controller.engine is not None
+        controller.engine.run_until_idle(1000)
+        assert controller.engine.records["ns/next"].state is State.ADMITTED
+        assert "ns/done" not in controller.engine.records
+
+
+class TestConfigs:
+    def test_a_bad_cluster_queue_is_kept_out_with_its_problem(self) -> None:
+        objects = queues("4", borrowing="2")  # borrowingLimit without a cohort
+        controller, _ = leading(*objects, ("Workload", workload("w", 1)))
+        assert controller.engine is not None
+        assert "team" not in controller.engine.cache.cluster_queues
+        assert "borrowingLimit" in controller.problems["ClusterQueue/team"]
+        assert controller.engine.records["ns/w"].pending_reason == "ClusterQueueNotFound"
+
+        fixed = queues("4")[2][1]
+        controller.observe("ClusterQueue", fixed)
+        assert "ClusterQueue/team" not in controller.problems
+        controller.engine.run_until_idle(1000)
+        assert controller.engine.records["ns/w"].state is State.ADMITTED
+
+    def test_status_echoes_do_not_reconfigure(self) -> None:
+        controller, _ = leading(*queues("4"))
+        assert controller.engine is not None
+        generation = controller.engine.cache.generation
+        cq = dict(queues("4")[2][1], status={"pendingWorkloads": 3})
+        controller.observe("ClusterQueue", cq)
+        assert controller.engine.cache.generation == generation
+
+
+class TestJobsAndWorkloads:
+    def job(self, **status: Any) -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": meta("train", "ns", uid="u-1",
+                                 labels={"kuota.dev/queue-name": "main"}),
+                "spec": {"parallelism": 1, "suspend": True, "template": {"spec": {
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}},
+                "status": status}
+
+    def test_a_job_asks_for_its_workload_then_follows_it(self) -> None:
+        controller, actions = leading(*queues("4"))
+        controller.observe("Job", self.job())
+        assert actions.created == ["ns/train"]
+        body = jobs.workload_for(self.job(), queue="main", priority=0, priority_class=None)
+        body["metadata"].update(resourceVersion=str(next(_rv)),
+                                creationTimestamp="2026-01-01T00:00:00Z")
+        controller.observe("Workload", body)
+        assert controller.workload_of_job["ns/train"] == "ns/job-train-u-1"
+        assert controller.engine is not None
+        controller.engine.run_until_idle(1000)
+        finished = self.job(conditions=[{"type": "Complete", "status": "True"}])
+        controller.observe("Job", finished)
+        record = controller.engine.records["ns/job-train-u-1"]
+        assert record.state is State.FINISHED
+        assert controller.finish_reasons["ns/job-train-u-1"] == "Succeeded"
+        assert controller.engine.cache.holding("ns/job-train-u-1") is None
+
+    def test_a_deleted_workload_releases_its_quota(self) -> None:
+        controller, _ = leading(*queues("4"), ("Workload", workload("w", 4, admitted=True)))
+        assert controller.engine is not None
+        controller.observe("Workload", workload("w", 4, admitted=True), deleted=True)
+        assert controller.engine.cache.holding("ns/w") is None
+        assert "ns/w" not in controller.engine.records
+
+    def test_an_invalid_workload_is_reported_not_queued(self) -> None:
+        bad = workload("bad", 1)
+        bad["spec"]["podSets"][0]["count"] = -1
+        controller, actions = leading(*queues("4"), ("Workload", bad))
+        assert controller.engine is not None and "ns/bad" not in controller.engine.records
+        assert actions.problems and "podSets[0].count" in actions.problems[0][1]
