@@ -41,7 +41,7 @@ from typing import Final
 from multicluster.model import ClusterInfo, Swap, UsageAnswer
 from multicluster.request import DispatchRequest, PodGroup
 from placement.fit import check_constraints
-from placement.gang import GangUnplaceable, place_gang
+from placement.gang import GangPlacement, GangUnplaceable, place_gang
 from placement.model import POD_SLOT, PODS, Node, PodRequirements
 from placement.scoring import ResourceAllocationScorer, ResourceSpec, Strategy
 from quota.resources import Amount, format_amount, format_vector
@@ -233,7 +233,18 @@ def _largest_free(cluster: ClusterInfo, indices: tuple[int, ...]) -> dict[str, A
 
 
 def _place(request: DispatchRequest, cluster: ClusterInfo) -> str | None:
-    """The gang placer's verdict, pod by pod, largest pods first."""
+    """The gang placer's verdict (see :func:`place`)."""
+    result = place(request, cluster)
+    if isinstance(result, GangUnplaceable):
+        return f"the gang does not fit node by node: {result.reason}"
+    return None
+
+
+def place(request: DispatchRequest, cluster: ClusterInfo) -> GangPlacement | GangUnplaceable:
+    """The gang placer, pod by pod: largest pods first with a binpacking scorer, and, if
+    that fails, in podSet order with the default scorer. Greedy orders are heuristics (the
+    problem is bin packing): one can fail where the other succeeds, as in a member's own
+    scheduler, which sees the pods in podSet order."""
     pods: list[PodRequirements] = []
     for group in sorted(request.groups, key=lambda g: -_dominant_share(g.pod, request,
                                                                         cluster)):
@@ -244,8 +255,11 @@ def _place(request: DispatchRequest, cluster: ClusterInfo) -> str | None:
                                       (ResourceSpec("cpu"), ResourceSpec("memory")))
     result = place_gang(pods, cluster.nodes, scorer)
     if isinstance(result, GangUnplaceable):
-        return f"the gang does not fit node by node: {result.reason}"
-    return None
+        in_order = [group.pod for group in request.groups for _ in range(group.count)]
+        second = place_gang(in_order, cluster.nodes, ResourceAllocationScorer())
+        if isinstance(second, GangPlacement):
+            return second
+    return result
 
 
 def _nodes_phrase(request: DispatchRequest) -> str:

@@ -49,9 +49,8 @@ from multicluster.hints import HintError, hints_from_annotations
 from multicluster.model import ClusterInfo
 from multicluster.request import DispatchRequest, RequestError, build_request
 from multicluster.settings import DispatchConfig, dispatch_config
-from placement.gang import GangUnplaceable, place_gang
-from placement.model import Node, PodRequirements
-from placement.scoring import ResourceAllocationScorer, ResourceSpec, Strategy
+from placement.gang import GangUnplaceable
+from placement.model import Node
 from quota.api.multiclusterconfig import MultiClusterConfig
 from quota.config import AdmissionCheckConfig, FlavorConfig
 from quota.lifecycle import State
@@ -246,12 +245,7 @@ def placement(request: DispatchRequest, member: ClusterInfo) -> dict[str, Node] 
         placed = capacity.fill(request, member, tightest=True)
     if placed is not None:
         return placed
-    pods: list[PodRequirements] = [g.pod for g in request.groups for _ in range(g.count)]
-    resources = sorted({r for pod in pods for r, v in pod.requests.items() if v > 0})
-    scorer = ResourceAllocationScorer(Strategy.MOST_ALLOCATED,
-                                      tuple(ResourceSpec(r) for r in resources)
-                                      or (ResourceSpec("cpu"), ResourceSpec("memory")))
-    result = place_gang(pods, member.nodes, scorer)
+    result = capacity.place(request, member)
     return None if isinstance(result, GangUnplaceable) else result.nodes
 
 
