@@ -146,11 +146,13 @@ class Client:
                 return items, str(meta.get("resourceVersion") or "")
             params["continue"] = meta["continue"]
 
-    async def watch(self, res: Res, version: str,
-                    namespace: str | None = None) -> AsyncIterator[Body]:
+    async def watch(self, res: Res, version: str, namespace: str | None = None, *,
+                    label_selector: str | None = None) -> AsyncIterator[Body]:
         """Watch events after ``version`` (one server-side timeout's worth); 410 raises."""
         params = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true",
                   "timeoutSeconds": "300"}
+        if label_selector:
+            params["labelSelector"] = label_selector
         try:
             async with self._session.get(self.server + res.path(namespace), params=params,
                                          timeout=aiohttp.ClientTimeout(total=None,

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from admission.engine import Engine, Record
-from kuota.operator import jobs, names
+from kuota.operator import jobs, names, podgroups
 from kuota.operator.objects import Objects, key_of, version_of
 from kuota.operator.settings import Options
 from quota import api, convert, lifecycle
@@ -54,6 +54,8 @@ class Actions(Protocol):
 
     def create_workload(self, job_key: str) -> None: ...
     def sync_job(self, job_key: str) -> None: ...
+    def create_group_workload(self, group_key: str) -> None: ...
+    def sync_group(self, group_key: str) -> None: ...
     def workload_problem(self, key: str, message: str) -> None: ...
     def pods_ready(self, key: str) -> None: ...
     def adopt(self, key: str, admission: Admission) -> None: ...
@@ -91,6 +93,11 @@ class Controller:
         self._applied: dict[str, Any] = {}
         self.workload_of_job: dict[str, str] = {}
         self.job_of_workload: dict[str, str] = {}
+        #: Pod groups: ``namespace/group`` -> its pods' keys, and its total count.
+        self.group_pods: dict[str, set[str]] = {}
+        self.group_sizes: dict[str, int] = {}
+        self.workload_of_group: dict[str, str] = {}
+        self.group_of_workload: dict[str, str] = {}
         #: Why a Workload finished, for its condition ("Succeeded" / "Failed").
         self.finish_reasons: dict[str, str] = {}
         #: Set when anything may let a cycle admit more; the loop waits on it.
@@ -128,6 +135,8 @@ class Controller:
                 self._workload(body, deleted)
             elif kind == "Job":
                 self._job(body, deleted)
+            elif kind == "Pod":
+                self._pod(body, deleted)
         except Exception:  # one bad object must never stop the operator
             log.exception("could not process %s %s", kind, key_of(body))
 
@@ -137,8 +146,9 @@ class Controller:
         self.actions = actions
         self.problems.clear()
         self._applied.clear()
-        self.workload_of_job.clear()
-        self.job_of_workload.clear()
+        for index in (self.workload_of_job, self.job_of_workload, self.group_pods,
+                      self.group_sizes, self.workload_of_group, self.group_of_workload):
+            index.clear()
         for body in self.objects.all("Namespace"):
             self._namespace(body, False)
         for body in self.objects.all("WorkloadPriorityClass"):
@@ -152,6 +162,8 @@ class Controller:
             self._ingest("Workload", body, False)
         for body in self.objects.all("Job"):
             self._ingest("Job", body, False)
+        for body in self.objects.all("Pod"):
+            self._ingest("Pod", body, False)
         self.engine.drain_outbox()  # restoring decides nothing: there is nothing to write
         self.queues_dirty = True
         self.on_change()
@@ -222,9 +234,14 @@ class Controller:
         if not self.manages(meta.get("namespace")):
             return
         job_key = self._owner_job(body)
+        group = (meta.get("labels") or {}).get(names.POD_GROUP_LABEL)
+        group_key = f"{meta.get('namespace') or 'default'}/{group}" if group else None
         record = self.engine.records.get(key)
         now = self.clock()
         if deleted:
+            if group_key is not None and self.workload_of_group.get(group_key) == key:
+                del self.workload_of_group[group_key]
+                self.group_of_workload.pop(key, None)
             if record is not None and record.state is not State.FINISHED:
                 self.engine.finish(key, now, "the Workload was deleted")
             self.engine.records.pop(key, None)
@@ -239,6 +256,9 @@ class Controller:
         if job_key is not None:
             self.workload_of_job[job_key] = key
             self.job_of_workload[key] = job_key
+        if group_key is not None:
+            self.workload_of_group[group_key] = key
+            self.group_of_workload[key] = group_key
         conditions = {c.get("type"): c.get("status")
                       for c in (body.get("status") or {}).get("conditions") or []}
         active = (body.get("spec") or {}).get("active", True) is not False
@@ -258,6 +278,8 @@ class Controller:
             self._changed()
         if job_key is not None:
             self.actions.sync_job(job_key)
+        if group_key is not None:
+            self.actions.sync_group(group_key)
 
     def _new_workload(self, key: str, body: Body) -> None:
         assert self.engine is not None and self.actions is not None
@@ -341,6 +363,55 @@ class Controller:
             self.engine.pods_ready(workload, self.clock())
             self.actions.pods_ready(workload)
         self.actions.sync_job(key)
+
+
+    # -- pod groups ----------------------------------------------------------------------------
+    def _pod(self, body: Body, deleted: bool) -> None:
+        assert self.engine is not None and self.actions is not None
+        meta = body.get("metadata") or {}
+        if not self.manages(meta.get("namespace")):
+            return
+        try:
+            found = podgroups.group_of(body)
+        except podgroups.GroupError as exc:
+            log.warning("pod %s: %s", key_of(body), exc)
+            return
+        if found is None or names.first_of(meta.get("labels"), names.QUEUE_LABELS) is None:
+            return
+        group_key, total = found
+        members = self.group_pods.setdefault(group_key, set())
+        if deleted:
+            members.discard(key_of(body))
+        else:
+            members.add(key_of(body))
+            self.group_sizes[group_key] = total
+        pods = self.pods_of(group_key)
+        workload = self.workload_of_group.get(group_key)
+        record = self.engine.records.get(workload) if workload else None
+        if workload is None:
+            live = [p for p in pods if not podgroups.terminal(p)]
+            if len(live) >= total:
+                self.actions.create_group_workload(group_key)
+            return
+        if record is None or record.state is State.FINISHED:
+            return
+        ended = podgroups.outcome(pods, total)
+        if ended is None and not pods:
+            ended = ("Failed", "every pod of the group was deleted")
+        if ended is not None:
+            self.finish_reasons[workload] = ended[0]
+            self.engine.finish(workload, self.clock(), ended[1])
+            self._changed()
+            return
+        if record.state is State.ADMITTED and not record.pods_ready and len(pods) >= total \
+                and all(podgroups.ready(p) for p in pods):
+            self.engine.pods_ready(workload, self.clock())
+            self.actions.pods_ready(workload)
+        self.actions.sync_group(group_key)
+
+    def pods_of(self, group_key: str) -> list[Body]:
+        pods = (self.objects.get("Pod", k) for k in self.group_pods.get(group_key, ()))
+        return [p for p in pods if p is not None]
 
 
 def _holds_quota(body: Body) -> bool:

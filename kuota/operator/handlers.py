@@ -94,4 +94,14 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
             if suspend:
                 patch.spec["suspend"] = True
 
+        @kopf.on.mutate("", "v1", "pods", id="gate-pods", operations=["CREATE"],
+                        registry=registry)
+        async def gate_pods(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+            try:
+                gates = webhooks.pod_gates(dict(body))
+            except webhooks.Rejected as exc:
+                raise kopf.AdmissionError(str(exc), code=422) from exc
+            if gates is not None:
+                patch.spec["schedulingGates"] = gates
+
     return registry

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
@@ -21,30 +23,42 @@ from kuota.operator.names import Res
 from kuota.operator.objects import key_of
 
 log = logging.getLogger(__name__)
+Body = dict[str, Any]
+
+
+def _has_label(key: str | None) -> Callable[[Body], bool] | None:
+    if key is None:
+        return None
+    return lambda body: key in ((body.get("metadata") or {}).get("labels") or {})
 
 
 async def relist(client: Client, controller: Controller, res: Res,
-                 namespaces: tuple[str, ...] = ()) -> str:
-    """Merge a full list into the cache (deletions included); returns the list's version."""
+                 namespaces: tuple[str, ...] = (), *, label: str | None = None) -> str:
+    """Merge a full list into the cache (deletions included); returns the list's version.
+
+    ``label``: list only objects carrying this label key.
+    """
     scopes: tuple[str | None, ...] = namespaces if res.namespaced and namespaces else (None,)
     version = ""
     for namespace in scopes:
-        items, version = await client.list(res, namespace)
+        items, version = await client.list(res, namespace, label_selector=label)
         for item in items:
             controller.observe(res.kind, item)
         if namespace is None:
             listed = {key_of(i) for i in items}
-            for gone in controller.objects.forget_missing(res.kind, listed, version):
+            for gone in controller.objects.forget_missing(res.kind, listed, version,
+                                                          within=_has_label(label)):
                 controller.observe(res.kind, gone, deleted=True)
     return version
 
 
 async def run(client: Client, controller: Controller, res: Res, version: str, *,
-              namespace: str | None = None, backoff: float = 0.5) -> None:
+              namespace: str | None = None, label: str | None = None,
+              backoff: float = 0.5) -> None:
     """Watch ``res`` from ``version`` forever (until cancelled)."""
     while True:
         try:
-            async for event in client.watch(res, version, namespace):
+            async for event in client.watch(res, version, namespace, label_selector=label):
                 obj = event.get("object") or {}
                 new_version = (obj.get("metadata") or {}).get("resourceVersion")
                 if new_version:
@@ -56,7 +70,7 @@ async def run(client: Client, controller: Controller, res: Res, version: str, *,
             if exc.status == 410:
                 log.info("watch of %s expired; listing again", res.plural)
                 version = await relist(client, controller, res,
-                                       (namespace,) if namespace else ())
+                                       (namespace,) if namespace else (), label=label)
                 continue
             log.warning("watch of %s failed: %s; retrying", res.plural, exc)
             await asyncio.sleep(backoff)

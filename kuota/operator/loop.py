@@ -109,11 +109,11 @@ class Operator:
         self.controller.rebuild(self.writer)
         self.ready.set()
         tasks = [asyncio.create_task(self._cycles()), asyncio.create_task(self._statuses())]
-        for kind, res in names.INFORMED.items():
-            for namespace, version in versions[kind].items():
+        for (res, label), by_namespace in versions.items():
+            for namespace, version in by_namespace.items():
                 tasks.append(asyncio.create_task(
                     informer.run(self.client, self.controller, res, version,
-                                 namespace=namespace)))
+                                 namespace=namespace, label=label)))
         if self.elector is not None:
             tasks.append(asyncio.create_task(self._renew()))
         try:
@@ -125,28 +125,32 @@ class Operator:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def list_all(self) -> dict[str, dict[str | None, str]]:
+    async def list_all(self) -> dict[tuple[names.Res, str | None], dict[str | None, str]]:
         """Read every watched resource into the object cache.
 
-        Returns, for each kind kuota's informers watch, the list's resourceVersion per
-        namespace (``None``: cluster-wide), where their watches start.
+        Returns, for each (resource, label) kuota's informers watch, the list's
+        resourceVersion per namespace (``None``: cluster-wide), where their watches start.
         """
         assert self.client is not None
-        versions: dict[str, dict[str | None, str]] = {}
-        for kind, res in {**names.KOPF_WATCHED, **names.INFORMED}.items():
+        versions: dict[tuple[names.Res, str | None], dict[str | None, str]] = {}
+        listed: list[tuple[names.Res, str | None]] = [
+            *((res, None) for res in names.KOPF_WATCHED.values()), *names.INFORMED]
+        for res, label in listed:
             scopes: tuple[str | None, ...] = (None,)
             if res.namespaced and self.options.namespaces:
                 scopes = self.options.namespaces
             for namespace in scopes:
                 try:
                     version = await informer.relist(
-                        self.client, self.controller, res, (namespace,) if namespace else ())
+                        self.client, self.controller, res, (namespace,) if namespace else (),
+                        label=label)
                 except ApiError as exc:
                     if exc.status == 404:  # the CRD is not installed
                         log.warning("cannot list %s: %s", res.plural, exc)
                         continue
                     raise
-                versions.setdefault(kind, {})[namespace] = version
+                if res.kind not in names.KOPF_WATCHED:
+                    versions.setdefault((res, label), {})[namespace] = version
         return versions
 
     # -- loops -------------------------------------------------------------------------------

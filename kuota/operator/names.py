@@ -61,8 +61,6 @@ CONFIG_RESOURCES: Final = (RESOURCE_FLAVORS, ADMISSION_CHECKS, COHORTS, CLUSTER_
                            LOCAL_QUEUES)
 #: Watched through kopf handlers (few objects, few changes), by kind.
 KOPF_WATCHED: Final = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, *CONFIG_RESOURCES)}
-#: Watched by kuota's own informers (many objects, many changes): see ``informer``.
-INFORMED: Final = {r.kind: r for r in (WORKLOADS, JOBS)}
 
 KUEUE: Final = "kueue.x-k8s.io"
 
@@ -77,6 +75,10 @@ MIN_PARALLELISM_ANNOTATIONS: Final = (f"{GROUP}/job-min-parallelism",
 POD_GROUP_LABELS: Final = (f"{GROUP}/pod-group-name", f"{KUEUE}/pod-group-name")
 POD_GROUP_COUNT_ANNOTATIONS: Final = (f"{GROUP}/pod-group-total-count",
                                       f"{KUEUE}/pod-group-total-count")
+#: Watched by kuota's own informers (many objects, many changes; see ``informer``):
+#: (resource, label key the objects must carry, or None for all).
+INFORMED: Final = ((WORKLOADS, None), (JOBS, None),
+                   *((PODS, label) for label in POD_GROUP_LABELS))
 #: Scheduling gate held on a pod group's pods until the group is admitted.
 ADMISSION_GATE: Final = f"{GROUP}/admission"
 

@@ -14,7 +14,7 @@ compared as integers when both parse, and treated as newer otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,10 +69,16 @@ class Objects:
         self.tombstones.setdefault(kind, {})[key] = version or version_of(current or {})
         return self.bodies.get(kind, {}).pop(key, None)
 
-    def forget_missing(self, kind: str, listed: set[str], list_version: str) -> list[Body]:
-        """After a full list: objects not in it and not newer than it were deleted."""
+    def forget_missing(self, kind: str, listed: set[str], list_version: str,
+                       within: Callable[[Body], bool] | None = None) -> list[Body]:
+        """After a full list: objects not in it and not newer than it were deleted.
+
+        ``within``: the list covered only objects it accepts (a label selector).
+        """
         gone = []
         for key, body in list(self.bodies.get(kind, {}).items()):
+            if within is not None and not within(body):
+                continue
             if key not in listed and not newer(version_of(body), list_version):
                 gone.append(body)
                 self.drop(kind, key, list_version)

@@ -3,7 +3,9 @@
 The mutating webhook sees every Job at creation and sets ``spec.suspend:
 true`` on those kuota manages (a queue label, or the namespace's ``default``
 LocalQueue when the deployment opts in), so the Job controller creates no
-pods until kuota admits the Job. Deciding is a pure function of the Job and
+pods until kuota admits the Job. Pods of a pod group get the scheduling gate
+``kuota.dev/admission`` instead, so kube-scheduler does not place them
+until their group is admitted. Deciding is a pure function of the Job and
 whether the LocalQueue exists; the kopf registration is in
 :mod:`kuota.operator.handlers`.
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kuota.operator import jobs, names
+from kuota.operator import jobs, names, podgroups
 from quota.api.names import dns_subdomain_error
 
 Body = dict[str, Any]
@@ -38,3 +40,18 @@ def job_needs_suspend(job: Body, *, default_queue: bool,
                 raise Rejected(f"metadata.labels[{label}]: {problem}")
     queue = jobs.queue_of(job, default_queue=default_queue, queue_exists=queue_exists)
     return queue is not None and (job.get("spec") or {}).get("suspend") is not True
+
+
+def pod_gates(pod: Body) -> list[Body] | None:
+    """The scheduling gates a new pod of a queued pod group must have; None for other pods."""
+    try:
+        group = podgroups.group_of(pod)
+    except podgroups.GroupError as exc:
+        raise Rejected(str(exc)) from exc
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if group is None or names.first_of(labels, names.QUEUE_LABELS) is None:
+        return None
+    gates = list((pod.get("spec") or {}).get("schedulingGates") or [])
+    if podgroups.gated(pod):
+        return None
+    return [*gates, {"name": names.ADMISSION_GATE}]

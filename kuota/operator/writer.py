@@ -14,10 +14,10 @@ workload:
 3. only after the admission is stored is the Job started (unsuspended with
    its flavors); after an eviction it is stopped and restored.
 
-Job writes are *level-based*: :meth:`Writer.sync_job` compares the Job with
-what its Workload's state asks for (see :mod:`kuota.operator.jobs`) and
-writes the difference, so duplicate or replayed requests cost nothing and a
-Job that someone unsuspended early is suspended again.
+Writes to Jobs and pod groups (:mod:`kuota.operator.owners`) are
+*level-based*: a sync compares the object with what its Workload's state
+asks for and writes the difference, so duplicate or replayed requests cost
+nothing and a Job that someone unsuspended early is suspended again.
 
 Writes run as tasks chained per object (never two at once for one
 Workload or Job) under a limit on concurrent requests; Events have their own
@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from admission.events import Kind, WorkloadEvent
-from kuota.operator import jobs, names, status
+from kuota.operator import names, owners, status
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
@@ -122,28 +122,44 @@ class Writer:
         self.persisted[key] = admission
 
     def create_workload(self, job_key: str) -> None:
-        if job_key in self._creating:
+        self._once(f"job:{job_key}", functools.partial(owners.create_job_workload, self, job_key))
+
+    def sync_job(self, job_key: str) -> None:
+        self._coalesced(f"job:{job_key}", functools.partial(owners.sync_job, self, job_key))
+
+    def create_group_workload(self, group_key: str) -> None:
+        self._once(f"group:{group_key}",
+                   functools.partial(owners.create_group_workload, self, group_key))
+
+    def sync_group(self, group_key: str) -> None:
+        self._coalesced(f"group:{group_key}",
+                        functools.partial(owners.sync_group, self, group_key))
+
+    def _once(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
+        """Run ``make`` unless the same creation is already under way."""
+        if key in self._creating:
             return
-        self._creating.add(job_key)
+        self._creating.add(key)
 
         async def create() -> None:
             try:
-                await self._create_workload(job_key)
+                await make()
             finally:
-                self._creating.discard(job_key)
+                self._creating.discard(key)
 
-        self._chain(f"job:{job_key}", create)
+        self._chain(key, create)
 
-    def sync_job(self, job_key: str) -> None:
-        if job_key in self._queued_syncs:
+    def _coalesced(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
+        """Queue a level-based sync; one already queued (not started) covers this one."""
+        if key in self._queued_syncs:
             return
-        self._queued_syncs.add(job_key)
+        self._queued_syncs.add(key)
 
         async def sync() -> None:
-            self._queued_syncs.discard(job_key)
-            await self._sync_job(job_key)
+            self._queued_syncs.discard(key)
+            await make()
 
-        self._chain(f"job:{job_key}", sync)
+        self._chain(key, sync)
 
     def pods_ready(self, key: str) -> None:
         async def write() -> None:
@@ -176,8 +192,12 @@ class Writer:
             self.persisted.pop(key, None)
         self._pending_written.pop(key, None)
         job_key = controller.job_of_workload.get(key)
-        if job_key is not None and event.kind is not Kind.FINISHED:
-            self.sync_job(job_key)
+        group_key = controller.group_of_workload.get(key)
+        if event.kind is not Kind.FINISHED:
+            if job_key is not None:
+                self.sync_job(job_key)
+            if group_key is not None:
+                self.sync_group(group_key)
         self._announce(event, job_key)
 
     def _event_patch(self, body: Body, event: WorkloadEvent) -> Body | None:
@@ -230,81 +250,6 @@ class Writer:
             return True
         log.warning("status of Workload %s not written: still conflicting", key)
         return False
-
-    # -- jobs --------------------------------------------------------------------------------
-    async def _create_workload(self, job_key: str) -> None:
-        controller = self.controller
-        job = controller.objects.get("Job", job_key)
-        if job is None or job_key in controller.workload_of_job or controller.engine is None:
-            return
-        queue = controller.job_queue(job)
-        if queue is None:
-            return
-        labels = (job.get("metadata") or {}).get("labels") or {}
-        priority_class = names.first_of(labels, names.PRIORITY_LABELS)
-        priority = controller.priority_classes.get(priority_class or "", 0)
-        if priority_class and priority_class not in controller.priority_classes:
-            self.event(job, "Warning", "PriorityClassNotFound",
-                       f"WorkloadPriorityClass {priority_class} not found; using priority 0")
-            priority_class = None
-        manifest = jobs.workload_for(job, queue=queue, priority=priority,
-                                     priority_class=priority_class)
-        namespace = manifest["metadata"]["namespace"]
-        try:
-            created = await self.client.create(names.WORKLOADS, manifest, namespace)
-        except ApiError as exc:
-            if exc.status != 409:
-                self.event(job, "Warning", "WorkloadNotCreated", str(exc))
-                raise
-            created = await self.client.get(names.WORKLOADS, manifest["metadata"]["name"],
-                                            namespace)
-        controller.observe("Workload", created)
-
-    def _job_patch(self, job_key: str, job: Body) -> Body | None:
-        controller = self.controller
-        engine = controller.engine
-        workload = controller.workload_of_job.get(job_key)
-        record = engine.records.get(workload) if engine and workload else None
-        if controller.job_queue(job) is None or jobs.finished(job) is not None:
-            return None
-        if record is not None and record.state is State.FINISHED:
-            return None
-        if record is not None and record.state is State.ADMITTED \
-                and record.admission is not None \
-                and self.persisted.get(record.info.key) == record.admission:
-            assert engine is not None
-            count = record.info.pod_sets[0].count if record.info.pod_sets else 0
-            return jobs.start_patch(job, record.admission, engine.cache.flavors, count)
-        return jobs.stop_patch(job)
-
-    async def _sync_job(self, job_key: str) -> None:
-        namespace, name = split(job_key)
-        job = self.controller.objects.get("Job", job_key)
-        for _ in range(self.controller.options.conflict_retries + 1):
-            if job is None:
-                return
-            patch = self._job_patch(job_key, job)
-            if patch is None:
-                return
-            patch.setdefault("metadata", {})["resourceVersion"] = \
-                job["metadata"].get("resourceVersion")
-            try:
-                stored = await self.client.patch(names.JOBS, name, patch, namespace)
-            except ApiError as exc:
-                if not exc.conflict:
-                    log.warning("Job %s not updated: %s", job_key, exc)
-                    return
-                self.metrics.conflicts.inc()
-                job = await self.client.find(names.JOBS, name, namespace)
-                if job is not None:
-                    self.controller.observe("Job", job)
-                continue
-            self.controller.observe("Job", stored)
-            started = patch["spec"].get("suspend") is False
-            self.event(stored, "Normal", "Started" if started else "Suspended",
-                       "Admitted: the Job may run" if started
-                       else "Suspended by kuota until its Workload is admitted")
-            return
 
     # -- waiting workloads and queues (periodic) ---------------------------------------------
     async def sync_statuses(self) -> None:

@@ -1,0 +1,151 @@
+"""Pod groups: plain Pods that start together as one workload.
+
+Pods labelled ``kuota.dev/pod-group-name: <group>`` with the annotation
+``kuota.dev/pod-group-total-count: <n>`` (Kueue's ``kueue.x-k8s.io/…``
+spellings too) and a queue label form one gang. The webhook gives each a
+scheduling gate at creation, so kube-scheduler leaves it alone; once ``n``
+pods of the group exist the operator creates one Workload for them, with
+one podSet per pod *shape* (requests, node selector, tolerations, affinity:
+pods that differ in anything the quota or the flavor choice reads). When
+the Workload is admitted every pod gets its flavor's node labels and
+tolerations and loses the gate — all of them, together.
+
+Pure functions over pod bodies; the writer applies the patches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kuota.operator import names
+from quota.api import API_VERSION
+from quota.config import FlavorConfig
+from quota.workload import Admission
+
+Body = dict[str, Any]
+_SHAPE_FIELDS = ("containers", "initContainers", "overhead", "nodeSelector", "tolerations",
+                 "affinity", "priorityClassName")
+
+
+class GroupError(ValueError):
+    """A pod claims a group but says nothing usable about its size."""
+
+
+def group_of(pod: Body) -> tuple[str, int] | None:
+    """(``namespace/group``, total pod count) for a pod of a group; None for other pods."""
+    meta = pod.get("metadata") or {}
+    name = names.first_of(meta.get("labels"), names.POD_GROUP_LABELS)
+    if not name:
+        return None
+    total = names.first_of(meta.get("annotations"), names.POD_GROUP_COUNT_ANNOTATIONS)
+    if total is None or not total.isdigit() or int(total) < 1:
+        raise GroupError(f"metadata.annotations[{names.POD_GROUP_COUNT_ANNOTATIONS[0]}]: "
+                         f"must be a positive integer (got {total!r}) on a pod of group {name}")
+    return f"{meta.get('namespace') or 'default'}/{name}", int(total)
+
+
+def shape(pod: Body) -> str:
+    """A short name shared by pods that ask for the same thing the same way."""
+    spec = pod.get("spec") or {}
+    containers = [{"name": c.get("name"), "resources": c.get("resources") or {}}
+                  for c in spec.get("containers") or []]
+    inits = [{"name": c.get("name"), "resources": c.get("resources") or {}}
+             for c in spec.get("initContainers") or []]
+    essence = {k: spec.get(k) for k in _SHAPE_FIELDS}
+    essence["containers"], essence["initContainers"] = containers, inits
+    digest = hashlib.sha256(json.dumps(essence, sort_keys=True).encode()).hexdigest()
+    return f"shape-{digest[:8]}"
+
+
+def gated(pod: Body) -> bool:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return any(g.get("name") == names.ADMISSION_GATE for g in gates)
+
+
+def terminal(pod: Body) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def ready(pod: Body) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") == "Succeeded":
+        return True
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in status.get("conditions") or [])
+
+
+def workload_name(group_key: str) -> str:
+    return f"group-{group_key.partition('/')[2]}"
+
+
+def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: int,
+                 priority_class: str | None) -> Body:
+    """The Workload standing for a complete group: one podSet per pod shape."""
+    namespace, _, group = group_key.partition("/")
+    by_shape: dict[str, list[Body]] = {}
+    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+        by_shape.setdefault(shape(pod), []).append(pod)
+    pod_sets = []
+    for name, members in sorted(by_shape.items()):
+        spec = json.loads(json.dumps(members[0].get("spec") or {}))
+        spec["schedulingGates"] = [g for g in spec.get("schedulingGates") or []
+                                   if g.get("name") != names.ADMISSION_GATE]
+        for key in ("schedulingGates", "nodeName"):
+            if not spec.get(key):
+                spec.pop(key, None)
+        pod_sets.append({"name": name, "count": len(members), "template": {"spec": spec}})
+    workload_spec: Body = {"podSets": pod_sets, "queueName": queue, "priority": priority}
+    if priority_class:
+        workload_spec["priorityClassRef"] = {"group": "kuota.dev",
+                                             "kind": "WorkloadPriorityClass",
+                                             "name": priority_class}
+    return {"apiVersion": API_VERSION, "kind": "Workload",
+            "metadata": {"name": workload_name(group_key), "namespace": namespace,
+                         "labels": {names.POD_GROUP_LABEL: group}},
+            "spec": workload_spec}
+
+
+def start_patch(pod: Body, admission: Admission,
+                flavors: Mapping[str, FlavorConfig]) -> Body | None:
+    """Remove the gate and add the podSet's flavor constraints; None if already started."""
+    if not gated(pod):
+        return None
+    spec = pod.get("spec") or {}
+    pod_set = shape(pod)
+    labels: dict[str, str] = {}
+    tolerations = list(spec.get("tolerations") or [])
+    for ps in admission.pod_sets:
+        if ps.name != pod_set:
+            continue
+        for flavor_name in dict.fromkeys(ps.flavors.values()):
+            flavor = flavors.get(flavor_name)
+            if flavor is None:
+                continue
+            labels.update(flavor.node_labels)
+            for toleration in flavor.tolerations:
+                as_dict = toleration.to_dict() if hasattr(toleration, "to_dict") \
+                    else dict(toleration)
+                if as_dict not in tolerations:
+                    tolerations.append(as_dict)
+    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != names.ADMISSION_GATE]
+    patch_spec: Body = {"schedulingGates": gates or None}
+    if labels:
+        patch_spec["nodeSelector"] = labels
+    if tolerations:
+        patch_spec["tolerations"] = tolerations
+    return {"metadata": {"annotations": {names.ADMISSION_ANNOTATION: admission.cluster_queue}},
+            "spec": patch_spec}
+
+
+def outcome(pods: Iterable[Body], total: int) -> tuple[str, str] | None:
+    """("Succeeded" | "Failed", message) once ``total`` pods have ended."""
+    ended = [p for p in pods if terminal(p)]
+    if len(ended) < total:
+        return None
+    failed = [p["metadata"]["name"] for p in ended if p["status"]["phase"] == "Failed"]
+    if failed:
+        return "Failed", f"pods failed: {', '.join(sorted(failed))}"
+    return "Succeeded", f"all {total} pods succeeded"

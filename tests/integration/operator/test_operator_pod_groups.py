@@ -1,0 +1,74 @@
+"""Pod groups: plain pods gated at creation, one Workload, all gates lifted together."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+from tests.emulator import Emulator
+from tests.emulator.clients import call
+from tests.integration.operator import harness as h
+
+PODS = "/api/v1/namespaces/default/pods"
+GATE = {"name": "kuota.dev/admission"}
+
+
+def pod(name: str, *, group: str = "g", total: int | None = 3, cpu: str = "1",
+        queue: str = "main") -> dict[str, Any]:
+    annotations = {} if total is None else {"kuota.dev/pod-group-total-count": str(total)}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"kuota.dev/pod-group-name": group,
+                                                  "kuota.dev/queue-name": queue},
+                         "annotations": annotations},
+            "spec": {"containers": [{"name": "c", "image": "busybox",
+                                     "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def get(api: Emulator, name: str) -> dict[str, Any]:
+    return api.get("v1", "Pod", name, "default")
+
+
+def group_workload(api: Emulator, group: str = "g") -> dict[str, Any] | None:
+    return api.find(h.API, "Workload", f"group-{group}", "default")
+
+
+class TestPodGroups:
+    def test_a_group_waits_for_all_its_pods_then_starts_together(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        cluster.apply(h.flavor("fast", labels={"tier": "fast"}),
+                      h.cluster_queue("team", quotas={"fast": {"cpu": 8}}),
+                      h.local_queue("main", "team"))
+        with h.Running(cluster, certs):
+            first = call(cluster.url, "POST", PODS, pod("driver", cpu="2"))
+            assert first.status == 201 and first.data["spec"]["schedulingGates"] == [GATE]
+            call(cluster.url, "POST", PODS, pod("worker-1"))
+            h.settle(0.3)
+            assert group_workload(cluster) is None  # 2 of 3 pods: not a gang yet
+            call(cluster.url, "POST", PODS, pod("worker-2"))
+
+            h.wait(cluster, lambda: all(not get(cluster, n)["spec"].get("schedulingGates")
+                                        for n in ("driver", "worker-1", "worker-2")),
+                   "every gate to be lifted")
+            wl = group_workload(cluster)
+            assert wl is not None and h.is_true(wl, "Admitted")
+            counts = sorted(ps["count"] for ps in wl["spec"]["podSets"])
+            assert counts == [1, 2]  # two shapes: the driver and the workers
+            assert get(cluster, "worker-1")["spec"]["nodeSelector"] == {"tier": "fast"}
+
+            for name in ("driver", "worker-1", "worker-2"):
+                cluster.patch("v1", "Pod", name, {"status": {"phase": "Succeeded"}},
+                              namespace="default", subresource="status")
+            h.wait(cluster, lambda: h.is_true(group_workload(cluster), "Finished"),
+                   "the group's Workload to finish")
+
+    def test_a_group_pod_without_its_size_is_rejected(self, cluster: Emulator,
+                                                      certs: pathlib.Path) -> None:
+        cluster.apply(h.flavor("fast"), h.cluster_queue("team", quotas={"fast": {"cpu": 8}}),
+                      h.local_queue("main", "team"))
+        with h.Running(cluster, certs):
+            reply = call(cluster.url, "POST", PODS, pod("lonely", total=None))
+            plain = call(cluster.url, "POST", PODS, {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain"},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+        assert reply.status == 422 and "pod-group-total-count" in reply.data["message"]
+        assert plain.status == 201 and not plain.data["spec"].get("schedulingGates")
