@@ -41,12 +41,17 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
     controller = operator.controller
     state: dict[str, Any] = {}
 
-    @kopf.on.login(registry=registry)
-    def login(settings: kopf.OperatorSettings, **kwargs: Any) -> kopf.ConnectionInfo | None:
-        info = connection or kopf.login_with_service_account(settings=settings, **kwargs) \
-            or kopf.login_with_kubeconfig(settings=settings, **kwargs)
-        state["info"] = info
+    def credentials(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
+        # kopf runs startup handlers before logging in: both ask here, the first one reads.
+        if "info" not in state:
+            state["info"] = connection or kopf.login_with_service_account(settings=settings) \
+                or kopf.login_with_kubeconfig(settings=settings)
+        info: kopf.ConnectionInfo | None = state["info"]
         return info
+
+    @kopf.on.login(registry=registry)
+    def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
+        return credentials(settings)
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -60,7 +65,7 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                 addr=webhook.addr, port=webhook.port, certfile=webhook.certfile,
                 pkeyfile=webhook.pkeyfile, host=webhook.host, insecure=webhook.insecure)
             settings.admission.managed = webhook.managed
-        info = state.get("info") or connection
+        info = credentials(settings)
         if info is None:
             raise kopf.PermanentError("no credentials: no service account and no kubeconfig")
         await operator.start(info)
