@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from admission.engine import Engine
@@ -186,27 +187,37 @@ def cluster_queue_status(engine: Engine, name: str, current: Body, at: float,
     }}
 
 
-def local_queue_status(engine: Engine, key: str, current: Body, at: float) -> Body:
-    """The ``status`` patch of LocalQueue ``namespace/name``."""
-    conditions = (current.get("status") or {}).get("conditions") or []
-    namespace, _, name = key.partition("/")
-    lq = engine.cache.local_queues.get(key)
-    pending = reserving = admitted_count = 0
-    reserved: list[Admission] = []
-    admitted: list[Admission] = []
+@dataclass
+class Tally:
+    """One LocalQueue's workloads, counted in one pass over the engine's records."""
+
+    pending: int = 0
+    reserved: list[Admission] = field(default_factory=list)
+    admitted: list[Admission] = field(default_factory=list)
+
+
+def local_queue_tallies(engine: Engine) -> dict[str, Tally]:
+    tallies: dict[str, Tally] = {}
     for record in engine.records.values():
         info = record.info
-        if info.namespace != namespace or info.queue_name != name:
-            continue
+        tally = tallies.setdefault(f"{info.namespace}/{info.queue_name}", Tally())
         if record.state is State.PENDING:
-            pending += 1
+            tally.pending += 1
         elif record.admission is not None and record.state in (State.QUOTA_RESERVED,
                                                                State.ADMITTED):
-            reserving += 1
-            reserved.append(record.admission)
+            tally.reserved.append(record.admission)
             if record.state is State.ADMITTED:
-                admitted_count += 1
-                admitted.append(record.admission)
+                tally.admitted.append(record.admission)
+    return tallies
+
+
+def local_queue_status(engine: Engine, key: str, current: Body, at: float,
+                       tally: Tally | None = None) -> Body:
+    """The ``status`` patch of LocalQueue ``namespace/name``."""
+    conditions = (current.get("status") or {}).get("conditions") or []
+    if tally is None:
+        tally = local_queue_tallies(engine).get(key, Tally())
+    lq = engine.cache.local_queues.get(key)
     if lq is None:
         active = condition("Active", False, "InvalidSpec", "Can't submit new workloads", at)
     elif lq.cluster_queue not in engine.cache.cluster_queues:
@@ -218,13 +229,13 @@ def local_queue_status(engine: Engine, key: str, current: Body, at: float) -> Bo
                            f"{engine.cache.inactive[lq.cluster_queue].message}", at)
     else:
         active = condition("Active", True, "Ready", "Can submit new workloads to localQueue", at)
-    usage_r, usage_a = _sum(reserved), _sum(admitted)
+    usage_r, usage_a = _sum(tally.reserved), _sum(tally.admitted)
     order = sorted({*usage_r, *usage_a})
     return {"status": {
         "conditions": merge_conditions(conditions, [active]),
-        "pendingWorkloads": pending,
-        "reservingWorkloads": reserving,
-        "admittedWorkloads": admitted_count,
+        "pendingWorkloads": tally.pending,
+        "reservingWorkloads": len(tally.reserved),
+        "admittedWorkloads": len(tally.admitted),
         "flavorsReservation": _flavor_usage(usage_r, {}, order, with_borrowed=False),
         "flavorsUsage": _flavor_usage(usage_a, {}, order, with_borrowed=False),
     }}

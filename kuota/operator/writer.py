@@ -274,8 +274,11 @@ class Writer:
             if status.differs(body, patch):
                 writes.append(self._write_queue(names.CLUSTER_QUEUES, "ClusterQueue", body,
                                                 patch))
+        tallies = status.local_queue_tallies(engine)
         for body in controller.objects.all("LocalQueue"):
-            patch = status.local_queue_status(engine, key_of(body), body, now)
+            key = key_of(body)
+            patch = status.local_queue_status(engine, key, body, now,
+                                              tallies.get(key, status.Tally()))
             if status.differs(body, patch):
                 writes.append(self._write_queue(names.LOCAL_QUEUES, "LocalQueue", body, patch))
         self.metrics.observe_queues(controller)
