@@ -109,6 +109,21 @@ class TestWaiting:
         assert kueue.data["spec"]["suspend"] is True
 
 
+class TestPartialAdmission:
+    def test_a_job_with_min_parallelism_starts_smaller_and_is_restored(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster, cpu=2)
+        with h.Running(cluster, certs):
+            call(cluster.url, "POST", JOBS, h.job(
+                "elastic", parallelism=4, annotations={"kuota.dev/job-min-parallelism": "2"}))
+            h.wait(cluster, lambda: h.running(cluster, "elastic"), "the Job to start")
+            job = h.get_job(cluster, "elastic")
+            assert job["spec"]["parallelism"] == 2
+            wl = h.workload_of(cluster, "elastic")
+            assert wl["spec"]["podSets"][0]["minCount"] == 2
+            assert wl["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+
+
 class TestCohorts:
     def test_a_job_borrows_idle_quota_of_its_cohort(self, cluster: Emulator,
                                                     certs: pathlib.Path) -> None:
