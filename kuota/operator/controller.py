@@ -114,6 +114,7 @@ class Controller:
     # -- events in ---------------------------------------------------------------------------
     def observe(self, kind: str, body: Body, *, deleted: bool = False) -> None:
         """One watch event (or one answer to our own write) for a watched object."""
+        previous = self.objects.get(kind, key_of(body))
         if deleted:
             old = self.objects.drop(kind, key_of(body), version_of(body))
             if old is None and self.objects.get(kind, key_of(body)) is not None:
@@ -121,9 +122,10 @@ class Controller:
         elif not self.objects.put(kind, body):
             return  # not newer than what we have
         if self.leading:
-            self._ingest(kind, body, deleted)
+            self._ingest(kind, body, deleted, previous)
 
-    def _ingest(self, kind: str, body: Body, deleted: bool) -> None:
+    def _ingest(self, kind: str, body: Body, deleted: bool,
+                previous: Body | None = None) -> None:
         try:
             if kind in CONFIG_KINDS:
                 self._config(kind, body, deleted)
@@ -132,7 +134,7 @@ class Controller:
             elif kind == "Namespace":
                 self._namespace(body, deleted)
             elif kind == "Workload":
-                self._workload(body, deleted)
+                self._workload(body, deleted, previous)
             elif kind == "Job":
                 self._job(body, deleted)
             elif kind == "Pod":
@@ -227,7 +229,7 @@ class Controller:
         self.on_change()
 
     # -- workloads ---------------------------------------------------------------------------
-    def _workload(self, body: Body, deleted: bool) -> None:
+    def _workload(self, body: Body, deleted: bool, previous: Body | None = None) -> None:
         assert self.engine is not None and self.actions is not None
         key = key_of(body)
         meta = body.get("metadata") or {}
@@ -262,6 +264,10 @@ class Controller:
         conditions = {c.get("type"): c.get("status")
                       for c in (body.get("status") or {}).get("conditions") or []}
         active = (body.get("spec") or {}).get("active", True) is not False
+        # Only a change of spec.active is a user's decision: an event written before the
+        # engine deactivated a workload still says active, and must not undo it.
+        was_active = previous is None or \
+            (previous.get("spec") or {}).get("active", True) is not False
         if record is None or (record.state is State.FINISHED
                               and conditions.get("Finished") != "True"):
             if conditions.get("Finished") != "True" and active:
@@ -273,7 +279,7 @@ class Controller:
                 and record.state is not State.FINISHED:
             self.engine.deactivate(key, now, "InactiveWorkload", "spec.active is false")
             self._changed()
-        elif active and record.state is State.INACTIVE:
+        elif active and not was_active and record.state is State.INACTIVE:
             self.engine.activate(key, now)
             self._changed()
         if job_key is not None:

@@ -190,6 +190,8 @@ class Writer:
             self.persisted[key] = event.admission
         elif event.kind in (Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED):
             self.persisted.pop(key, None)
+        if event.kind is Kind.DEACTIVATED and event.reason != "InactiveWorkload":
+            await self._deactivate(key)
         self._pending_written.pop(key, None)
         job_key = controller.job_of_workload.get(key)
         group_key = controller.group_of_workload.get(key)
@@ -199,6 +201,21 @@ class Writer:
             if group_key is not None:
                 self.sync_group(group_key)
         self._announce(event, job_key)
+
+    async def _deactivate(self, key: str) -> None:
+        """Record the engine's deactivation in ``spec.active``, so it outlives a restart."""
+        body = self.controller.objects.get("Workload", key)
+        if body is None or (body.get("spec") or {}).get("active") is False:
+            return
+        namespace, name = split(key)
+        patch = {"metadata": {"resourceVersion": body["metadata"].get("resourceVersion")},
+                 "spec": {"active": False}}
+        try:
+            stored = await self.client.patch(names.WORKLOADS, name, patch, namespace)
+        except ApiError as exc:
+            log.warning("Workload %s not deactivated: %s", key, exc)
+            return
+        self.controller.observe("Workload", stored)
 
     def _event_patch(self, body: Body, event: WorkloadEvent) -> Body | None:
         if event.kind is Kind.FINISHED:

@@ -84,6 +84,17 @@ class TestWaiting:
             wl = h.workload_of(cluster, "second")
             assert wl["status"]["admission"]["podSetAssignments"][0]["count"] == 2
 
+    def test_deleting_a_running_job_frees_its_quota(self, cluster: Emulator,
+                                                    certs: pathlib.Path) -> None:
+        setup_queues(cluster, cpu=2)
+        with h.Running(cluster, certs):
+            call(cluster.url, "POST", JOBS, h.job("first", parallelism=2))
+            h.wait(cluster, lambda: h.running(cluster, "first"), "the first Job to start")
+            call(cluster.url, "POST", JOBS, h.job("second", parallelism=2))
+            h.wait(cluster, lambda: h.workload_of(cluster, "second"), "the second Workload")
+            cluster.delete("batch/v1", "Job", "first", "default")  # its Workload goes too
+            h.wait(cluster, lambda: h.running(cluster, "second"), "the second Job to start")
+
     def test_a_job_unsuspended_by_someone_else_is_suspended_again(
             self, cluster: Emulator, certs: pathlib.Path) -> None:
         setup_queues(cluster, cpu=1)

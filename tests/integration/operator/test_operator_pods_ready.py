@@ -43,3 +43,20 @@ def test_unready_pods_evict_and_requeue_ready_pods_keep_running(
         assert h.running(cluster, "slow")  # ready in time: no more evictions
         wl = h.workload_of(cluster, "slow")
         assert h.is_true(wl, "Admitted")
+
+
+def test_past_the_requeue_limit_the_workload_is_deactivated_for_good(
+        cluster: Emulator, certs: pathlib.Path) -> None:
+    cluster.apply(h.flavor("default"), h.cluster_queue("team", quotas={"default": {"cpu": 2}}),
+                  h.local_queue("main", "team"))
+    ready = PodsReadyConfig(timeout=0.5, requeuing=RequeuingStrategy(
+        backoff_limit_count=0, backoff_base_seconds=0.1, backoff_max_seconds=0.2))
+    with h.Running(cluster, certs, engine=EngineConfig(wait_for_pods_ready=ready)):
+        call(cluster.url, "POST", JOBS, h.job("never-ready"))
+        h.wait(cluster, lambda: h.running(cluster, "never-ready"), "the Job to start")
+        h.wait(cluster, lambda: (h.workload_of(cluster, "never-ready") or {})
+               .get("spec", {}).get("active") is False, "spec.active to become false")
+        h.wait(cluster, lambda: not h.running(cluster, "never-ready"), "the Job to stop")
+        wl = h.workload_of(cluster, "never-ready")
+        assert h.condition(wl, "Evicted")["reason"] == "Deactivated"
+        assert "backoffLimitCount" in h.condition(wl, "Evicted")["message"]
