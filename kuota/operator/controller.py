@@ -142,6 +142,15 @@ class Controller:
         except Exception:  # one bad object must never stop the operator
             log.exception("could not process %s %s", kind, key_of(body))
 
+    def reconsider(self, key: str) -> None:
+        """Our admission lost to one stored meanwhile (a previous leader's late write): if
+        the Workload still waits in the engine, count the stored admission instead."""
+        body = self.objects.get("Workload", key)
+        record = self.engine.records.get(key) if self.engine is not None else None
+        if body is not None and record is not None and record.state is State.PENDING \
+                and _holds_quota(body):
+            self._adopt(key, body, record)
+
     def rebuild(self, actions: Actions) -> Engine:
         """Start leading: a fresh engine from the objects, quota held counted before all else."""
         self.engine = Engine(config=self.options.engine)
@@ -315,10 +324,33 @@ class Controller:
             self.engine.submit(info)
         self._changed()
 
+    def _adopt(self, key: str, body: Body, record: Record) -> None:
+        """Count the admission in ``body``'s status for a waiting workload (no decision)."""
+        assert self.actions is not None
+        try:
+            obj = api.parse_object(body, source="")
+        except api.ObjectError:
+            return
+        assert isinstance(obj, api.Workload)
+        if obj.status.admission is None:
+            return
+        held = admission_from_status(obj.status.admission)
+        log.warning("Workload %s holds quota written elsewhere; counting it", key)
+        state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
+        self._restore(record.info, held, self.clock(), state)
+        self.actions.adopt(key, held)
+        self._changed()
+        if key in self.job_of_workload:
+            self.actions.sync_job(self.job_of_workload[key])
+        if key in self.group_of_workload:
+            self.actions.sync_group(self.group_of_workload[key])
+
     def _restore(self, info: Any, admission: Admission, at: float, state: State) -> Record:
         """Re-enter a workload that holds quota: usage counted, no decision, nothing emitted."""
         assert self.engine is not None
-        record = self.engine.submit(info)
+        record = self.engine.records.get(info.key)
+        if record is None or record.state is State.FINISHED:
+            record = self.engine.submit(info)
         self.engine.queues.remove(info.key)
         self.engine.cache.assume(info, admission, at)
         record.state = lifecycle.transition(info.key, record.state, Event.RESERVE)

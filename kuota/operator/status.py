@@ -212,14 +212,15 @@ def local_queue_tallies(engine: Engine) -> dict[str, Tally]:
 
 
 def local_queue_status(engine: Engine, key: str, current: Body, at: float,
-                       tally: Tally | None = None) -> Body:
-    """The ``status`` patch of LocalQueue ``namespace/name``."""
+                       tally: Tally | None = None, problem: str | None = None) -> Body:
+    """The ``status`` patch of LocalQueue ``namespace/name``; ``problem``: why it is invalid."""
     conditions = (current.get("status") or {}).get("conditions") or []
     if tally is None:
         tally = local_queue_tallies(engine).get(key, Tally())
     lq = engine.cache.local_queues.get(key)
     if lq is None:
-        active = condition("Active", False, "InvalidSpec", "Can't submit new workloads", at)
+        active = condition("Active", False, "InvalidSpec",
+                           f"Can't submit new workloads: {problem or 'not loaded'}", at)
     elif lq.cluster_queue not in engine.cache.cluster_queues:
         active = condition("Active", False, "ClusterQueueDoesNotExist",
                            f"Can't submit new workloads to ClusterQueue {lq.cluster_queue}", at)

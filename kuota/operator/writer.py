@@ -48,6 +48,10 @@ Body = dict[str, Any]
 _UNINFORMATIVE = {"Pending"}
 
 
+class Superseded(Exception):
+    """The Workload already holds another admission: ours must not overwrite it."""
+
+
 def split(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name
@@ -181,8 +185,26 @@ class Writer:
     async def _persist(self, event: WorkloadEvent) -> None:
         key = event.key
         controller = self.controller
-        ok = await self._write_status(key, lambda body: self._event_patch(body, event))
+        reads = 0
+
+        def build(body: Body) -> Body | None:
+            nonlocal reads
+            reads += 1
+            stored = (body.get("status") or {}).get("admission")
+            if reads > 1 and holds and event.admission is not None and stored \
+                    and stored != status.admission_status(event.admission):
+                # Re-read after a conflict: another writer stored an admission meanwhile
+                # (a late write of a previous leader). Never overwrite it: adopt it.
+                raise Superseded(key)
+            return self._event_patch(body, event)
+
         holds = event.kind in (Kind.ADMITTED, Kind.QUOTA_RESERVED)
+        try:
+            ok = await self._write_status(key, build)
+        except Superseded:
+            self._forget(event)
+            controller.reconsider(key)
+            return
         if holds and not ok:
             self._forget(event)
             return
@@ -295,7 +317,8 @@ class Writer:
         for body in controller.objects.all("LocalQueue"):
             key = key_of(body)
             patch = status.local_queue_status(engine, key, body, now,
-                                              tallies.get(key, status.Tally()))
+                                              tallies.get(key, status.Tally()),
+                                              controller.problems.get(f"LocalQueue/{key}"))
             if status.differs(body, patch):
                 writes.append(self._write_queue(names.LOCAL_QUEUES, "LocalQueue", body, patch))
         self.metrics.observe_queues(controller)

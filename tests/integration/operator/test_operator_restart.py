@@ -107,3 +107,44 @@ class TestLeaderElection:
                 h.wait(cluster, lambda: h.running(cluster, "two"), "the new leader to admit")
             finally:
                 second.runner.__exit__(None, None, None)
+
+
+class TestLateWrites:
+    def test_an_admission_stored_meanwhile_is_adopted_not_overwritten(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        """A previous leader's write lands between our read and our write: 409, re-read,
+        and the stored admission wins — counted by the engine, the Job started under it."""
+        cluster.apply(h.flavor("a", labels={"tier": "a"}), h.flavor("b", labels={"tier": "b"}),
+                      h.cluster_queue("team", quotas={"a": {"cpu": 4}, "b": {"cpu": 4}}),
+                      h.local_queue("main", "team"))
+        foreign = {"clusterQueue": "team", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "b"}, "count": 1, "resourceUsage": {"cpu": "1"}}]}
+        done: list[bool] = []
+
+        def late_write(request: kmock.Request) -> None:
+            path = str(request.url).split("?")[0]
+            if done or not path.endswith("/status"):
+                return
+            done.append(True)
+            name = path.split("/")[-2]
+            cluster.patch(h.API, "Workload", name, {"status": {
+                "admission": foreign,
+                "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "x",
+                                "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                               {"type": "Admitted", "status": "True", "reason": "x",
+                                "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+                namespace="default", subresource="status")
+
+        cluster.handler["patch", WORKLOADS] >> late_write
+        with h.Running(cluster, certs) as running:
+            call(cluster.url, "POST", JOBS, h.job("j"))
+            h.wait(cluster, lambda: h.running(cluster, "j"), "the Job to start")
+            job = h.get_job(cluster, "j")
+            assert job["spec"]["template"]["spec"]["nodeSelector"] == {"tier": "b"}
+            assert h.workload_of(cluster, "j")["status"]["admission"] == foreign
+            engine = running.operator.controller.engine
+            assert engine is not None
+            name = h.workload_of(cluster, "j")["metadata"]["name"]
+            held = engine.cache.holding(f"default/{name}")
+            assert held is not None and held.admission.pod_sets[0].flavors == {"cpu": "b"}
+            assert running.operator.metrics.forgotten._value.get() == 1
