@@ -15,6 +15,7 @@ from typing import Any
 
 import kmock
 
+from kuota.operator import jobs
 from tests.emulator import Emulator
 from tests.emulator.clients import call
 from tests.integration.operator import harness as h
@@ -148,3 +149,32 @@ class TestLateWrites:
             held = engine.cache.holding(f"default/{name}")
             assert held is not None and held.admission.pod_sets[0].flavors == {"cpu": "b"}
             assert running.operator.metrics.forgotten._value.get() == 1
+
+
+class TestUnfinishedStarts:
+    def test_a_job_admitted_by_a_dead_leader_is_started_without_a_new_decision(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        """The previous leader stored the admission and died before unsuspending the Job."""
+        cluster.apply(h.flavor("a", labels={"tier": "a"}),
+                      h.cluster_queue("team", quotas={"a": {"cpu": 1}}),
+                      h.local_queue("main", "team"))
+        job = cluster.create(dict(h.job("orphan"), spec=dict(h.job("orphan")["spec"],
+                                                             suspend=True)))
+        manifest = jobs.workload_for(job, queue="main", priority=0, priority_class=None)
+        manifest["status"] = {
+            "admission": {"clusterQueue": "team", "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": "a"}, "count": 1,
+                 "resourceUsage": {"cpu": "1"}}]},
+            "conditions": [{"type": t, "status": "True", "reason": t, "message": "",
+                            "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                           for t in ("QuotaReserved", "Admitted")]}
+        cluster.create(manifest)
+        cluster.create(dict(h.job("waiting"), spec=dict(h.job("waiting")["spec"], suspend=True)))
+        with h.Running(cluster, certs):
+            h.wait(cluster, lambda: h.running(cluster, "orphan"), "the orphan Job to start")
+            assert h.get_job(cluster, "orphan")["spec"]["template"]["spec"]["nodeSelector"] == \
+                {"tier": "a"}
+            h.wait(cluster, lambda: h.workload_of(cluster, "waiting"), "the other Workload")
+            h.settle(0.5)
+            assert not h.running(cluster, "waiting")  # the quota is the orphan's
+        assert admissions_written(cluster) == {}  # nothing decided again
