@@ -120,6 +120,23 @@ class TestWaiting:
         assert kueue.data["spec"]["suspend"] is True
 
 
+class TestDefaultQueue:
+    def test_unlabelled_jobs_use_the_default_local_queue_when_opted_in(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster)
+        h.namespace(cluster, "elsewhere")
+        cluster.apply(h.local_queue("default", "team"))
+        with h.Running(cluster, certs, default_queue=True):
+            mine = call(cluster.url, "POST", JOBS, h.job("unlabelled", queue=None))
+            other = call(cluster.url, "POST", "/apis/batch/v1/namespaces/elsewhere/jobs",
+                         h.job("other", queue=None, namespace="elsewhere"))
+            assert mine.data["spec"]["suspend"] is True
+            h.wait(cluster, lambda: h.running(cluster, "unlabelled"), "the Job to start")
+            assert h.workload_of(cluster, "unlabelled")["spec"]["queueName"] == "default"
+        assert other.data["spec"]["suspend"] is False  # no LocalQueue "default" there
+        assert h.workload_of(cluster, "other", "elsewhere") is None
+
+
 class TestPartialAdmission:
     def test_a_job_with_min_parallelism_starts_smaller_and_is_restored(
             self, cluster: Emulator, certs: pathlib.Path) -> None:
