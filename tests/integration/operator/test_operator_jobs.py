@@ -227,6 +227,28 @@ class TestFailures:
             assert fault.hits == 1
             assert running.operator.metrics.forgotten._value.get() == 1
 
+    def test_malformed_jobs_and_workloads_do_not_stop_the_others(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster)
+        with h.Running(cluster, certs):
+            call(cluster.url, "POST", JOBS, h.job("garbled", cpu="lots"))
+            cluster.create({"apiVersion": h.API, "kind": "Workload",
+                            "metadata": {"name": "hand-made", "namespace": "default"},
+                            "spec": {"queueName": "main", "podSets": [
+                                {"name": "main", "count": 1, "minCount": 5, "template": {
+                                    "spec": {"containers": [{"name": "c"}]}}}]}})
+            call(cluster.url, "POST", JOBS, h.job("fine"))
+            h.wait(cluster, lambda: h.running(cluster, "fine"), "the good Job to start")
+
+            def warnings() -> dict[str, str]:
+                return {e["involvedObject"]["name"]: e["reason"]
+                        for e in cluster.list("v1", "Event", "default") if e["type"] == "Warning"}
+
+            got = h.wait(cluster, lambda: len(warnings()) == 2 and warnings(),
+                         "a warning about each")
+            assert got == {"garbled": "WorkloadNotCreated", "hand-made": "InvalidWorkload"}
+            assert not h.running(cluster, "garbled")
+
     def test_a_bad_cluster_queue_is_inactive_while_the_others_work(
             self, cluster: Emulator, certs: pathlib.Path) -> None:
         setup_queues(cluster)
