@@ -291,10 +291,23 @@ class Controller:
         elif active and not was_active and record.state is State.INACTIVE:
             self.engine.activate(key, now)
             self._changed()
+        elif record.state is State.QUOTA_RESERVED:
+            self._check_verdicts(key, body, record)
         if job_key is not None:
             self.actions.sync_job(job_key)
         if group_key is not None:
             self.actions.sync_group(group_key)
+
+    def _check_verdicts(self, key: str, body: Body, record: Record) -> None:
+        """Admission check controllers write their verdicts into ``status.admissionChecks``."""
+        assert self.engine is not None
+        for check in (body.get("status") or {}).get("admissionChecks") or []:
+            name, state = check.get("name"), check.get("state")
+            if name in record.checks and state in ("Ready", "Retry", "Rejected") \
+                    and record.checks[name][0] != state \
+                    and record.state is State.QUOTA_RESERVED:
+                self.engine.set_check(key, name, state, self.clock(), check.get("message") or "")
+                self._changed()
 
     def _new_workload(self, key: str, body: Body) -> None:
         assert self.engine is not None and self.actions is not None

@@ -70,14 +70,32 @@ def _admitted_message(event: WorkloadEvent) -> str:
     return f"Quota reserved in ClusterQueue {event.admission.cluster_queue}"
 
 
-def workload_status(current: Body, event: WorkloadEvent) -> Body:
-    """The ``status`` merge patch that records ``event`` on a Workload body."""
+def check_states(current: Body, checks: Mapping[str, tuple[str, str]], at: float) -> list[Body]:
+    """``status.admissionChecks`` for the engine's check states; times kept while unchanged."""
+    old = {c.get("name"): c for c in (current.get("status") or {}).get("admissionChecks") or []}
+    states = []
+    for name, (state, message) in sorted(checks.items()):
+        before = old.get(name) or {}
+        stamp = before.get("lastTransitionTime") if before.get("state") == state else None
+        states.append({"name": name, "state": state, "message": message,
+                       "lastTransitionTime": stamp or timestamp(at)})
+    return states
+
+
+def workload_status(current: Body, event: WorkloadEvent,
+                    checks: Mapping[str, tuple[str, str]] | None = None) -> Body:
+    """The ``status`` merge patch that records ``event`` on a Workload body.
+
+    ``checks``: the engine's admission check states (name -> (state, message)).
+    """
     at = event.at
     conditions = (current.get("status") or {}).get("conditions") or []
     updates: list[Body] = []
     patch: Body = {}
     if event.kind in (Kind.QUOTA_RESERVED, Kind.ADMITTED) and event.admission is not None:
         patch["admission"] = admission_status(event.admission)
+        if checks:
+            patch["admissionChecks"] = check_states(current, checks, at)
         updates.append(condition("QuotaReserved", True, "QuotaReserved",
                                  _admitted_message(event), at))
         admitted = event.kind is Kind.ADMITTED
@@ -91,6 +109,10 @@ def workload_status(current: Body, event: WorkloadEvent) -> Body:
             updates.append(condition("Preempted", False, "Admitted", "", at))
     elif event.kind in (Kind.EVICTED, Kind.DEACTIVATED):
         patch["admission"] = None
+        previous = (current.get("status") or {}).get("admissionChecks") or []
+        if previous:  # verdicts were for this reservation; the next one starts over
+            patch["admissionChecks"] = check_states(
+                current, {c["name"]: ("Pending", "") for c in previous if c.get("name")}, at)
         message = event.message or event.reason
         reason = event.reason if event.kind is Kind.EVICTED else "Deactivated"
         updates += [condition("QuotaReserved", False, "Pending", message, at),

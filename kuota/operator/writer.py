@@ -248,7 +248,12 @@ class Writer:
             reason = self.controller.finish_reasons.pop(event.key, "Succeeded")
             event = WorkloadEvent(event.at, event.key, event.kind, reason, event.detail,
                                   event.message, event.admission)
-        return status.workload_status(body, event)
+        checks = None
+        engine = self.controller.engine
+        record = engine.records.get(event.key) if engine is not None else None
+        if record is not None and record.admission is event.admission:
+            checks = record.checks
+        return status.workload_status(body, event, checks)
 
     def _forget(self, event: WorkloadEvent) -> None:
         engine = self.controller.engine

@@ -68,6 +68,19 @@ class TestWorkloadStatus:
         times = {c["type"]: c["lastTransitionTime"] for c in evicted["status"]["conditions"]}
         assert times["Admitted"] == status.timestamp(30)
 
+    def test_admission_checks_are_written_and_reset_by_an_eviction(self) -> None:
+        reserved = status.workload_status(
+            {}, WorkloadEvent(10, "ns/w", Kind.QUOTA_RESERVED, admission=ADMISSION),
+            {"provision": ("Pending", "")})
+        assert [(c["name"], c["state"]) for c in reserved["status"]["admissionChecks"]] == \
+            [("provision", "Pending")]
+        ready = {"status": dict(reserved["status"], admissionChecks=[
+            dict(reserved["status"]["admissionChecks"][0], state="Ready")])}
+        evicted = status.workload_status(ready, WorkloadEvent(20, "ns/w", Kind.EVICTED,
+                                                              "AdmissionCheck"))
+        (check,) = evicted["status"]["admissionChecks"]
+        assert (check["state"], check["lastTransitionTime"]) == ("Pending", status.timestamp(20))
+
     def test_pending_reason_is_written_once(self) -> None:
         patch = status.pending_status({}, "Insufficient", "needs 4 cpu", 5)
         assert patch is not None and kinds(patch) == {"QuotaReserved": ("False", "Insufficient")}
