@@ -198,9 +198,12 @@ class TestEviction:
             assert h.condition(wl, "Preempted")["reason"] == "InClusterQueue"
             assert not h.is_true(wl, "QuotaReserved") and "admission" not in wl["status"]
             assert h.workload_of(cluster, "high")["spec"]["priority"] == 1000
-            reasons = {e["reason"] for e in cluster.list("v1", "Event", "default")
-                       if e["involvedObject"]["name"] == "low"}
-            assert "Preempted" in reasons
+            def reasons() -> set[str]:
+                return {e["reason"] for e in cluster.list("v1", "Event", "default")
+                        if e["involvedObject"]["name"] == "low"}
+
+            h.wait(cluster, lambda: {"Preempted", "Suspended"} <= reasons(),
+                   "Events on the preempted Job")
 
 
 class TestFailures:

@@ -54,9 +54,9 @@ class TestKubectl:
             assert by_queue["team-a-queue"][3:5] == ["team-a-cq", "True"]
             lq = table(kubectl.run("get", "lq", "user-queue").stdout)
             assert lq[1][:2] == ["user-queue", "cluster-queue"]
-            described = kubectl.run("get", "events", "--field-selector",
-                                    "involvedObject.name=sample-job").stdout
-            assert "Started" in described
+            h.wait(cluster, lambda: "Started" in kubectl.run(
+                "get", "events", "--field-selector", "involvedObject.name=sample-job").stdout,
+                "kubectl get events to show the start")
 
 
 def _second_job() -> str:
