@@ -77,16 +77,15 @@ class Writer:
         self._pending_written: dict[str, tuple[str, str]] = {}
 
     # -- scheduling writes -------------------------------------------------------------------
-    def _chain(self, key: str, make: Callable[[], Awaitable[None]], *,
-               slots: asyncio.Semaphore | None = None) -> None:
+    def _chain(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
+        """Run ``make`` after the writes already queued for ``key``, within the write limit."""
         previous = self._chains.get(key)
-        gate = slots or self._slots
 
         async def run() -> None:
             if previous is not None:
                 await asyncio.wait([previous])
             try:
-                async with gate:
+                async with self._slots:
                     await make()
             except asyncio.CancelledError:
                 raise
