@@ -83,10 +83,12 @@ def check_states(current: Body, checks: Mapping[str, tuple[str, str]], at: float
 
 
 def workload_status(current: Body, event: WorkloadEvent,
-                    checks: Mapping[str, tuple[str, str]] | None = None) -> Body:
+                    checks: Mapping[str, tuple[str, str]] | None = None,
+                    requeue: tuple[int, float | None] | None = None) -> Body:
     """The ``status`` merge patch that records ``event`` on a Workload body.
 
-    ``checks``: the engine's admission check states (name -> (state, message)).
+    ``checks``: the engine's admission check states (name -> (state, message));
+    ``requeue``: pods-ready evictions so far and when the backoff ends.
     """
     at = event.at
     conditions = (current.get("status") or {}).get("conditions") or []
@@ -130,6 +132,10 @@ def workload_status(current: Body, event: WorkloadEvent,
     elif event.kind is Kind.FINISHED:
         updates.append(condition("Finished", True, event.reason or "Succeeded",
                                  event.message or "The workload finished", at))
+    if requeue is not None and requeue[0] and event.kind in (Kind.EVICTED, Kind.REQUEUED):
+        count, until = requeue
+        patch["requeueState"] = {"count": count,
+                                 "requeueAt": timestamp(until) if until is not None else None}
     patch["conditions"] = merge_conditions(conditions, updates)
     return {"status": patch}
 

@@ -247,12 +247,14 @@ class Writer:
             reason = self.controller.finish_reasons.pop(event.key, "Succeeded")
             event = WorkloadEvent(event.at, event.key, event.kind, reason, event.detail,
                                   event.message, event.admission)
-        checks = None
+        checks = requeue = None
         engine = self.controller.engine
         record = engine.records.get(event.key) if engine is not None else None
-        if record is not None and record.admission is event.admission:
-            checks = record.checks
-        return status.workload_status(body, event, checks)
+        if record is not None:
+            requeue = (record.requeue_count, record.requeue_at)
+            if record.admission is event.admission:
+                checks = record.checks
+        return status.workload_status(body, event, checks, requeue)
 
     def _forget(self, event: WorkloadEvent) -> None:
         engine = self.controller.engine

@@ -33,6 +33,7 @@ def test_unready_pods_evict_and_requeue_ready_pods_keep_running(
                         and found["status"] == "True")
 
         h.wait(cluster, evicted, "the pods-ready timeout to evict it")
+        assert h.workload_of(cluster, "slow")["status"]["requeueState"]["count"] == 1
         h.wait(cluster, lambda: h.running(cluster, "slow"), "the Job to be started again")
 
         cluster.patch("batch/v1", "Job", "slow", {"status": {"active": 2, "ready": 2}},
