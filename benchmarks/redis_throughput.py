@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -48,6 +49,7 @@ from typing import Any
 
 import redis
 from rq import Queue, Worker
+from rq.exceptions import DequeueTimeout
 from rq.registry import FinishedJobRegistry
 
 REPO = Path(__file__).resolve().parents[1]
@@ -182,13 +184,13 @@ class Finished:
 
 # -- 1. throughput ------------------------------------------------------------------------
 
-def kuota_throughput(url: str, n: int, workers: int, node_cpu: int) -> float:
+def kuota_throughput(url: str, n: int, workers: int, node_cpu: int, batch: float) -> float:
     prefix = f"bench{uuid.uuid4().hex[:6]}"
     client = Client(connection=connect(url, prefix=prefix))
     client.apply(queue_yaml(cpu=10 * n))
     children = Children(url, prefix)
     try:
-        children.kuota("scheduler", "scheduler", "--log-level", "WARNING")
+        children.kuota("scheduler", "scheduler", "--log-level", "WARNING", "--batch", str(batch))
         for i in range(workers):
             children.kuota(f"w{i}", "worker", "--pool", "bench", "--node", f"w{i}",
                            "--resources", f"cpu={node_cpu}", "--log-level", "WARNING")
@@ -253,26 +255,39 @@ class TimedRunner:
         self._due: list[tuple[float, str]] = []
         self._lock = threading.Lock()
         self.job_ids: list[str] = []
-        self.threads = [threading.Thread(target=f, daemon=True)
+        self.failure: BaseException | None = None
+        self.threads = [threading.Thread(target=self._guard, args=(f,), daemon=True)
                         for f in (self._take, self._finish, self._beat)]
         for thread in self.threads:
             thread.start()
 
+    def _guard(self, loop: Any) -> None:
+        try:
+            loop()
+        except BaseException as exc:  # ends the run: the benchmark cannot go on without it
+            traceback.print_exc()
+            self.failure = exc
+            self.stop.set()
+
     def _take(self) -> None:
         while not self.stop.is_set():
-            got = Queue.dequeue_any([self.queue], timeout=1, connection=self.raw)
+            try:
+                got = Queue.dequeue_any([self.queue], timeout=1, connection=self.raw)
+            except DequeueTimeout:
+                continue
             if got is None:
                 continue
             job, _ = got
             self.job_ids.append(job.id)
-            pod = PodJob.from_dict(job.args[0])
-            ref = PodRef.parse(pod.pod_id)
-            if self.store.pods.start(ref, node=self.node, epoch=pod.epoch, devices="",
-                                     now=time.time()) != "ok":
-                continue
-            runtime = self.runtimes[ref.workload]
-            with self._lock:
-                heapq.heappush(self._due, (time.time() + runtime, pod.pod_id))
+            for doc in job.args[0]:  # one start job carries the pods of a round
+                pod = PodJob.from_dict(doc)
+                ref = PodRef.parse(pod.pod_id)
+                if self.store.pods.start(ref, node=self.node, epoch=pod.epoch, devices="",
+                                         now=time.time()) != "ok":
+                    continue
+                runtime = self.runtimes[ref.workload]
+                with self._lock:
+                    heapq.heappush(self._due, (time.time() + runtime, pod.pod_id))
 
     def _finish(self) -> None:
         while not self.stop.is_set():
@@ -298,7 +313,7 @@ class TimedRunner:
             self.raw.delete(*(f"rq:job:{j}" for j in self.job_ids[start:start + 500]))
 
 
-def realtime_baseline(url: str, scale: float) -> dict[str, Any]:
+def realtime_baseline(url: str, scale: float, batch: float) -> dict[str, Any]:
     from benchmarks.simulate_kueue_baseline import CLASSES, baseline
 
     shape = baseline(count_scale=scale)
@@ -319,7 +334,7 @@ def realtime_baseline(url: str, scale: float) -> dict[str, Any]:
     runner = TimedRunner(url, client.store, "bench-node", runtimes)
     children = Children(url, prefix)
     try:
-        children.kuota("scheduler", "scheduler", "--log-level", "WARNING")
+        children.kuota("scheduler", "scheduler", "--log-level", "WARNING", "--batch", str(batch))
         wait_until("a leader", lambda: client.store.redis.get(client.store.keys.lease), 60)
         t0 = time.time()
         for arrival, c in arrivals:
@@ -330,7 +345,11 @@ def realtime_baseline(url: str, scale: float) -> dict[str, Any]:
                                           priority=c.priority, backoff_limit=0,
                                           submission=c.key, now=time.time())
         keys = [c.key for _, c in arrivals]
-        wait_until("every workload to finish", Finished(client.store, keys).all, 3600)
+        done = Finished(client.store, keys)
+        wait_until("every workload to finish", lambda: runner.failure is not None or done.all(),
+                   3600)
+        if runner.failure is not None:
+            sys.exit(f"the timed runner failed: {runner.failure!r}")
         return _baseline_figures(client.store, keys, t0, CLASSES)
     finally:
         runner.close()
@@ -375,6 +394,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="alternating runs of each; the medians are compared (default 3)")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--batch", type=float, default=0.02,
+                        help="the scheduler's --batch (shortest time between rounds)")
     parser.add_argument("--baseline", action="store_true",
                         help="also run Kueue's baseline shape in real time (about a minute "
                              "per 1.0 of --baseline-scale)")
@@ -389,7 +410,7 @@ def main() -> None:
                   f"{args.repeat} alternating runs")
             kuota_runs, plain_runs = [], []
             for _ in range(args.repeat):  # alternate, so a busy machine hurts both alike
-                kuota_runs.append(kuota_throughput(url, n, w, args.node_cpu))
+                kuota_runs.append(kuota_throughput(url, n, w, args.node_cpu, args.batch))
                 plain_runs.append(rq_throughput(url, n, w, "benchmarks.redis_throughput.run_true"))
             kuota, plain = statistics.median(kuota_runs), statistics.median(plain_runs)
             runs = lambda xs: ", ".join(f"{x:.0f}" for x in xs)  # noqa: E731
@@ -405,7 +426,7 @@ def main() -> None:
             from benchmarks.simulate_kueue_baseline import run as virtual_run
 
             virtual = virtual_run(count_scale=args.baseline_scale, preemption=False)
-            real = realtime_baseline(url, args.baseline_scale)
+            real = realtime_baseline(url, args.baseline_scale, args.batch)
             print(f"== Kueue's baseline shape in real time (scale {args.baseline_scale:g}, "
                   f"{real['admitted']} workloads)")
             print(f"  {'':24}{'real time':>12}{'virtual':>12}")

@@ -30,6 +30,9 @@ def register(subparsers: Any) -> None:
                         help="leader lease TTL: how fast a standby takes over (default 5)")
     parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
                         help="longest idle wait for events (default 0.5)")
+    parser.add_argument("--batch", type=float, default=0.02, metavar="SECONDS",
+                        help="shortest time between scheduling rounds; what arrives meanwhile "
+                             "is decided as one batch (default 0.02)")
     parser.add_argument("--identity", default=None,
                         help="name of this scheduler in the lease (default host-pid-random)")
     parser.add_argument("--fair-sharing", action="store_true",
@@ -42,6 +45,9 @@ def register(subparsers: Any) -> None:
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
     cli.setup_logging(args)
+    if args.batch < 0:
+        print("error: --batch must not be negative", file=sys.stderr)
+        return 2
     for flag in ("node_timeout", "lease_ttl", "poll"):
         if getattr(args, flag) <= 0:
             print(f"error: --{flag.replace('_', '-')} must be positive", file=sys.stderr)
@@ -51,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     conn = connect(args.redis, prefix=args.prefix)
     options = SchedulerOptions(
         identity=args.identity or default_identity(),
-        timing=Timing(lease_ttl=args.lease_ttl, node_timeout=args.node_timeout, poll=args.poll),
+        timing=Timing(lease_ttl=args.lease_ttl, node_timeout=args.node_timeout, poll=args.poll,
+                      batch=args.batch),
         engine=EngineConfig(fair_sharing=args.fair_sharing))
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
