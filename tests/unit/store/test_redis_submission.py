@@ -1,0 +1,52 @@
+"""Submissions are checked before anything is stored; every problem names its field."""
+
+from __future__ import annotations
+
+import pytest
+
+from kuota.service import submission
+from quota import api
+
+
+def check(**overrides: object) -> submission.Submission:
+    args: dict[str, object] = {"queue": "team/lq", "name": "job"}
+    args.update(overrides)
+    command = args.pop("command", ["python", "train.py"])
+    manifest = submission.from_args(command, **args)  # type: ignore[arg-type]
+    return submission.check(manifest, {"high": 100})
+
+
+def problems(**overrides: object) -> list[tuple[str, str]]:
+    with pytest.raises(api.ObjectError) as caught:
+        check(**overrides)
+    return [(p.field, p.message) for p in caught.value.problems]
+
+
+def test_a_good_submission() -> None:
+    ok = check(count=2, requests={"cpu": "500m"}, priority_class="high", backoff_limit=3,
+               env={"A": "1"})
+    assert (ok.key, ok.queue, ok.priority, ok.backoff_limit) == ("team/job", "team/lq", 100, 3)
+    container = ok.manifest["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python", "train.py"]
+    assert container["env"] == [{"name": "A", "value": "1"}]
+
+
+@pytest.mark.parametrize(("overrides", "want_field", "want_text"), [
+    ({"queue": "lq-without-namespace/"}, "queue", "is not NAMESPACE/LOCALQUEUE"),
+    ({"command": []}, "command", "a command to run is required"),
+    ({"name": "other/job"}, "metadata.namespace", "the queue is in namespace team"),
+    ({"priority_class": "low"}, "spec.priorityClassRef.name", "WorkloadPriorityClass low does"),
+    ({"backoff_limit": -1}, "metadata.annotations[kuota.dev/backoff-limit]", "whole number"),
+    ({"requests": {"cpu": "x"}}, "spec.podSets[0].template.spec.containers[0].resources."
+                                 "requests.cpu", "not a quantity"),
+])
+def test_each_mistake_is_named(overrides: dict[str, object], want_field: str,
+                               want_text: str) -> None:
+    [(field, message)] = problems(**overrides)
+    assert field == want_field
+    assert want_text in message
+
+
+def test_generated_names_follow_the_command() -> None:
+    name = check(name=None, command=["/usr/bin/My_Tool.sh"]).key.split("/")[1]
+    assert name.startswith("my-tool-sh-") and len(name) == len("my-tool-sh-") + 6
