@@ -108,6 +108,7 @@ class Leader:
             self._check(self.store.workloads.reject(holder, key, message=message, now=now),
                         f"rejecting {key}")
         self._resume([r for k, r in loaded.workloads.items() if k not in loaded.invalid], now)
+        self._renew_at = clock()  # loading may have taken a while: renew in the first step
         log.info("leading as %s: %d workloads, %d holding quota", holder,
                  len(self.engine.records), len(self.engine.cache.workloads))
 
@@ -212,6 +213,9 @@ class Leader:
         rebuild.add(self.engine, stored, info)
 
     def _forget(self, key: str) -> None:
+        record = self.engine.records.get(key)
+        if record is not None and record.state is State.FINISHED:
+            del self.engine.records[key]  # a long-lived leader keeps only live workloads
         self.tracked.pop(key, None)
         self.unplaced.pop(key, None)
         self._reasons.pop(key, None)
