@@ -1,8 +1,10 @@
-"""``kuota demo`` — the bundled scenario, run on the embedded engine, explained."""
+"""``kuota demo`` — the bundled scenario simulated and explained, then a live run on
+embedded Redis-backed worker pools."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from importlib import resources
 from typing import Any
 
@@ -10,14 +12,21 @@ from rich.panel import Panel
 
 from kuota import render
 from kuota.scenario import load_scenario
+from kuota.service import showcase
 from kuota.simulator import simulate
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "demo", help="run the bundled demo scenario (no Kubernetes or Redis needed)",
-        description="Run the bundled scenario: two teams in a cohort borrowing GPUs, a flavor "
-                    "fallback, a gang that waits whole, and a job that can never fit.")
+        "demo", help="run the bundled demo (no Kubernetes or Redis server needed)",
+        description="Part 1 simulates the bundled scenario: two teams in a cohort borrowing "
+                    "GPUs, a flavor fallback, a gang that waits whole, and a job that can never "
+                    "fit. Part 2 runs real commands on Redis-backed worker pools (an embedded "
+                    "in-process Redis unless --redis or REDIS_URL is given).")
+    parser.add_argument("--redis", default=os.environ.get("REDIS_URL"), metavar="URL",
+                        help="run part 2 against this Redis (default: $REDIS_URL, else embedded)")
+    parser.add_argument("--skip-pools", action="store_true",
+                        help="only run part 1, the simulated scenario")
     parser.set_defaults(func=run)
 
 
@@ -41,4 +50,11 @@ def run(args: argparse.Namespace) -> int:
         "• [yellow]too-big[/] asks for more GPUs than the cohort will ever have and is "
         "rejected with ExceedsMaxQuota instead of waiting forever.",
         title="What to notice"))
-    return 0
+    if args.skip_pools:
+        return 0
+    console.print(Panel.fit(
+        "Part 2: the same engine, live, on Redis-backed worker pools — two pools (a GPU node, "
+        "two CPU nodes) running real commands as rq jobs; watch a queue borrow, two jobs wait "
+        "for quota and start as soon as it frees.", title="kuota on worker pools"))
+    return showcase.run(args.redis,
+                        say=lambda line: console.print(line, markup=False, highlight=False))
