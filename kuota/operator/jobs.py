@@ -208,12 +208,20 @@ def start_patch(job: Body, admission: Admission, flavors: Mapping[str, FlavorCon
 
 
 def stop_patch(job: Body) -> Body | None:
-    """The merge patch that suspends ``job`` and restores its template; None if stopped."""
+    """The next merge patch towards a stopped ``job``; None once it is stopped and restored.
+
+    Two steps, as Kubernetes requires: first suspend; then, once the Job
+    controller has noticed (``status.startTime`` cleared), restore the
+    template — its scheduling fields may only change on a suspended Job that
+    is not running.
+    """
     meta = job.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     spec = job.get("spec") or {}
     touched = names.ORIGINAL_ANNOTATION in annotations or names.ADMISSION_ANNOTATION in annotations
-    if spec.get("suspend") is True and not touched:
+    if spec.get("suspend") is not True:
+        return {"spec": {"suspend": True}}
+    if not touched or (job.get("status") or {}).get("startTime"):
         return None
     patch_spec: Body = {"suspend": True}
     if touched:

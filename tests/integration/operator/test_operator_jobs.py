@@ -188,9 +188,10 @@ class TestEviction:
             call(cluster.url, "POST", JOBS, h.job("high", parallelism=2, priority_class="high"))
             h.wait(cluster, lambda: h.running(cluster, "high"), "the high-priority Job to start")
 
+            h.wait(cluster, lambda: h.get_job(cluster, "low")["spec"]["template"]["spec"]
+                   ["nodeSelector"] == {"disk": "ssd"}, "the template to be restored")
             low = h.get_job(cluster, "low")
             assert low["spec"]["suspend"] is True
-            assert low["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "ssd"}
             assert "kuota.dev/original-pod-template" not in \
                 (low["metadata"].get("annotations") or {})
             wl = h.workload_of(cluster, "low")

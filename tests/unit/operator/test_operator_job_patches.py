@@ -145,7 +145,12 @@ class TestStartAndStop:
         assert saved["parallelism"] == 4
         assert jobs.start_patch(started, admission(2), FLAVORS, 4) is None  # idempotent
 
-        stopped = merge(started, jobs.stop_patch(started))
+        suspended = merge(started, jobs.stop_patch(started))
+        assert suspended["spec"]["suspend"] is True
+        assert suspended["spec"]["template"] == started["spec"]["template"]  # not yet
+        running = dict(suspended, status={"startTime": "2026-01-01T00:00:00Z"})
+        assert jobs.stop_patch(running) is None  # the Job controller has not stopped it yet
+        stopped = merge(suspended, jobs.stop_patch(suspended))
         assert stopped["spec"] == before["spec"]
         assert stopped["metadata"]["annotations"] == {}
         assert jobs.stop_patch(stopped) is None
