@@ -394,7 +394,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="alternating runs of each; the medians are compared (default 3)")
     parser.add_argument("--skip-throughput", action="store_true")
-    parser.add_argument("--batch", type=float, default=0.02,
+    parser.add_argument("--batch", type=float, default=0.01,
                         help="the scheduler's --batch (shortest time between rounds)")
     parser.add_argument("--baseline", action="store_true",
                         help="also run Kueue's baseline shape in real time (about a minute "

@@ -30,9 +30,9 @@ def register(subparsers: Any) -> None:
                         help="leader lease TTL: how fast a standby takes over (default 5)")
     parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
                         help="longest idle wait for events (default 0.5)")
-    parser.add_argument("--batch", type=float, default=0.02, metavar="SECONDS",
+    parser.add_argument("--batch", type=float, default=0.01, metavar="SECONDS",
                         help="shortest time between scheduling rounds; what arrives meanwhile "
-                             "is decided as one batch (default 0.02)")
+                             "is decided as one batch (default 0.01)")
     parser.add_argument("--identity", default=None,
                         help="name of this scheduler in the lease (default host-pid-random)")
     parser.add_argument("--fair-sharing", action="store_true",

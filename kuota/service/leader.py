@@ -63,7 +63,7 @@ class Timing:
     #: Shortest time between two rounds: what arrives meanwhile is handled as one batch
     #: (one pipeline of decisions, one start job per node), which is what lets a busy
     #: scheduler keep up; it adds at most this much to any decision's latency.
-    batch: float = 0.02
+    batch: float = 0.01
 
     @property
     def node_check_every(self) -> float:
