@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from kuota.service import cli
-from quota.resources import format_vector, parse_vector
+from quota.resources import QuantityError, format_vector, parse_vector
 
 
 def register(subparsers: Any) -> None:
@@ -52,8 +52,12 @@ def run(args: argparse.Namespace) -> int:
     if args.filename:
         handle = client.submit(workload=args.filename, queue=args.queue)
     else:
-        requests = {k: format_vector({k: v}).split("=", 1)[1]
-                    for k, v in parse_vector(args.requests).items()}
+        try:
+            vector = parse_vector(args.requests)
+        except QuantityError as exc:
+            print(f"error: --requests: {exc}", file=sys.stderr)
+            return 2
+        requests = {k: format_vector({k: v}).split("=", 1)[1] for k, v in vector.items()}
         env: dict[str, str] = {}
         for item in args.env:
             key, sep, value = item.partition("=")

@@ -11,7 +11,7 @@ from kuota.service import cli
 from kuota.service.connection import connect, resolve_url
 from kuota.service.supervisor import SupervisorTiming
 from kuota.service.worker import PoolWorker, WorkerOptions
-from quota.resources import parse_vector
+from quota.resources import QuantityError, parse_vector
 
 
 def register(subparsers: Any) -> None:
@@ -50,8 +50,13 @@ def run(args: argparse.Namespace) -> int:
     devices = None
     if args.gpu_devices is not None:
         devices = [d.strip() for d in args.gpu_devices.split(",") if d.strip()]
+    try:
+        capacity = parse_vector(args.resources)
+    except QuantityError as exc:
+        print(f"error: --resources: {exc}", file=sys.stderr)
+        return 2
     options = WorkerOptions(
-        pool=args.pool, node=args.node, capacity=parse_vector(args.resources),
+        pool=args.pool, node=args.node, capacity=capacity,
         labels=cli.parse_labels(args.labels), devices=devices, heartbeat=args.heartbeat,
         log_dir=args.log_dir, supervisor=SupervisorTiming(grace=args.grace))
     if resolve_url(args.redis) is None:

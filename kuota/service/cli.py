@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import logging
 import os
 import sys
@@ -98,6 +99,4 @@ def kinds_help() -> str:
 
 
 def print_json(doc: Any) -> None:
-    import json
-
     print(json.dumps(doc, indent=2, sort_keys=True, default=str))

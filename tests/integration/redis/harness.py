@@ -31,7 +31,7 @@ import redis
 import yaml
 
 from kuota.client import Client
-from kuota.service.connection import Connection, connect
+from kuota.service.connection import connect
 from kuota.service.embedded import LocalCluster
 from kuota.service.leader import Timing
 from kuota.service.worker import WorkerOptions
@@ -242,6 +242,3 @@ class Processes:
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
 
-
-def connection(url: str, prefix: str) -> Connection:
-    return connect(url, prefix=prefix)

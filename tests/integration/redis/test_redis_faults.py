@@ -146,7 +146,7 @@ def _finished_or_none(client: Client, keys: list[str]) -> int:
 
 
 @pytest.mark.parametrize(("argv", "want_message"), [
-    (["--requests", "cpu=lots", "--", "true"], "'lots' is not a quantity"),
+    (["--requests", "cpu=lots", "--", "true"], "--requests: 'lots' is not a quantity"),
     (["--", ], "a command to run is required"),
     (["--name", "Bad_Name", "--", "true"], "metadata.name: 'Bad_Name' is not a DNS-1123"),
     (["--priority-class", "gold", "--", "true"], "WorkloadPriorityClass gold does not exist"),
