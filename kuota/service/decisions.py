@@ -55,7 +55,6 @@ class Leadership(Protocol):
     unplaced: dict[str, None]
     #: Workloads to re-read from Redis next round.
     recheck: set[str]
-    nodes_dirty: bool
 
     def next_decision_id(self) -> str: ...
 

@@ -33,15 +33,14 @@ from admission.engine import Engine
 from kuota.service import decisions, jobs, placing, rebuild
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
-from placement.model import Node
-from queueing.store import Fenced, NodeRecord, PodPhase, PodRef, WorkloadRecord
+from kuota.service.nodeview import NodeView
+from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
 from queueing.store.events import Event
 from queueing.store.records import LIVE_PHASES
 from queueing.store.workloads import PlaceRequest, PodPlacement
 from quota import api
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
-from quota.resources import ResourceVector
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +80,8 @@ class Leader:
         self.tracked: dict[str, Tracked] = {}
         self.unplaced: dict[str, None] = {}
         self.recheck: set[str] = set()
-        self.nodes_dirty = True
+        self.nodes = NodeView(self.store)
         self._decisions = 0
-        self._nodes: dict[str, NodeRecord] = {}
-        self._node_values: dict[str, Node] = {}
-        self._pod_requests: dict[str, ResourceVector] = {}
-        self._pod_nodes: dict[str, str] = {}
         #: Unplaced gangs by kind (what they ask of nodes), in admission order.
         self._by_kind: dict[tuple[int, str], dict[str, None]] = {}
         self._kind_of: dict[str, tuple[int, str]] = {}
@@ -161,9 +156,9 @@ class Leader:
             if event.kind == "config":
                 raise NeedRebuild("queue objects changed")
             if event.kind == "node":
-                self.nodes_dirty = True
+                self.nodes.dirty = True
             elif event.kind == "pod":
-                self._release_pod(event.pod)
+                self.nodes.ended(event.pod)
             if event.key:
                 keys.add(event.key)
         if keys:
@@ -234,12 +229,7 @@ class Leader:
     def _place(self, now: float) -> None:
         if not self.unplaced:
             return
-        if self.nodes_dirty:
-            self._refresh_nodes()
-        pools: dict[str, list[Node]] = {}
-        for name, node in self._nodes.items():
-            if node.ready:
-                pools.setdefault(node.pool, []).append(self._node_values[name])
+        pools = self.nodes.pools()
         requests: list[PlaceRequest] = []
         pods_of: dict[str, list[placing.GangPod]] = {}
         for key in [k for k in self.unplaced if k not in self._kind_of]:
@@ -268,12 +258,12 @@ class Leader:
                     self._waiting_why[kind] = result.reason
                     break
                 # Later gangs of this round see these pods on their nodes.
-                self._node_values.update(result.updated)
+                self.nodes.update(result.updated)
                 pools[result.pool] = [result.updated.get(n.name, n) for n in pools[result.pool]]
                 pods_of[key] = pods
                 requests.append(PlaceRequest(key, tracked.attempt, tuple(
                     PodPlacement(PodRef(key, tracked.attempt, p.index), node, p.pod_set,
-                                 p.requests, self._nodes[node].epoch)
+                                 p.requests, self.nodes.epoch(node))
                     for p, node in zip(pods, result.nodes, strict=True))))
             else:
                 self._waiting_why.pop(kind, None)
@@ -289,16 +279,14 @@ class Leader:
                 self.unplaced.pop(request.key, None)
                 placed = tuple((p.node, p.epoch) for p in request.pods)
                 self.tracked[request.key].placed = placed
-                for p in request.pods:
-                    self._pod_requests[p.ref.id] = p.requests
-                    self._pod_nodes[p.ref.id] = p.node
+                self.nodes.placed(request.pods)
                 record = self.engine.records[request.key]
                 record.pending_reason = record.pending_message = None
                 to_send += self._pod_jobs(request.key, request.attempt, placed,
                                           pods_of[request.key])
             else:  # a node went away, or the workload changed: look again
                 log.info("placement of %s not stored (%s)", request.key, status)
-                self.nodes_dirty = True
+                self.nodes.dirty = True
                 if not status.startswith("node:"):
                     self.recheck.add(request.key)
         jobs.enqueue(self.conn.raw, self.store.keys, to_send)
@@ -315,33 +303,6 @@ class Leader:
                                    pod.requests))
         return out
 
-    def _release_pod(self, pod_id: str) -> None:
-        """A pod ended (its capacity is free in Redis): free it in the node view too."""
-        node = self._pod_nodes.pop(pod_id, None)
-        requests = self._pod_requests.pop(pod_id, None)
-        if node is None or requests is None or node not in self._node_values:
-            self.nodes_dirty = True  # not ours to patch: read the nodes again
-            return
-        self._node_values[node] = placing.without_requests(self._node_values[node], requests)
-
-    def _refresh_nodes(self) -> None:
-        self._nodes = {n.name: n for n in self.store.nodes.all()}
-        ready = [name for name, n in self._nodes.items() if n.ready]
-        holding = self.store.nodes.pod_ids(ready)
-        unknown = sorted({p for ids in holding.values() for p in ids} - self._pod_requests.keys())
-        if unknown:
-            refs = [PodRef.parse(p) for p in unknown]
-            for ref, pod in zip(refs, self.store.pods.get_many(refs), strict=True):
-                self._pod_requests[ref.id] = pod.requests if pod is not None else {}
-        live = {p for ids in holding.values() for p in ids}
-        self._pod_requests = {p: r for p, r in self._pod_requests.items() if p in live}
-        self._pod_nodes = {p: name for name, ids in holding.items() for p in ids}
-        self._node_values = {
-            name: placing.with_requests(placing.node_value(self._nodes[name]),
-                                        (self._pod_requests[p] for p in sorted(holding[name])))
-            for name in ready}
-        self.nodes_dirty = False
-
     # -- 5. watch nodes -----------------------------------------------------------------
     def _watch_nodes(self, now: float) -> None:
         self._node_check_at = now + self.timing.node_check_every
@@ -354,7 +315,7 @@ class Leader:
                 if status == "ok":
                     log.warning("node %s lost: no heartbeat for %gs", node.name,
                                 self.timing.node_timeout)
-        self._refresh_nodes()
+        self.nodes.refresh()
         self._evict_from_lost_nodes(now)
         self._persist(now)
         if self.store.events.missed(self.last_event):
@@ -371,8 +332,7 @@ class Leader:
             if record is None or record.state not in HOLDS_QUOTA:
                 continue
             refs = [PodRef(key, tracked.attempt, i) for i, (node, epoch) in
-                    enumerate(tracked.placed) if node not in self._nodes
-                    or not self._nodes[node].ready or self._nodes[node].epoch != epoch]
+                    enumerate(tracked.placed) if self.nodes.gone(node, epoch)]
             if refs:
                 suspects.append((key, refs))
         if not suspects:

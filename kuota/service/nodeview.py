@@ -1,0 +1,87 @@
+"""The active scheduler's picture of the pools: nodes, and what their live pods hold.
+
+Placement needs, for every Ready node, its capacity and labels and the sum of
+the requests of the pods holding it (placed or running, not yet ended). The
+view reads all of that from Redis when it is *dirty* — at start, when a node
+registers or is lost, every node check — and in between keeps itself current
+by arithmetic: pods placed this round are added, and each pod that ended
+(a ``pod`` event) is subtracted. A pod event the view cannot account for
+marks it dirty instead, so a missed or repeated event costs a re-read, never
+a wrong count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from kuota.service import placing
+from placement.model import Node
+from queueing.store import NodeRecord, PodRef, Store
+from queueing.store.workloads import PodPlacement
+from quota.resources import ResourceVector
+
+
+class NodeView:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.dirty = True
+        self.records: dict[str, NodeRecord] = {}
+        self._values: dict[str, Node] = {}
+        self._pod_requests: dict[str, ResourceVector] = {}
+        self._pod_nodes: dict[str, str] = {}
+
+    def refresh(self) -> None:
+        """Read nodes, their pod sets and (for pods not seen yet) their requests."""
+        self.records = {n.name: n for n in self.store.nodes.all()}
+        ready = [name for name, n in self.records.items() if n.ready]
+        holding = self.store.nodes.pod_ids(ready)
+        live = {p for ids in holding.values() for p in ids}
+        unknown = sorted(live - self._pod_requests.keys())
+        if unknown:
+            refs = [PodRef.parse(p) for p in unknown]
+            for ref, pod in zip(refs, self.store.pods.get_many(refs), strict=True):
+                self._pod_requests[ref.id] = pod.requests if pod is not None else {}
+        self._pod_requests = {p: r for p, r in self._pod_requests.items() if p in live}
+        self._pod_nodes = {p: name for name, ids in holding.items() for p in ids}
+        self._values = {
+            name: placing.with_requests(placing.node_value(self.records[name]),
+                                        (self._pod_requests[p] for p in sorted(holding[name])))
+            for name in ready}
+        self.dirty = False
+
+    def pools(self) -> dict[str, list[Node]]:
+        """Ready nodes, as placement values with their usage, by pool."""
+        if self.dirty:
+            self.refresh()
+        pools: dict[str, list[Node]] = {}
+        for name, record in self.records.items():
+            if record.ready:
+                pools.setdefault(record.pool, []).append(self._values[name])
+        return pools
+
+    def epoch(self, node: str) -> int:
+        return self.records[node].epoch
+
+    def gone(self, node: str, epoch: int) -> bool:
+        """Is the incarnation ``epoch`` of ``node`` no longer Ready?"""
+        record = self.records.get(node)
+        return record is None or not record.ready or record.epoch != epoch
+
+    def update(self, nodes: Mapping[str, Node]) -> None:
+        """Nodes with a gang added this round, before it is stored (later gangs see it)."""
+        self._values.update(nodes)
+
+    def placed(self, pods: Iterable[PodPlacement]) -> None:
+        """Pods stored as placed: remember them so their end can be subtracted."""
+        for p in pods:
+            self._pod_requests[p.ref.id] = p.requests
+            self._pod_nodes[p.ref.id] = p.node
+
+    def ended(self, pod_id: str) -> None:
+        """A pod ended (its capacity is already free in Redis): free it here too."""
+        node = self._pod_nodes.pop(pod_id, None)
+        requests = self._pod_requests.pop(pod_id, None)
+        if node is None or requests is None or node not in self._values:
+            self.dirty = True  # not ours to patch: read the nodes again
+            return
+        self._values[node] = placing.without_requests(self._values[node], requests)
