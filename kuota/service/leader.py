@@ -188,7 +188,8 @@ class Leader:
             elif mine.state in HOLDS_QUOTA:  # a worker requeued it (a pod failed)
                 self.engine.evict(key, now, stored.reason or "PodFailed", "", stored.message)
                 self.unplaced.pop(key, None)
-            self.tracked[key] = Tracked(stored.attempt)
+            if key in self.engine.records:  # not if it was just rejected
+                self.tracked[key] = Tracked(stored.attempt)
             return
         if state in HOLDS_QUOTA:
             if mine is None or mine.state not in HOLDS_QUOTA or tracked is None \
