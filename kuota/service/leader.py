@@ -68,6 +68,11 @@ class Timing:
     def node_check_every(self) -> float:
         return max(0.05, min(self.node_timeout / 4, 5.0))
 
+    @property
+    def resend_after(self) -> float:
+        """Pods still not started this long after being sent are sent again."""
+        return max(1.0, self.node_timeout / 2)
+
 
 class Leader:
     def __init__(self, conn: Connection, holder: str, *, timing: Timing,
@@ -81,6 +86,8 @@ class Leader:
         self.unplaced: dict[str, None] = {}
         self.recheck: set[str] = set()
         self.nodes = NodeView(self.store)
+        #: Placed workloads whose pods were sent but may not all have started -> when sent.
+        self._sent_at: dict[str, float] = {}
         self._decisions = 0
         #: Unplaced gangs by kind (what they ask of nodes), in admission order.
         self._by_kind: dict[tuple[int, str], dict[str, None]] = {}
@@ -291,6 +298,8 @@ class Leader:
                 if not status.startswith("node:"):
                     self.recheck.add(request.key)
         jobs.enqueue(self.conn.raw, self.store.keys, to_send)
+        for job in to_send:
+            self._sent_at[PodRef.parse(job.pod_id).workload] = now
 
     def _pod_jobs(self, key: str, attempt: int, placed: tuple[tuple[str, int], ...],
                   pods: list[placing.GangPod]) -> list[jobs.PodJob]:
@@ -319,6 +328,9 @@ class Leader:
         self.nodes.refresh()
         self._evict_from_lost_nodes(now)
         self._persist(now)
+        self._sent_at = {k: at for k, at in self._sent_at.items() if k in self.tracked}
+        self._resend([k for k, at in self._sent_at.items()
+                      if now - at >= self.timing.resend_after], now)
         if self.store.events.missed(self.last_event):
             raise NeedRebuild("events were trimmed before being read")
         if now >= self._resync_at:
@@ -390,28 +402,43 @@ class Leader:
         placed = [r for r in records if r.state in HOLDS_QUOTA and r.placement]
         pods = self.store.pods.get_many([ref for r in placed for ref in r.pod_refs()])
         by_ref = {p.ref: p for p in pods if p is not None}
-        to_send: list[jobs.PodJob] = []
         for record in records:
             self.tracked[record.key] = Tracked(record.attempt, record.pods)
         for record in sorted((r for r in records if r.state is State.ADMITTED
                               and not r.placement), key=lambda r: r.admitted_at or 0.0):
             self.unplaced[record.key] = None
         for record in placed:
-            refs = record.pod_refs()
-            epochs = tuple((node, by_ref[ref].epoch if ref in by_ref else -1)
-                           for node, ref in zip(record.placement, refs, strict=False))
-            self.tracked[record.key].placed = epochs
-            info = self.engine.records[record.key].info
-            admission = record.admission
-            if admission is None:
+            self.tracked[record.key].placed = tuple(
+                (node, by_ref[ref].epoch if ref in by_ref else -1)
+                for node, ref in zip(record.placement, record.pod_refs(), strict=False))
+        # The previous leader may have stored placements it never sent.
+        self._resend([r.key for r in placed], now)
+
+    def _resend(self, keys: list[str], now: float) -> None:
+        """Send again the start jobs of pods still Placed: a start job can be lost (a leader
+        died between placing and sending, a worker died holding the job, Redis restarted).
+        Starting a pod is a compare-and-set, so a pod sent twice still runs once."""
+        refs = {key: [PodRef(key, t.attempt, i) for i in range(len(t.placed))]
+                for key in keys if (t := self.tracked.get(key)) is not None and t.placed}
+        for key in set(keys) - refs.keys():  # evicted or finished: nothing to send
+            self._sent_at.pop(key, None)
+        pods = self.store.pods.get_many([ref for rs in refs.values() for ref in rs])
+        placed = {p.ref for p in pods if p is not None and p.state is PodPhase.PLACED}
+        to_send: list[jobs.PodJob] = []
+        for key, key_refs in refs.items():
+            unsent = [i for i, ref in enumerate(key_refs) if ref in placed]
+            record = self.engine.records.get(key)
+            if not unsent or record is None or record.admission is None:
+                self._sent_at.pop(key, None)
                 continue
-            gang = placing.gang_pods(info, admission, self.engine.cache.flavors)
-            unsent = [i for i, ref in enumerate(refs)
-                      if ref in by_ref and by_ref[ref].state is PodPhase.PLACED]
-            if unsent:
-                all_jobs = self._pod_jobs(record.key, record.attempt, epochs, gang)
-                to_send += [all_jobs[i] for i in unsent]
-        jobs.enqueue(self.conn.raw, self.store.keys, to_send)
+            tracked = self.tracked[key]
+            gang = placing.gang_pods(record.info, record.admission, self.engine.cache.flavors)
+            all_jobs = self._pod_jobs(key, tracked.attempt, tracked.placed, gang)
+            to_send += [all_jobs[i] for i in unsent]
+            self._sent_at[key] = now
+        if to_send:
+            log.info("sending %d pod(s) again that were placed but not started", len(to_send))
+            jobs.enqueue(self.conn.raw, self.store.keys, to_send)
 
     @staticmethod
     def _check(status: str, what: str) -> None:

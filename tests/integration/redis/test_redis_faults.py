@@ -212,3 +212,42 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_lost_start_job_is_sent_again(redis_server_url: str, redis_prefix: str) -> None:
+    """A start job that vanished (say, with a worker that died holding it) is re-sent."""
+    import threading
+
+    from rq import Queue
+
+    from kuota.service.jobs import PodJob
+
+    with local_cluster(redis_server_url, redis_prefix) as cluster:  # a scheduler, no worker
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 1})))
+        store = client.store
+        epoch = store.nodes.register("n1", pool="pool", capacity={"cpu": 1000}, labels={},
+                                     devices=[], now=time.time())
+        alive = threading.Event()
+
+        def beat() -> None:  # keep the hand-made node alive
+            while not alive.wait(0.2):
+                store.nodes.heartbeat("n1", epoch)
+
+        threading.Thread(target=beat, daemon=True).start()
+        try:
+            run = client.submit(["true"], queue="default/lq-cq", requests={"cpu": 1},
+                                name="orphan")
+            wait_for("placement", lambda: run.record().placement == ("n1",))
+            queue = Queue(store.keys.node_queue("n1"), connection=cluster.connection.raw)
+            first = wait_for("the start job", lambda: queue.job_ids)
+            queue.empty()  # the job is lost
+            sent_at = time.monotonic()
+            again = wait_for("the start job to be sent again", lambda: queue.job_ids, timeout=15)
+            waited = time.monotonic() - sent_at
+        finally:
+            alive.set()
+        job = queue.fetch_job(again[0])
+    assert again == first, "the same pods make the same job"
+    assert [PodJob.from_dict(d).pod_id for d in job.args[0]] == ["default/orphan:1:0"]
+    assert waited >= 0.5, "not re-sent before the pod had a chance to start"
