@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kuota.operator import names
+from kuota.operator import jobs, names
 from quota.api import API_VERSION
 from quota.config import FlavorConfig
 from quota.workload import Admission
@@ -114,22 +114,9 @@ def start_patch(pod: Body, admission: Admission,
     if not gated(pod):
         return None
     spec = pod.get("spec") or {}
-    pod_set = shape(pod)
-    labels: dict[str, str] = {}
+    labels, added = jobs.node_constraints(admission, flavors, shape(pod))
     tolerations = list(spec.get("tolerations") or [])
-    for ps in admission.pod_sets:
-        if ps.name != pod_set:
-            continue
-        for flavor_name in dict.fromkeys(ps.flavors.values()):
-            flavor = flavors.get(flavor_name)
-            if flavor is None:
-                continue
-            labels.update(flavor.node_labels)
-            for toleration in flavor.tolerations:
-                as_dict = toleration.to_dict() if hasattr(toleration, "to_dict") \
-                    else dict(toleration)
-                if as_dict not in tolerations:
-                    tolerations.append(as_dict)
+    tolerations += [t for t in added if t not in tolerations]
     gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != names.ADMISSION_GATE]
     patch_spec: Body = {"schedulingGates": gates or None}
     if labels:
