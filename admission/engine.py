@@ -176,6 +176,27 @@ class Engine:
         self._emit(now, record, Kind.FINISHED, message=message)
         return record
 
+    def restore(self, info: WorkloadInfo, admission: Admission, at: float, *,
+                admitted: bool = True) -> Record:
+        """Re-enter a workload that already holds quota in a store (after a restart or a
+        takeover): usage counted, no decision made, nothing emitted.
+
+        The reserve step without the decision: the lifecycle is walked through the
+        table to QuotaReserved (and Admitted when ``admitted``).
+        """
+        record = self.records.get(info.key)
+        if record is None or record.state is State.FINISHED:
+            record = self.submit(info)
+        self.queues.remove(info.key)
+        self.cache.assume(info, admission, at)
+        self.topology.assume(info.pod_sets, admission)
+        record.state = lifecycle.transition(info.key, record.state, Event.RESERVE)
+        if admitted:
+            record.state = lifecycle.transition(info.key, record.state, Event.ADMIT)
+        record.admission, record.admitted_at = admission, at
+        record.pending_reason = record.pending_message = None
+        return record
+
     def forget(self, key: str, now: float) -> Record:
         """A reservation could not be persisted: give the quota back and requeue."""
         record = self._record(key)

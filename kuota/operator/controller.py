@@ -39,8 +39,8 @@ from admission.engine import Engine, Record
 from kuota.operator import jobs, names, podgroups
 from kuota.operator.objects import Objects, key_of, version_of
 from kuota.operator.settings import Options
-from quota import api, convert, lifecycle
-from quota.lifecycle import Event, State
+from quota import api, convert
+from quota.lifecycle import State
 from quota.resources import parse_amount
 from quota.workload import Admission, PodSetAdmission
 
@@ -361,17 +361,7 @@ class Controller:
     def _restore(self, info: Any, admission: Admission, at: float, state: State) -> Record:
         """Re-enter a workload that holds quota: usage counted, no decision, nothing emitted."""
         assert self.engine is not None
-        record = self.engine.records.get(info.key)
-        if record is None or record.state is State.FINISHED:
-            record = self.engine.submit(info)
-        self.engine.queues.remove(info.key)
-        self.engine.cache.assume(info, admission, at)
-        record.state = lifecycle.transition(info.key, record.state, Event.RESERVE)
-        if state is State.ADMITTED:
-            record.state = lifecycle.transition(info.key, record.state, Event.ADMIT)
-        record.admission, record.admitted_at = admission, at
-        record.pending_reason = record.pending_message = None
-        return record
+        return self.engine.restore(info, admission, at, admitted=state is State.ADMITTED)
 
     def _owner_job(self, body: Body) -> str | None:
         meta = body.get("metadata") or {}

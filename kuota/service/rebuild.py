@@ -23,7 +23,7 @@ from queueing.store import Store, WorkloadRecord
 from queueing.store.objects import KINDS
 from quota import api, convert, lifecycle
 from quota.config import EngineConfig
-from quota.lifecycle import Event, State
+from quota.lifecycle import State
 from quota.workload import Admission, WorkloadInfo
 
 log = logging.getLogger(__name__)
@@ -99,21 +99,8 @@ def new_engine(configs: Configs, config: EngineConfig) -> Engine:
 
 def restore(engine: Engine, info: WorkloadInfo, admission: Admission, at: float,
             state: State) -> Record:
-    """Put a workload that already holds quota back into the engine, usage counted.
-
-    This is the engine's own reserve step minus the decision: queue entry
-    removed, usage assumed in the cache, the lifecycle walked through the
-    table to the stored state.
-    """
-    record = engine.submit(info)
-    engine.queues.remove(info.key)
-    engine.cache.assume(info, admission, at)
-    record.state = lifecycle.transition(info.key, record.state, Event.RESERVE)
-    if state is State.ADMITTED:
-        record.state = lifecycle.transition(info.key, record.state, Event.ADMIT)
-    record.admission, record.admitted_at = admission, at
-    record.pending_reason = record.pending_message = None
-    return record
+    """Put a workload that already holds quota back into the engine, usage counted."""
+    return engine.restore(info, admission, at, admitted=state is State.ADMITTED)
 
 
 def load(store: Store, config: EngineConfig | None = None) -> Loaded:

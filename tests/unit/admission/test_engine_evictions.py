@@ -131,3 +131,15 @@ def test_hold_and_drain_evicts_running_workloads() -> None:
     assert record.state is State.PENDING
     assert record.evictions[-1].reason == "ClusterQueueStopped"
     assert record.pending_reason == "ClusterQueueStopped"
+
+
+def test_restore_counts_usage_without_a_decision() -> None:
+    e = engine()
+    info = WorkloadBuilder("held").pod_set(count=3, cpu=1).obj()
+    from quota.workload import Admission, PodSetAdmission
+    admission = Admission("cq", (PodSetAdmission("main", 3, {"cpu": "f"}, {"cpu": 3000}),))
+    record = e.restore(info, admission, 5.0)
+    assert record.state is State.ADMITTED and record.admitted_at == 5.0
+    assert sum(e.cache.tree.queues["cq"].usage.values()) == 3000
+    assert e.drain_outbox() == []
+    assert e.queues.heads() == []
