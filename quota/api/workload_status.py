@@ -214,6 +214,43 @@ class UnhealthyNode(StatusModel):
     name: str = Field(description="Node name.")
 
 
+class DispatchPluginScore(StatusModel):
+    """One score plugin's figure for one member cluster."""
+
+    plugin: str = Field(description="Score plugin name.")
+    raw: float = Field(description="The plugin's figure before normalisation (cost, free share).")
+    score: int = Field(ge=0, le=100, description="Normalised score, 0 to 100.")
+    weight: int = Field(ge=0, description="Weight of the plugin in the MultiClusterConfig.")
+
+
+class DispatchClusterResult(StatusModel):
+    """How one member cluster fared: scored, or filtered out and why."""
+
+    name: str = Field(description="MemberCluster name.")
+    total: int = Field(default=0, description="Weighted sum of the scores (feasible clusters).")
+    scores: tuple[DispatchPluginScore, ...] = Field(
+        default=(), description="Each score plugin's figure (feasible clusters)."
+    )
+    filtered_by: str | None = Field(
+        default=None, description="Filter plugin that rejected the cluster (unset if feasible)."
+    )
+    reason: str = Field(default="", description="Why the filter rejected the cluster.")
+
+
+class DispatchDecision(StatusModel):
+    """The multi-cluster dispatch decision, explained (shown by ``kuota why``)."""
+
+    workload: str = Field(default="", description="Namespace/name of the workload decided for.")
+    cluster: str | None = Field(
+        default=None, description="Chosen member cluster; unset when none was feasible."
+    )
+    config: str = Field(default="", description="MultiClusterConfig the decision used.")
+    max_total: int = Field(default=0, description="Highest possible weighted total.")
+    clusters: tuple[DispatchClusterResult, ...] = Field(
+        default=(), description="Every member considered, best first, then the filtered ones."
+    )
+
+
 class WorkloadStatus(StatusModel):
     """Observed state of a Workload."""
 
@@ -248,6 +285,11 @@ class WorkloadStatus(StatusModel):
         default=None, description="Member cluster the workload runs in."
     )
     unhealthy_nodes: tuple[UnhealthyNode, ...] = Field(default=(), description="Failed nodes.")
+    dispatch: DispatchDecision | None = Field(
+        default=None,
+        description="kuota: the multi-cluster dispatch decision with every member's scores "
+        "and filter reasons.",
+    )
 
     def condition(self, type_: str) -> Condition | None:
         return find_condition(self.conditions, type_)
