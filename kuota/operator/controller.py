@@ -18,10 +18,17 @@ leading, translates it into engine calls:
 * Jobs → a Workload is created for each queue-labelled Job; Job completion
   finishes the Workload; readiness feeds ``waitForPodsReady``; and the Job is
   started or stopped to match its Workload (see :mod:`kuota.operator.jobs`).
+* Nodes and Topologies → ``engine.topology`` (capacity, labels, levels) for
+  topology-aware flavors; a malformed one is logged and skipped, and what was
+  known of it is kept. A Workload restored from its status gets back the
+  nodes its ``topologyAssignment`` names, so their capacity stays taken.
+* Pods labelled ``kuota.dev/tas`` → kept per owner (Job or pod group); a gated
+  one asks the writer to pin its owner's pods (:mod:`kuota.operator.ungater`).
 
 :meth:`Controller.rebuild` builds a fresh engine from the objects when the
-replica starts leading: configs first, then every Workload that holds quota,
-then the waiting ones — so usage is counted before any cycle can admit.
+replica starts leading: topologies and nodes, configs, then every Workload
+that holds quota, then the waiting ones — so usage is counted before any
+cycle can admit.
 
 No decision is made here; the engine makes them in cycles run by
 :mod:`kuota.operator.loop`, and :mod:`kuota.operator.writer` writes them.

@@ -12,7 +12,9 @@ workload:
    that vanished) is *forgotten*: the engine gives the quota back and
    requeues the workload;
 3. only after the admission is stored is the Job started (unsuspended with
-   its flavors); after an eviction it is stopped and restored.
+   its flavors) and are its pods pinned to their topology domains (the
+   ``topologyAssignment`` is written with the admission); after an eviction
+   the Job is stopped and restored.
 
 Writes to Jobs and pod groups (:mod:`kuota.operator.owners`) are
 *level-based*: a sync compares the object with what its Workload's state
