@@ -99,6 +99,8 @@ JOB_NAME_LABELS: Final = ("batch.kubernetes.io/job-name", "job-name")
 ORIGINAL_ANNOTATION: Final = f"{GROUP}/original-pod-template"
 #: On a Job or pod kuota started: the admission it runs under.
 ADMISSION_ANNOTATION: Final = f"{GROUP}/admission"
+#: On a pod-group pod kuota started: its podSet (its shape before kuota changed it).
+POD_SET_ANNOTATION: Final = f"{GROUP}/pod-set"
 #: On a Workload: the Job or pod group it stands for.
 JOB_UID_LABEL: Final = f"{GROUP}/job-uid"
 POD_GROUP_LABEL: Final = f"{GROUP}/pod-group"

@@ -63,7 +63,10 @@ async def ungate(writer: Writer, owner: str) -> None:
     assignments = stored_assignments(body)
     pods = controller.topology_pods_of(owner)
     for ps in running.admission.pod_sets:
-        members = pods if kind == "job" else [p for p in pods if podgroups.shape(p) == ps.name]
+        # A group's pod is pinned once started (its admission gate lifted, its podSet
+        # recorded): pinning first would change the shape its start is computed from.
+        members = pods if kind == "job" else [
+            p for p in pods if not podgroups.gated(p) and podgroups.pod_set_of(p) == ps.name]
         if ps.topology_levels and ps.name not in assignments:
             continue  # placed, but the placement is not readable: never pin blindly
         assignment = assignments.get(ps.name)

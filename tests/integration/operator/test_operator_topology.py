@@ -158,3 +158,27 @@ class TestTopology:
             submit(cluster, tas_job("second", 2))
             h.wait(cluster, lambda: h.running(cluster, "second"), "the second Job to start")
             assert {values[0] for values, _ in assignment(cluster, "second")} == {"r2"}
+
+    def test_a_pod_group_asking_for_a_rack_is_started_then_pinned(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup(cluster)
+        with h.Running(cluster, certs):
+            made = []
+            for i in range(3):
+                pod = {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": f"g-{i}",
+                                    "labels": {"kuota.dev/pod-group-name": "g",
+                                               "kuota.dev/queue-name": "main"},
+                                    "annotations": {"kuota.dev/pod-group-total-count": "3",
+                                                    "kuota.dev/podset-required-topology": RACK}},
+                       "spec": {"containers": [{"name": "c", "image": "busybox",
+                                                "resources": {"requests": {"cpu": "2"}}}]}}
+                reply = call(cluster.url, "POST", PODS, pod)
+                assert [g["name"] for g in reply.data["spec"]["schedulingGates"]] == \
+                    [names.ADMISSION_GATE, names.TOPOLOGY_GATE]
+                made.append(pod["metadata"]["name"])
+            h.wait(cluster, lambda: ungated(cluster, made), "the group's pods to be pinned")
+            selectors = [pod_of(cluster, p)["spec"]["nodeSelector"] for p in made]
+            assert len({s[RACK] for s in selectors}) == 1  # one rack
+            assert all(s["pool"] == "tas" for s in selectors)  # the flavor's label kept
+            assert max(Counter(s[HOST] for s in selectors).values()) <= 2  # 4 CPUs per host
