@@ -48,6 +48,10 @@ class TopologyState:
     def set_topology(self, topology: Topology) -> None:
         self.topologies[topology.name] = topology
 
+    def delete_topology(self, name: str) -> None:
+        """Forget a topology: flavors naming it place nothing until it is back."""
+        self.topologies.pop(name, None)
+
     def set_node(self, node: Node) -> None:
         self.nodes[node.name] = node
 

@@ -18,10 +18,17 @@ leading, translates it into engine calls:
 * Jobs → a Workload is created for each queue-labelled Job; Job completion
   finishes the Workload; readiness feeds ``waitForPodsReady``; and the Job is
   started or stopped to match its Workload (see :mod:`kuota.operator.jobs`).
+* Nodes and Topologies → ``engine.topology`` (capacity, labels, levels) for
+  topology-aware flavors; a malformed one is logged and skipped, and what was
+  known of it is kept. A Workload restored from its status gets back the
+  nodes its ``topologyAssignment`` names, so their capacity stays taken.
+* Pods labelled ``kuota.dev/tas`` → kept per owner (Job or pod group); a gated
+  one asks the writer to pin its owner's pods (:mod:`kuota.operator.ungater`).
 
 :meth:`Controller.rebuild` builds a fresh engine from the objects when the
-replica starts leading: configs first, then every Workload that holds quota,
-then the waiting ones — so usage is counted before any cycle can admit.
+replica starts leading: topologies and nodes, configs, then every Workload
+that holds quota, then the waiting ones — so usage is counted before any
+cycle can admit.
 
 No decision is made here; the engine makes them in cycles run by
 :mod:`kuota.operator.loop`, and :mod:`kuota.operator.writer` writes them.
@@ -33,16 +40,17 @@ import datetime
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from admission.engine import Engine, Record
-from kuota.operator import jobs, names, podgroups
+from kuota.operator import jobs, names, pinning, podgroups, topology, webhooks
 from kuota.operator.objects import Objects, key_of, version_of
 from kuota.operator.settings import Options
 from quota import api, convert
 from quota.lifecycle import State
 from quota.resources import parse_amount
-from quota.workload import Admission, PodSetAdmission
+from quota.workload import Admission, PodSetAdmission, WorkloadInfo
 
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
@@ -59,6 +67,7 @@ class Actions(Protocol):
     def workload_problem(self, key: str, message: str) -> None: ...
     def pods_ready(self, key: str) -> None: ...
     def adopt(self, key: str, admission: Admission) -> None: ...
+    def ungate(self, owner: str) -> None: ...
 
 
 def epoch(stamp: str | None, default: float) -> float:
@@ -70,13 +79,30 @@ def epoch(stamp: str | None, default: float) -> float:
         return default
 
 
-def admission_from_status(status: api.Admission) -> Admission:
-    """The core's Admission from a Workload's ``status.admission``."""
-    pod_sets = tuple(
-        PodSetAdmission(name=psa.name, count=psa.count or 0, flavors=dict(psa.flavors),
-                        usage={r: parse_amount(q) for r, q in psa.resource_usage.items()})
-        for psa in status.pod_set_assignments)
-    return Admission(status.cluster_queue, pod_sets)
+def admission_from_status(status: api.Admission, engine: Engine | None = None,
+                          info: WorkloadInfo | None = None) -> Admission:
+    """The core's Admission from a Workload's ``status.admission``.
+
+    With ``engine`` and ``info``, a pod set's ``topologyAssignment`` is read back into
+    the nodes and domains its pods take, so restoring it counts them again.
+    """
+    asked = {ps.name: ps.topology[1] for ps in info.pod_sets if ps.topology} if info else {}
+    pod_sets = []
+    for psa in status.pod_set_assignments:
+        admitted = PodSetAdmission(
+            name=psa.name, count=psa.count or 0, flavors=dict(psa.flavors),
+            usage={r: parse_amount(q) for r, q in psa.resource_usage.items()})
+        if psa.topology_assignment is not None and engine is not None:
+            state = engine.topology
+            flavors = {name: f.topology_name for name, f in engine.cache.flavors.items()}
+            name = next((flavors[f] for f in psa.flavors.values() if flavors.get(f)), None)
+            levels, domains, nodes = topology.placement_from_assignment(
+                psa.topology_assignment, topology=state.topologies.get(name or ""),
+                asked=asked.get(psa.name), nodes=state.nodes)
+            admitted = replace(admitted, topology_levels=levels, topology=tuple(domains),
+                               nodes=tuple(nodes))
+        pod_sets.append(admitted)
+    return Admission(status.cluster_queue, tuple(pod_sets))
 
 
 class Controller:
@@ -98,6 +124,11 @@ class Controller:
         self.group_sizes: dict[str, int] = {}
         self.workload_of_group: dict[str, str] = {}
         self.group_of_workload: dict[str, str] = {}
+        #: Pods waiting for (or given) a topology domain: ``job:ns/name`` or
+        #: ``group:ns/group`` -> the pods' keys.
+        self.topology_pods: dict[str, set[str]] = {}
+        #: Node name -> the node last handed to the engine (skip unchanged heartbeats).
+        self._nodes: dict[str, Any] = {}
         #: Why a Workload finished, for its condition ("Succeeded" / "Failed").
         self.finish_reasons: dict[str, str] = {}
         #: Set when anything may let a cycle admit more; the loop waits on it.
@@ -139,6 +170,10 @@ class Controller:
                 self._job(body, deleted)
             elif kind == "Pod":
                 self._pod(body, deleted)
+            elif kind == "Node":
+                self._node(body, deleted)
+            elif kind == "Topology":
+                self._topology(body, deleted)
         except Exception:  # one bad object must never stop the operator
             log.exception("could not process %s %s", kind, key_of(body))
 
@@ -158,8 +193,13 @@ class Controller:
         self.problems.clear()
         self._applied.clear()
         for index in (self.workload_of_job, self.job_of_workload, self.group_pods,
-                      self.group_sizes, self.workload_of_group, self.group_of_workload):
+                      self.group_sizes, self.workload_of_group, self.group_of_workload,
+                      self.topology_pods, self._nodes):
             index.clear()
+        # Nodes and topologies first: restoring a placed workload counts its nodes.
+        for kind in ("Topology", "Node"):
+            for body in self.objects.all(kind):
+                self._ingest(kind, body, False)
         for body in self.objects.all("Namespace"):
             self._namespace(body, False)
         for body in self.objects.all("WorkloadPriorityClass"):
@@ -232,6 +272,57 @@ class Controller:
                 **labels, "kubernetes.io/metadata.name": name}:
             self.engine.set_namespace(name, labels)
             self._changed()
+
+    # -- nodes and topologies ----------------------------------------------------------------
+    def _node(self, body: Body, deleted: bool) -> None:
+        """A Node's capacity and labels for topology-aware admission. A malformed one is
+        logged and skipped: the engine keeps what it knew of that node."""
+        assert self.engine is not None
+        name = key_of(body)
+        if deleted:
+            if self._nodes.pop(name, None) is not None:
+                self.engine.topology.delete_node(name)
+                self._changed()
+            return
+        try:
+            node = topology.node_from_body(body)
+        except topology.NodeError as exc:
+            self.problems[f"Node/{name}"] = str(exc)
+            log.warning("Node %s is not used for topology (previous state kept): %s", name, exc)
+            return
+        self.problems.pop(f"Node/{name}", None)
+        if self._nodes.get(name) == node:
+            return  # a heartbeat or a status change admission does not read
+        self._nodes[name] = node
+        self.engine.topology.set_node(node)
+        self._changed()
+
+    def _topology(self, body: Body, deleted: bool) -> None:
+        """A Topology's levels. A malformed one is logged and skipped (the previous kept)."""
+        assert self.engine is not None
+        name = key_of(body)
+        ref = f"Topology/{name}"
+        if deleted:
+            self.problems.pop(ref, None)
+            self._applied.pop(ref, None)
+            self.engine.topology.delete_topology(name)
+            self._changed()
+            return
+        spec = body.get("spec")
+        if self._applied.get(ref) == spec:
+            return
+        try:
+            levels = topology.topology_from_body(body)
+        except api.ObjectError as exc:
+            self.problems[ref] = "; ".join(f"{p.field}: {p.message}" if p.field else p.message
+                                           for p in exc.problems)
+            log.warning("Topology %s is invalid and not used (previous state kept): %s", name,
+                        self.problems[ref])
+            return
+        self.problems.pop(ref, None)
+        self.engine.topology.set_topology(levels)
+        self._applied[ref] = spec
+        self._changed()
 
     def _changed(self) -> None:
         self.queues_dirty = True
@@ -329,7 +420,7 @@ class Controller:
         info = convert.workload(obj, priority=priority, created=created)
         admission = obj.status.admission
         if admission is not None and obj.has_quota_reservation:
-            held = admission_from_status(admission)
+            held = admission_from_status(admission, self.engine, info)
             state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
             self._restore(info, held, created, state)
             self.actions.adopt(key, held)
@@ -347,7 +438,7 @@ class Controller:
         assert isinstance(obj, api.Workload)
         if obj.status.admission is None:
             return
-        held = admission_from_status(obj.status.admission)
+        held = admission_from_status(obj.status.admission, self.engine, record.info)
         log.warning("Workload %s holds quota written elsewhere; counting it", key)
         state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
         self._restore(record.info, held, self.clock(), state)
@@ -377,6 +468,11 @@ class Controller:
 
     def queue_exists(self, namespace: str, name: str) -> bool:
         return self.objects.get("LocalQueue", f"{namespace}/{name}") is not None
+
+    def job_managed(self, namespace: str, name: str) -> bool:
+        """Whether kuota manages Job ``namespace/name`` (as far as this replica has seen)."""
+        job = self.objects.get("Job", f"{namespace}/{name}")
+        return job is not None and self.job_queue(job) is not None
 
     def _job(self, body: Body, deleted: bool) -> None:
         assert self.engine is not None and self.actions is not None
@@ -417,6 +513,8 @@ class Controller:
         except podgroups.GroupError as exc:
             log.warning("pod %s: %s", key_of(body), exc)
             return
+        if names.TOPOLOGY_LABEL in (meta.get("labels") or {}):
+            self._topology_pod(body, deleted, found[0] if found else None)
         if found is None or names.first_of(meta.get("labels"), names.QUEUE_LABELS) is None:
             return
         group_key, total = found
@@ -449,6 +547,30 @@ class Controller:
             self.engine.pods_ready(workload, self.clock())
             self.actions.pods_ready(workload)
         self.actions.sync_group(group_key)
+
+    def _topology_pod(self, body: Body, deleted: bool, group_key: str | None) -> None:
+        """A pod pinned (or to be pinned) to a topology domain: keep it with its owner's, and
+        ask for its owner's gated pods to be given domains."""
+        assert self.actions is not None
+        namespace = (body.get("metadata") or {}).get("namespace") or "default"
+        job = webhooks.job_of(body)
+        if group_key is not None:
+            owner = f"group:{group_key}"
+        elif job is not None:
+            owner = f"job:{namespace}/{job}"
+        else:
+            return
+        members = self.topology_pods.setdefault(owner, set())
+        if deleted:
+            members.discard(key_of(body))
+        else:
+            members.add(key_of(body))
+        if any(pinning.gated(p) for p in self.topology_pods_of(owner)):
+            self.actions.ungate(owner)
+
+    def topology_pods_of(self, owner: str) -> list[Body]:
+        pods = (self.objects.get("Pod", k) for k in self.topology_pods.get(owner, ()))
+        return [p for p in pods if p is not None]
 
     def pods_of(self, group_key: str) -> list[Body]:
         pods = (self.objects.get("Pod", k) for k in self.group_pods.get(group_key, ()))

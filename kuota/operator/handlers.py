@@ -1,7 +1,8 @@
 """kopf wiring: watches feed the controller, the webhook suspends Jobs, startup runs the rest.
 
 Handlers only translate: a watch event becomes :meth:`Controller.observe`,
-an AdmissionReview becomes :func:`kuota.operator.webhooks.job_needs_suspend`.
+an AdmissionReview becomes :func:`kuota.operator.webhooks.job_needs_suspend` (Jobs)
+or :func:`kuota.operator.webhooks.pod_gates` (pods).
 Everything is registered in a registry of its own (never kopf's global
 one), so tests can run several operators in one process.
 """
@@ -103,10 +104,12 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                         registry=registry)
         async def gate_pods(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
             try:
-                gates = webhooks.pod_gates(dict(body))
+                gates = webhooks.pod_gates(dict(body), job_managed=controller.job_managed)
             except webhooks.Rejected as exc:
                 raise kopf.AdmissionError(str(exc), code=422) from exc
             if gates is not None:
                 patch.spec["schedulingGates"] = gates
+                if any(g.get("name") == names.TOPOLOGY_GATE for g in gates):
+                    patch.meta.setdefault("labels", {})[names.TOPOLOGY_LABEL] = "true"
 
     return registry

@@ -10,7 +10,8 @@ Pure functions over Job bodies (dicts as the API returns them); no I/O.
 * When the Workload is admitted the Job is *started*: the flavors' node
   labels are merged into ``nodeSelector``, their tolerations appended,
   ``parallelism`` set to the admitted count, ``suspend`` cleared — and what
-  was there before is saved in an annotation.
+  was there before is saved in an annotation. A template asking for topology
+  is labelled ``kuota.dev/tas`` so its pods are gated until pinned.
 * When it is evicted (or was never admitted) the Job is *stopped*:
   suspended, with the saved template fields put back.
 
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kuota.operator import names
+from quota import convert
 from quota.api import API_VERSION
 from quota.config import FlavorConfig
 from quota.workload import Admission
@@ -120,6 +122,13 @@ def workload_for(job: Body, *, queue: str, priority: int,
     }
 
 
+def asks_topology(job: Body) -> bool:
+    """Whether the Job's pod template carries a podset topology annotation."""
+    template = (job.get("spec") or {}).get("template") or {}
+    return convert.topology_request((template.get("metadata") or {}).get("annotations")
+                                    or {}) is not None
+
+
 def finished(job: Body) -> tuple[str, str] | None:
     """("Succeeded" | "Failed", message) once the Job is complete or failed."""
     for condition in (job.get("status") or {}).get("conditions") or []:
@@ -196,7 +205,11 @@ def start_patch(job: Body, admission: Admission, flavors: Mapping[str, FlavorCon
     merged += [t for t in tolerations if t not in merged]
     pod: Body = {"nodeSelector": selector_patch or None, "tolerations": merged or None}
     count = next((ps.count for ps in admission.pod_sets if ps.name == POD_SET), workload_count)
-    patch_spec: Body = {"suspend": False, "template": {"spec": pod}}
+    template: Body = {"spec": pod}
+    if asks_topology(job):
+        # Its pods are created carrying the label, so any replica's webhook gates them.
+        template["metadata"] = {"labels": {names.TOPOLOGY_LABEL: "true"}}
+    patch_spec: Body = {"suspend": False, "template": template}
     if count != workload_count:
         patch_spec["parallelism"] = count
     return {
@@ -231,6 +244,9 @@ def stop_patch(job: Body) -> Body | None:
         selector.update(original["nodeSelector"])
         patch_spec["template"] = {"spec": {"nodeSelector": selector or None,
                                            "tolerations": original["tolerations"] or None}}
+        template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+        if names.TOPOLOGY_LABEL in (template_labels or {}):
+            patch_spec["template"]["metadata"] = {"labels": {names.TOPOLOGY_LABEL: None}}
         if original.get("parallelism") is not None:
             patch_spec["parallelism"] = original["parallelism"]
     patch: Body = {"spec": patch_spec}

@@ -48,10 +48,12 @@ COHORTS: Final = _kuota("cohorts", "Cohort")
 CLUSTER_QUEUES: Final = _kuota("clusterqueues", "ClusterQueue")
 LOCAL_QUEUES: Final = _kuota("localqueues", "LocalQueue", namespaced=True)
 ADMISSION_CHECKS: Final = _kuota("admissionchecks", "AdmissionCheck")
+TOPOLOGIES: Final = _kuota("topologies", "Topology")
 PRIORITY_CLASSES: Final = _kuota("workloadpriorityclasses", "WorkloadPriorityClass")
 WORKLOADS: Final = _kuota("workloads", "Workload", namespaced=True)
 JOBS: Final = Res("batch", "v1", "jobs", "Job", True)
 PODS: Final = Res("", "v1", "pods", "Pod", True)
+NODES: Final = Res("", "v1", "nodes", "Node", False)
 NAMESPACES: Final = Res("", "v1", "namespaces", "Namespace", False)
 EVENTS: Final = Res("", "v1", "events", "Event", True)
 LEASES: Final = Res("coordination.k8s.io", "v1", "leases", "Lease", True)
@@ -60,7 +62,8 @@ LEASES: Final = Res("coordination.k8s.io", "v1", "leases", "Lease", True)
 CONFIG_RESOURCES: Final = (RESOURCE_FLAVORS, ADMISSION_CHECKS, COHORTS, CLUSTER_QUEUES,
                            LOCAL_QUEUES)
 #: Watched through kopf handlers (few objects, few changes), by kind.
-KOPF_WATCHED: Final = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, *CONFIG_RESOURCES)}
+KOPF_WATCHED: Final = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, TOPOLOGIES,
+                                            *CONFIG_RESOURCES)}
 
 KUEUE: Final = "kueue.x-k8s.io"
 
@@ -75,17 +78,29 @@ MIN_PARALLELISM_ANNOTATIONS: Final = (f"{GROUP}/job-min-parallelism",
 POD_GROUP_LABELS: Final = (f"{GROUP}/pod-group-name", f"{KUEUE}/pod-group-name")
 POD_GROUP_COUNT_ANNOTATIONS: Final = (f"{GROUP}/pod-group-total-count",
                                       f"{KUEUE}/pod-group-total-count")
+#: On a pod kuota pins to topology domains (it carries :data:`TOPOLOGY_GATE` at creation);
+#: set on the pod template of a started Job that asks for topology, and by the webhook.
+TOPOLOGY_LABEL: Final = f"{GROUP}/tas"
 #: Watched by kuota's own informers (many objects, many changes; see ``informer``):
 #: (resource, label key the objects must carry, or None for all).
 INFORMED: Final = ((WORKLOADS, None), (JOBS, None),
-                   *((PODS, label) for label in POD_GROUP_LABELS))
+                   *((PODS, label) for label in POD_GROUP_LABELS),
+                   (PODS, TOPOLOGY_LABEL), (NODES, None))
 #: Scheduling gate held on a pod group's pods until the group is admitted.
 ADMISSION_GATE: Final = f"{GROUP}/admission"
+#: Scheduling gate held on a pod that asks for topology until it is given its domain.
+TOPOLOGY_GATE: Final = f"{GROUP}/topology"
+#: A pod's index in an Indexed Job (annotation, and label since Kubernetes 1.28).
+COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
+#: The Job a pod belongs to (the Job controller's labels, newest spelling first).
+JOB_NAME_LABELS: Final = ("batch.kubernetes.io/job-name", "job-name")
 
 #: On a Job kuota changed at admission: what to put back on eviction (JSON).
 ORIGINAL_ANNOTATION: Final = f"{GROUP}/original-pod-template"
 #: On a Job or pod kuota started: the admission it runs under.
 ADMISSION_ANNOTATION: Final = f"{GROUP}/admission"
+#: On a pod-group pod kuota started: its podSet (its shape before kuota changed it).
+POD_SET_ANNOTATION: Final = f"{GROUP}/pod-set"
 #: On a Workload: the Job or pod group it stands for.
 JOB_UID_LABEL: Final = f"{GROUP}/job-uid"
 POD_GROUP_LABEL: Final = f"{GROUP}/pod-group"

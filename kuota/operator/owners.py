@@ -59,7 +59,7 @@ async def _create(writer: Writer, manifest: Body, owner: Body) -> None:
     writer.controller.observe("Workload", created)
 
 
-def _admitted(writer: Writer, workload: str | None) -> Record | None:
+def admitted_record(writer: Writer, workload: str | None) -> Record | None:
     """The engine's record if it may run now: Admitted, and that admission is stored."""
     engine = writer.controller.engine
     record = engine.records.get(workload) if engine is not None and workload else None
@@ -93,7 +93,7 @@ def _job_patch(writer: Writer, job_key: str, job: Body) -> Body | None:
     record = engine.records.get(workload) if workload else None
     if record is not None and record.state is State.FINISHED:
         return None
-    running = _admitted(writer, workload)
+    running = admitted_record(writer, workload)
     if running is not None and running.admission is not None:
         count = running.info.pod_sets[0].count if running.info.pod_sets else 0
         return jobs.start_patch(job, running.admission, engine.cache.flavors, count)
@@ -159,7 +159,7 @@ async def sync_group(writer: Writer, group_key: str) -> None:
     record = engine.records.get(workload) if engine is not None and workload else None
     if engine is None or record is None or record.state is State.FINISHED:
         return
-    running = _admitted(writer, workload)
+    running = admitted_record(writer, workload)
     for pod in controller.pods_of(group_key):
         namespace, name = _split(f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}")
         try:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kuota.operator import jobs, names
+from quota import convert
 from quota.api import API_VERSION
 from quota.config import FlavorConfig
 from quota.workload import Admission
@@ -96,7 +97,13 @@ def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: 
         for key in ("schedulingGates", "nodeName"):
             if not spec.get(key):
                 spec.pop(key, None)
-        pod_sets.append({"name": name, "count": len(members), "template": {"spec": spec}})
+        template: Body = {"spec": spec}
+        annotations = (members[0].get("metadata") or {}).get("annotations") or {}
+        asked = {k: v for k, v in annotations.items()
+                 if k in (*convert.REQUIRED_TOPOLOGY, *convert.PREFERRED_TOPOLOGY)}
+        if asked:  # the pod set's topology request travels with its template
+            template["metadata"] = {"annotations": asked}
+        pod_sets.append({"name": name, "count": len(members), "template": template})
     workload_spec: Body = {"podSets": pod_sets, "queueName": queue, "priority": priority}
     if priority_class:
         workload_spec["priorityClassRef"] = {"group": "kuota.dev",
@@ -123,8 +130,17 @@ def start_patch(pod: Body, admission: Admission,
         patch_spec["nodeSelector"] = labels
     if tolerations:
         patch_spec["tolerations"] = tolerations
-    return {"metadata": {"annotations": {names.ADMISSION_ANNOTATION: admission.cluster_queue}},
+    return {"metadata": {"annotations": {names.ADMISSION_ANNOTATION: admission.cluster_queue,
+                                         names.POD_SET_ANNOTATION: shape(pod)}},
             "spec": patch_spec}
+
+
+def pod_set_of(pod: Body) -> str:
+    """The podSet of a group's pod: recorded when it was started (starting changes its
+    nodeSelector and tolerations, and so its shape), else its shape."""
+    recorded = ((pod.get("metadata") or {}).get("annotations") or {}).get(
+        names.POD_SET_ANNOTATION)
+    return str(recorded) if recorded else shape(pod)
 
 
 def outcome(pods: Iterable[Body], total: int) -> tuple[str, str] | None:

@@ -1,10 +1,12 @@
 """What the operator writes into status: pure functions from engine state to patches.
 
 * Workload status follows Kueue's conditions: ``QuotaReserved`` (with
-  ``status.admission``), ``Admitted``, ``Evicted`` and ``Preempted`` (with
-  Kueue's reasons), ``Requeued``, ``PodsReady``, ``Finished``. A waiting
-  workload gets ``QuotaReserved=False`` with the engine's reason and message,
-  which is how ``kubectl describe`` tells a user why it waits.
+  ``status.admission``, and a pod set's ``topologyAssignment`` when it was
+  placed on topology domains — see :mod:`kuota.operator.topology`),
+  ``Admitted``, ``Evicted`` and ``Preempted`` (with Kueue's reasons),
+  ``Requeued``, ``PodsReady``, ``Finished``. A waiting workload gets
+  ``QuotaReserved=False`` with the engine's reason and message, which is how
+  ``kubectl describe`` tells a user why it waits.
 * ClusterQueue status: pending / reserving / admitted counts,
   ``flavorsReservation`` (every workload holding quota) and ``flavorsUsage``
   (admitted ones), each with the part ``borrowed`` above the nominal quota,
@@ -57,12 +59,18 @@ def merge_conditions(existing: Iterable[Body], updates: Iterable[Body]) -> list[
     return result
 
 
-def admission_status(admission: Admission) -> Body:
-    return {"clusterQueue": admission.cluster_queue,
-            "podSetAssignments": [
-                {"name": ps.name, "flavors": dict(ps.flavors), "count": ps.count,
-                 "resourceUsage": {r: format_amount(a, r) for r, a in sorted(ps.usage.items())}}
-                for ps in admission.pod_sets]}
+def admission_status(admission: Admission,
+                     topology: Mapping[str, Body] | None = None) -> Body:
+    """``status.admission``; ``topology``: podSet name -> its ``topologyAssignment``."""
+    assignments = []
+    for ps in admission.pod_sets:
+        entry: Body = {"name": ps.name, "flavors": dict(ps.flavors), "count": ps.count,
+                       "resourceUsage": {r: format_amount(a, r)
+                                         for r, a in sorted(ps.usage.items())}}
+        if topology and ps.name in topology:
+            entry["topologyAssignment"] = topology[ps.name]
+        assignments.append(entry)
+    return {"clusterQueue": admission.cluster_queue, "podSetAssignments": assignments}
 
 
 def _admitted_message(event: WorkloadEvent) -> str:
@@ -84,18 +92,20 @@ def check_states(current: Body, checks: Mapping[str, tuple[str, str]], at: float
 
 def workload_status(current: Body, event: WorkloadEvent,
                     checks: Mapping[str, tuple[str, str]] | None = None,
-                    requeue: tuple[int, float | None] | None = None) -> Body:
+                    requeue: tuple[int, float | None] | None = None,
+                    topology: Mapping[str, Body] | None = None) -> Body:
     """The ``status`` merge patch that records ``event`` on a Workload body.
 
     ``checks``: the engine's admission check states (name -> (state, message));
-    ``requeue``: pods-ready evictions so far and when the backoff ends.
+    ``requeue``: pods-ready evictions so far and when the backoff ends;
+    ``topology``: podSet name -> ``topologyAssignment`` of the admission.
     """
     at = event.at
     conditions = (current.get("status") or {}).get("conditions") or []
     updates: list[Body] = []
     patch: Body = {}
     if event.kind in (Kind.QUOTA_RESERVED, Kind.ADMITTED) and event.admission is not None:
-        patch["admission"] = admission_status(event.admission)
+        patch["admission"] = admission_status(event.admission, topology)
         if checks:
             patch["admissionChecks"] = check_states(current, checks, at)
         updates.append(condition("QuotaReserved", True, "QuotaReserved",

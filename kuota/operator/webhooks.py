@@ -5,7 +5,11 @@ true`` on those kuota manages (a queue label, or the namespace's ``default``
 LocalQueue when the deployment opts in), so the Job controller creates no
 pods until kuota admits the Job. Pods of a pod group get the scheduling gate
 ``kuota.dev/admission`` instead, so kube-scheduler does not place them
-until their group is admitted. Deciding is a pure function of the Job and
+until their group is admitted. Pods that ask for topology (a podset
+topology annotation) — of a Job kuota manages, or of a queued pod group —
+also get ``kuota.dev/topology`` (and the label ``kuota.dev/tas``, which is
+how the operator watches them): they wait for their domain
+(:mod:`kuota.operator.pinning`). Deciding is a pure function of the Job and
 whether the LocalQueue exists; the kopf registration is in
 :mod:`kuota.operator.handlers`.
 
@@ -19,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kuota.operator import jobs, names, podgroups
+from quota import convert
 from quota.api.names import dns_subdomain_error
 
 Body = dict[str, Any]
@@ -42,16 +47,49 @@ def job_needs_suspend(job: Body, *, default_queue: bool,
     return queue is not None and (job.get("spec") or {}).get("suspend") is not True
 
 
-def pod_gates(pod: Body) -> list[Body] | None:
-    """The scheduling gates a new pod of a queued pod group must have; None for other pods."""
+def pod_gates(pod: Body, *,
+              job_managed: Callable[[str, str], bool] = lambda namespace, name: False,
+              ) -> list[Body] | None:
+    """All the scheduling gates a new pod must have; None if it needs none added.
+
+    ``job_managed(namespace, name)``: whether kuota manages that Job (has a queue).
+    """
     try:
         group = podgroups.group_of(pod)
     except podgroups.GroupError as exc:
         raise Rejected(str(exc)) from exc
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    if group is None or names.first_of(labels, names.QUEUE_LABELS) is None:
-        return None
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    queued_group = group is not None and names.first_of(labels, names.QUEUE_LABELS) is not None
     gates = list((pod.get("spec") or {}).get("schedulingGates") or [])
-    if podgroups.gated(pod):
-        return None
-    return [*gates, {"name": names.ADMISSION_GATE}]
+    present = {g.get("name") for g in gates if isinstance(g, dict)}
+    added: list[Body] = []
+    if queued_group and names.ADMISSION_GATE not in present:
+        added.append({"name": names.ADMISSION_GATE})
+    if names.TOPOLOGY_GATE not in present and asks_topology(pod) \
+            and (queued_group or _of_managed_job(pod, job_managed)):
+        added.append({"name": names.TOPOLOGY_GATE})
+    return [*gates, *added] if added else None
+
+
+def asks_topology(pod: Body) -> bool:
+    """Whether a pod (or pod template) carries a podset topology annotation."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return convert.topology_request(annotations) is not None
+
+
+def job_of(pod: Body) -> str | None:
+    """The name of the Job a pod belongs to: its owner, else the Job controller's label."""
+    meta = pod.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+            return str(ref.get("name") or "") or None
+    return names.first_of(meta.get("labels"), names.JOB_NAME_LABELS)
+
+
+def _of_managed_job(pod: Body, job_managed: Callable[[str, str], bool]) -> bool:
+    meta = pod.get("metadata") or {}
+    if names.TOPOLOGY_LABEL in (meta.get("labels") or {}):
+        return True  # the template of a Job kuota started says so
+    job = job_of(pod)
+    return job is not None and job_managed(meta.get("namespace") or "default", job)

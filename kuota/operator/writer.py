@@ -12,7 +12,9 @@ workload:
    that vanished) is *forgotten*: the engine gives the quota back and
    requeues the workload;
 3. only after the admission is stored is the Job started (unsuspended with
-   its flavors); after an eviction it is stopped and restored.
+   its flavors) and are its pods pinned to their topology domains (the
+   ``topologyAssignment`` is written with the admission); after an eviction
+   the Job is stopped and restored.
 
 Writes to Jobs and pod groups (:mod:`kuota.operator.owners`) are
 *level-based*: a sync compares the object with what its Workload's state
@@ -33,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from admission.events import Kind, WorkloadEvent
-from kuota.operator import names, owners, status
+from kuota.operator import names, owners, status, topology, ungater
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
@@ -138,6 +140,9 @@ class Writer:
         self._coalesced(f"group:{group_key}",
                         functools.partial(owners.sync_group, self, group_key))
 
+    def ungate(self, owner: str) -> None:
+        self._coalesced(f"ungate:{owner}", functools.partial(ungater.ungate, self, owner))
+
     def _once(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
         """Run ``make`` unless the same creation is already under way."""
         if key in self._creating:
@@ -191,13 +196,15 @@ class Writer:
             reads += 1
             stored = (body.get("status") or {}).get("admission")
             if reads > 1 and holds and event.admission is not None and stored \
-                    and stored != status.admission_status(event.admission):
+                    and stored != status.admission_status(event.admission, placed):
                 # Re-read after a conflict: another writer stored an admission meanwhile
                 # (a late write of a previous leader). Never overwrite it: adopt it.
                 raise Superseded(key)
-            return self._event_patch(body, event)
+            return self._event_patch(body, event, placed)
 
         holds = event.kind in (Kind.ADMITTED, Kind.QUOTA_RESERVED)
+        # Spelled once per event: node labels may change while conflicts are retried.
+        placed = self._topology_assignments(event.admission) if holds else None
         try:
             ok = await self._write_status(key, build)
         except Superseded:
@@ -221,6 +228,11 @@ class Writer:
                 self.sync_job(job_key)
             if group_key is not None:
                 self.sync_group(group_key)
+        if event.kind is Kind.ADMITTED:
+            for owner in (f"job:{job_key}" if job_key else None,
+                          f"group:{group_key}" if group_key else None):
+                if owner is not None and owner in controller.topology_pods:
+                    self.ungate(owner)
         self._announce(event, job_key)
 
     async def _deactivate(self, key: str) -> None:
@@ -238,7 +250,22 @@ class Writer:
             return
         self.controller.observe("Workload", stored)
 
-    def _event_patch(self, body: Body, event: WorkloadEvent) -> Body | None:
+    def _topology_assignments(self, admission: Admission | None) -> dict[str, Body] | None:
+        """PodSet name -> ``topologyAssignment`` for the pod sets placed on domains."""
+        engine = self.controller.engine
+        if admission is None or engine is None:
+            return None
+        flavors = {name: f.topology_name for name, f in engine.cache.flavors.items()}
+        out: dict[str, Body] = {}
+        for ps in admission.pod_sets:
+            levels = topology.levels_of(ps, flavors, engine.topology.topologies)
+            assignment = topology.assignment_for(ps, levels, engine.topology.nodes)
+            if assignment is not None:
+                out[ps.name] = assignment.to_dict()
+        return out or None
+
+    def _event_patch(self, body: Body, event: WorkloadEvent,
+                     placed: dict[str, Body] | None = None) -> Body | None:
         if event.kind is Kind.FINISHED:
             done = any(c.get("type") == "Finished" and c.get("status") == "True"
                        for c in (body.get("status") or {}).get("conditions") or [])
@@ -254,7 +281,7 @@ class Writer:
             requeue = (record.requeue_count, record.requeue_at)
             if record.admission is event.admission:
                 checks = record.checks
-        return status.workload_status(body, event, checks, requeue)
+        return status.workload_status(body, event, checks, requeue, placed)
 
     def _forget(self, event: WorkloadEvent) -> None:
         engine = self.controller.engine

@@ -155,6 +155,19 @@ class TestStartAndStop:
         assert stopped["metadata"]["annotations"] == {}
         assert jobs.stop_patch(stopped) is None
 
+    def test_a_job_asking_for_topology_labels_its_pods_while_it_runs(self) -> None:
+        before = job(parallelism=2)
+        before["spec"]["template"]["metadata"]["annotations"] = {
+            "kueue.x-k8s.io/podset-required-topology": "rack"}
+        started = merge(before, jobs.start_patch(before, admission(2), FLAVORS, 2))
+        assert started["spec"]["template"]["metadata"]["labels"] == \
+            {"a": "b", names.TOPOLOGY_LABEL: "true"}
+        suspended = merge(started, jobs.stop_patch(started))
+        stopped = merge(suspended, jobs.stop_patch(suspended))
+        assert stopped["spec"]["template"]["metadata"] == before["spec"]["template"]["metadata"]
+        plain = merge(job(), jobs.start_patch(job(), admission(1), FLAVORS, 1))
+        assert plain["spec"]["template"]["metadata"]["labels"] == {"a": "b"}
+
     def test_flavors_of_every_resource_are_combined(self) -> None:
         both = admission(1, {"cpu": "spot", "nvidia.com/gpu": "gpu"})
         started = merge(job(), jobs.start_patch(job(), both, FLAVORS, 1))

@@ -74,6 +74,11 @@ class TestWorkload:
         assert patch is not None
         assert patch["spec"] == {"schedulingGates": None, "nodeSelector": {"tier": "fast"}}
         assert podgroups.start_patch(pod("w1", gated=False), admission, flavors) is None
+        # Its podSet is recorded: the new nodeSelector changes its shape.
+        started = dict(worker, metadata={**worker["metadata"], **patch["metadata"]},
+                       spec={**worker["spec"], "nodeSelector": {"tier": "fast"}})
+        assert podgroups.shape(started) != podgroups.shape(worker)
+        assert podgroups.pod_set_of(started) == podgroups.shape(worker)
 
     @pytest.mark.parametrize(("phases", "want"), [
         (["Succeeded", "Succeeded", "Succeeded"], "Succeeded"),

@@ -36,3 +36,48 @@ def test_a_malformed_queue_name_is_rejected_naming_the_label(label: str) -> None
     with pytest.raises(webhooks.Rejected, match=f"metadata.labels\\[{label}\\]"):
         webhooks.job_needs_suspend(job({label: "Bad_Name"}), default_queue=False,
                                    queue_exists=lambda ns, name: True)
+
+
+TOPOLOGY = {"kuota.dev/podset-required-topology": "rack"}
+
+
+def new_pod(*, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+            owner: str | None = None, gates: list[str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "p", "namespace": "ns", "labels": labels or {},
+                            "annotations": annotations or {}}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": owner}]
+    return {"metadata": meta,
+            "spec": {"schedulingGates": [{"name": g} for g in gates or []]}}
+
+
+GROUP = {"kuota.dev/pod-group-name": "g", "kuota.dev/queue-name": "q"}
+GROUP_SIZE = {"kuota.dev/pod-group-total-count": "2"}
+
+
+@pytest.mark.parametrize(("pod", "want"), [
+    # A pod of a managed Job (by owner, or by the Job controller's label) asking for topology.
+    (new_pod(annotations=TOPOLOGY, owner="managed"), ["kuota.dev/topology"]),
+    (new_pod(annotations=TOPOLOGY, labels={"batch.kubernetes.io/job-name": "managed"}),
+     ["kuota.dev/topology"]),
+    (new_pod(annotations={"kueue.x-k8s.io/podset-preferred-topology": "rack"},
+             labels={"job-name": "managed"}), ["kuota.dev/topology"]),
+    # Labelled by a Job kuota started: gated even where the Job is not in the cache.
+    (new_pod(annotations=TOPOLOGY, labels={"kuota.dev/tas": "true"}, owner="unknown"),
+     ["kuota.dev/topology"]),
+    # Other gates are kept, ours added once.
+    (new_pod(annotations=TOPOLOGY, owner="managed", gates=["example.com/x"]),
+     ["example.com/x", "kuota.dev/topology"]),
+    (new_pod(annotations=TOPOLOGY, owner="managed", gates=["kuota.dev/topology"]), None),
+    # Not kuota's, or no topology asked: untouched.
+    (new_pod(annotations=TOPOLOGY, owner="unmanaged"), None),
+    (new_pod(owner="managed"), None),
+    (new_pod(annotations=TOPOLOGY), None),
+    # A queued pod group asking for topology: both gates.
+    (new_pod(labels=GROUP, annotations={**GROUP_SIZE, **TOPOLOGY}),
+     ["kuota.dev/admission", "kuota.dev/topology"]),
+    (new_pod(labels=GROUP, annotations=GROUP_SIZE), ["kuota.dev/admission"]),
+])
+def test_pod_gates(pod: dict[str, Any], want: list[str] | None) -> None:
+    got = webhooks.pod_gates(pod, job_managed=lambda ns, name: (ns, name) == ("ns", "managed"))
+    assert (None if got is None else [g["name"] for g in got]) == want
