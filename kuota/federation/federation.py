@@ -96,6 +96,8 @@ class Member:
     #: Lost once; inactive until the copies it kept are deleted.
     recovering: bool = False
     nodes: tuple[Node, ...] = ()
+    #: ``nodes`` with what the dispatcher placed there counted (what status shows free).
+    loaded: tuple[Node, ...] = ()
     due: float = 0.0
     condition: tuple[bool, str, str] = (False, "Pending", "not observed yet")
     written: Body = field(default_factory=dict)
@@ -428,7 +430,7 @@ class Federation:
             return
         name = member.name
         added = [d.added for k, d in self.dispatcher.dispatched.items() if d.cluster == name]
-        nodes = reconcile.with_dispatched(member.nodes, added)
+        nodes = member.loaded = reconcile.with_dispatched(member.nodes, added)
         info = convert.cluster_info(member.obj, nodes)
         active, reason, message = member.condition
         info = replace(info, health=Health(active, reason, message, member.last_seen))
@@ -541,7 +543,7 @@ class Federation:
         existing = [c.to_dict() for c in current.conditions]
         conditions = status.merge_conditions(
             existing, [status.condition(ACTIVE, active, reason, message, now)])
-        capacity, free = convert.capacity_status(member.nodes, engine.cache.flavors)
+        capacity, free = convert.capacity_status(member.loaded, engine.cache.flavors)
         wanted: Body = {
             "conditions": conditions,
             "lastSeenTime": status.timestamp(member.last_seen) if member.last_seen else None,

@@ -42,8 +42,13 @@ def api_client(kubeconfig: Body) -> Any:
     with _clients_lock:
         found = _clients.get(digest)
         if found is None:
-            found = _clients[digest] = k8s_config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
-                kubeconfig)
+            configuration = k8s.Configuration()
+            k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                kubeconfig, client_configuration=configuration)
+            # No silent retries inside a task: a refused connection fails it at once, and the
+            # task's own retries (or the next observation) decide what happens next.
+            configuration.retries = False
+            found = _clients[digest] = k8s.ApiClient(configuration)
         return found
 
 
