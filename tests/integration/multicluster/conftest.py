@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.operator import harness
 from tests.integration.multicluster.fleet import Fleet, running_fleet
+from tests.integration.operator import harness
 
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,7 @@ class Fleet:
         self.b.create(node("b-1", 8))
         self.b.create(node("b-2", 8))
         self.b.create(node("b-gpu", 8, gpus=4, labels={"gpu-model": "a100"}))
-        path = write_kubeconfig(self.a.url, self.workdir / "member-a.kubeconfig")
+        write_kubeconfig(self.a.url, self.workdir / "member-a.kubeconfig")
         secret = yaml.safe_dump(kubeconfig(self.b.url)).encode()
         api.create({"apiVersion": "v1", "kind": "Secret",
                     "metadata": {"name": "member-b", "namespace": "kuota-system"},

@@ -61,7 +61,7 @@ class TestBuild:
     def test_a_job_without_template_is_an_error_naming_it(self) -> None:
         job = local_job()
         job["spec"]["template"] = None
-        with pytest.raises(remote_job.RemoteJobError, match="Job ml/train: spec.template"):
+        with pytest.raises(remote_job.RemoteJobError, match=r"Job ml/train: spec\.template"):
             remote_job.build(job, admission(), FLAVORS, origin="m", workload="ml/w", member="b")
 
     @pytest.mark.parametrize(("annotation", "want"), [
