@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import pathlib
 from typing import Any
 
@@ -63,6 +64,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--fair-sharing", action="store_true", help="enable fair sharing")
     parser.add_argument("--status-interval", type=float, default=1.0, metavar="SECONDS",
                         help="how often queue statuses are written (default %(default)s)")
+    parser.add_argument("--manager-id", default="kuota", metavar="ID",
+                        help="multi-cluster: this manager's id, the kuota.dev/origin label of "
+                             "the Jobs it creates in member clusters (default %(default)s)")
+    parser.add_argument("--member-interval", type=float, default=10.0, metavar="SECONDS",
+                        help="multi-cluster: how often each member cluster is observed "
+                             "(default %(default)s)")
+    parser.add_argument("--operator-namespace", default="kuota-system", metavar="NS",
+                        help="where MemberCluster kubeconfig Secrets are read "
+                             "(default %(default)s)")
+    parser.add_argument("--redis", metavar="URL",
+                        help="multi-cluster: Redis for the queue of remote calls (default: "
+                             "$REDIS_URL, else an in-process store)")
     parser.add_argument("--verbose", "-v", action="store_true", help="debug logging")
     parser.set_defaults(func=run)
 
@@ -79,7 +92,10 @@ def options_from(args: argparse.Namespace) -> Options:
                    engine=EngineConfig(fair_sharing=args.fair_sharing,
                                        wait_for_pods_ready=ready),
                    status_interval=args.status_interval, lease_name=lease_name,
-                   lease_namespace=lease_ns)
+                   lease_namespace=lease_ns, manager_id=args.manager_id,
+                   member_interval=args.member_interval,
+                   operator_namespace=args.operator_namespace,
+                   redis_url=args.redis or os.environ.get("REDIS_URL") or None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,7 +41,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from admission.engine import Engine, Record
 from kuota.operator import jobs, names, pinning, podgroups, topology, webhooks
@@ -52,8 +52,13 @@ from quota.lifecycle import State
 from quota.resources import parse_amount
 from quota.workload import Admission, PodSetAdmission, WorkloadInfo
 
+if TYPE_CHECKING:
+    from kuota.federation.federation import Federation
+
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
+#: Multi-cluster objects, handed to the federation controller.
+FEDERATION_KINDS = ("MemberCluster", "MultiClusterConfig")
 CONFIG_KINDS = tuple(r.kind for r in names.CONFIG_RESOURCES)
 
 
@@ -134,6 +139,8 @@ class Controller:
         #: Set when anything may let a cycle admit more; the loop waits on it.
         self.on_change: Callable[[], None] = lambda: None
         self.queues_dirty = True
+        #: Multi-cluster dispatch (kuota.federation), when the operator runs it.
+        self.federation: Federation | None = None
 
     @property
     def leading(self) -> bool:
@@ -174,6 +181,8 @@ class Controller:
                 self._node(body, deleted)
             elif kind == "Topology":
                 self._topology(body, deleted)
+            elif kind in FEDERATION_KINDS and self.federation is not None:
+                self.federation.observe(kind, body, deleted)
         except Exception:  # one bad object must never stop the operator
             log.exception("could not process %s %s", kind, key_of(body))
 
@@ -191,6 +200,8 @@ class Controller:
         self.engine = Engine(config=self.options.engine)
         self.actions = actions
         self.problems.clear()
+        if self.federation is not None:
+            self.federation.attach(self.engine)
         self._applied.clear()
         for index in (self.workload_of_job, self.job_of_workload, self.group_pods,
                       self.group_sizes, self.workload_of_group, self.group_of_workload,
@@ -223,6 +234,8 @@ class Controller:
     def stop_leading(self) -> None:
         self.engine = None
         self.actions = None
+        if self.federation is not None:
+            self.federation.detach()
 
     # -- queue objects -----------------------------------------------------------------------
     def _config(self, kind: str, body: Body, deleted: bool) -> None:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import kopf
 
+from kuota.federation.federation import Federation
 from kuota.operator import informer, names
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
@@ -47,6 +48,8 @@ class Operator:
         self.options = options
         self.identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
         self.controller = Controller(options, clock=clock)
+        self.federation = Federation(self.controller)
+        self.controller.federation = self.federation
         self.metrics = Metrics()
         self.client: Client | None = None
         self.writer: Writer | None = None
@@ -108,7 +111,8 @@ class Operator:
         versions = await self.list_all()
         self.controller.rebuild(self.writer)
         self.ready.set()
-        tasks = [asyncio.create_task(self._cycles()), asyncio.create_task(self._statuses())]
+        tasks = [asyncio.create_task(self._cycles()), asyncio.create_task(self._statuses()),
+                 asyncio.create_task(self.federation.run(self.writer))]
         for (res, label), by_namespace in versions.items():
             for namespace, version in by_namespace.items():
                 tasks.append(asyncio.create_task(
@@ -171,6 +175,7 @@ class Operator:
             self.metrics.cycles.inc(len(results))
             events = engine.drain_outbox()
             if events:
+                self.federation.events(events)
                 self.writer.persist(events)
             await asyncio.sleep(0)  # let watch events in between cycles
 

@@ -57,13 +57,17 @@ NODES: Final = Res("", "v1", "nodes", "Node", False)
 NAMESPACES: Final = Res("", "v1", "namespaces", "Namespace", False)
 EVENTS: Final = Res("", "v1", "events", "Event", True)
 LEASES: Final = Res("coordination.k8s.io", "v1", "leases", "Lease", True)
+SECRETS: Final = Res("", "v1", "secrets", "Secret", True)
+MEMBER_CLUSTERS: Final = _kuota("memberclusters", "MemberCluster")
+MULTICLUSTER_CONFIGS: Final = _kuota("multiclusterconfigs", "MultiClusterConfig")
 
 #: Queue objects, in the order a rebuild feeds them to the engine.
 CONFIG_RESOURCES: Final = (RESOURCE_FLAVORS, ADMISSION_CHECKS, COHORTS, CLUSTER_QUEUES,
                            LOCAL_QUEUES)
 #: Watched through kopf handlers (few objects, few changes), by kind.
 KOPF_WATCHED: Final = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, TOPOLOGIES,
-                                            *CONFIG_RESOURCES)}
+                                            *CONFIG_RESOURCES, MEMBER_CLUSTERS,
+                                            MULTICLUSTER_CONFIGS)}
 
 KUEUE: Final = "kueue.x-k8s.io"
 

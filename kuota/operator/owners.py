@@ -94,7 +94,8 @@ def _job_patch(writer: Writer, job_key: str, job: Body) -> Body | None:
     if record is not None and record.state is State.FINISHED:
         return None
     running = admitted_record(writer, workload)
-    if running is not None and running.admission is not None:
+    if running is not None and running.admission is not None \
+            and running.admission.cluster is None:  # dispatched: a copy runs in the member
         count = running.info.pod_sets[0].count if running.info.pod_sets else 0
         return jobs.start_patch(job, running.admission, engine.cache.flavors, count)
     return jobs.stop_patch(job)

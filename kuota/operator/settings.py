@@ -29,3 +29,13 @@ class Options:
     lease_renew: float = 5.0
     #: This replica's identity in the Lease (default: host name and process id).
     identity: str = ""
+    #: Multi-cluster dispatch: this manager's id, the ``kuota.dev/origin`` label of its copies.
+    manager_id: str = "kuota"
+    #: Where member kubeconfig Secrets are read (the operator's own namespace).
+    operator_namespace: str = "kuota-system"
+    #: How often each member cluster is observed (its health check), seconds.
+    member_interval: float = 10.0
+    #: How often the multi-cluster loop runs (task results, dispatch, failover), seconds.
+    federation_tick: float = 0.5
+    #: Redis for the remote-call task queue; None: an in-process fakeredis.
+    redis_url: str | None = None

@@ -106,6 +106,8 @@ def workload_status(current: Body, event: WorkloadEvent,
     patch: Body = {}
     if event.kind in (Kind.QUOTA_RESERVED, Kind.ADMITTED) and event.admission is not None:
         patch["admission"] = admission_status(event.admission, topology)
+        if event.admission.cluster:
+            patch["clusterName"] = event.admission.cluster
         if checks:
             patch["admissionChecks"] = check_states(current, checks, at)
         updates.append(condition("QuotaReserved", True, "QuotaReserved",
@@ -121,6 +123,8 @@ def workload_status(current: Body, event: WorkloadEvent,
             updates.append(condition("Preempted", False, "Admitted", "", at))
     elif event.kind in (Kind.EVICTED, Kind.DEACTIVATED):
         patch["admission"] = None
+        if (current.get("status") or {}).get("clusterName"):
+            patch["clusterName"] = None
         previous = (current.get("status") or {}).get("admissionChecks") or []
         if previous:  # verdicts were for this reservation; the next one starts over
             patch["admissionChecks"] = check_states(

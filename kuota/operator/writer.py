@@ -176,6 +176,14 @@ class Writer:
 
         self._chain(key, write)
 
+    def write_status_later(self, key: str, build: Callable[[Body], Body | None]) -> None:
+        """Patch a Workload's status after the writes already queued for it (``build`` makes
+        the patch from the newest body; None: nothing to write)."""
+        async def write() -> None:
+            await self._write_status(key, build)
+
+        self._chain(key, write)
+
     def workload_problem(self, key: str, message: str) -> None:
         self.event(self.controller.objects.get("Workload", key), "Warning", "InvalidWorkload",
                    message)

@@ -130,7 +130,7 @@ def validate(value: Any, schema: Mapping[str, Any] | None, path: str = "") -> li
                           f"least {schema['minLength']} chars long")
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             errors.append(f"{where}: Too long: may not be more than {schema['maxLength']} bytes")
-        if "pattern" in schema and not re.search(schema["pattern"], value):
+        if "pattern" in schema and not re.search(go_pattern(schema["pattern"]), value):
             errors.append(f"{where}: Invalid value: {value!r}: {where} in body should match "
                           f"'{schema['pattern']}'")
     if isinstance(value, list):
@@ -179,3 +179,12 @@ def admit(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> tuple[Any
     pruned = prune(obj, schema, root=True)
     defaulted = apply_defaults(pruned, schema)
     return defaulted, validate(defaulted, schema)
+
+
+def go_pattern(pattern: str) -> str:
+    """A Go (RE2) pattern in Python's syntax: RE2 allows flags such as ``(?i)`` anywhere
+    (``^(?i)[a-z]+``); Python only at the start, so leading flags move to the front."""
+    match = re.match(r"^\^\(\?([a-zA-Z]+)\)", pattern)
+    if match:
+        return f"(?{match.group(1)})^{pattern[match.end():]}"
+    return pattern

@@ -1,0 +1,20 @@
+"""Federation: the operator's side of multi-cluster dispatch (the member adapters).
+
+The pure core (:mod:`multicluster`) decides *where* a workload goes; this
+package carries the decision out and watches it, for the Kubernetes operator:
+
+* :mod:`.remote_job` — the Job a member receives (pure): the local Job with its
+  flavors injected, unsuspended, without its queue label, named like the local
+  Job and labelled with where it came from; and what a remote Job's status
+  means for the local one;
+* :mod:`.member` — what the operator needs from any member (observe its nodes
+  and our copies, create a copy, delete a copy), as plain values;
+* :mod:`.kubernetes_member` — that interface over the ``kubernetes`` client;
+* :mod:`.tasks` — every remote call as an idempotent rq task with retries and
+  backoff, run by a worker thread inside the operator, so a slow or failing
+  member never blocks the operator's loops;
+* :mod:`.reconcile` — the follow / garbage-collect / failover decisions (pure);
+* :mod:`.federation` — the operator-side controller tying them together.
+
+See ``docs/multicluster.md``.
+"""

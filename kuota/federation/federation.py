@@ -1,0 +1,587 @@
+"""The operator's multi-cluster controller: members observed, copies made, followed and moved.
+
+:class:`Federation` lives next to the operator's :class:`Controller` and runs
+while the replica leads. It owns the engine's ``kuota.dev/multicluster``
+check controller (a :class:`multicluster.controller.Dispatcher`, made anew on
+every rebuild) and feeds it:
+
+* **configs** — MultiClusterConfig objects (``set_config``);
+* **members** — each Kubernetes MemberCluster is observed every
+  ``member_interval`` seconds by an rq task (:mod:`.tasks`): its nodes, what
+  others' pods request there, and our copies. A success is a health check: the
+  member becomes ``Active`` and ``dispatcher.set_member`` gets its nodes (plus
+  what the dispatcher itself placed there); a failure makes it inactive with
+  reason ``Unreachable``. The MemberCluster's status gets the condition,
+  ``lastSeenTime``, the node count and capacity / free capacity per flavor.
+  Pool members are left to the Redis service (condition ``NotSupported``).
+
+It carries decisions out, from the engine's events (:meth:`events`):
+
+* **dispatch** — an ADMITTED event with ``admission.cluster`` makes the copy
+  (:func:`.remote_job.build`) in that member, but only once every other member
+  that may still hold a copy has confirmed its deletion or is lost
+  (:func:`multicluster.failover.may_start`): never two running copies;
+* **follow** — every observation copies the status of our copies home to the
+  local Jobs (:func:`.remote_job.status_patch`); a Complete or Failed copy
+  finishes the local Job and so its Workload, through the usual Job handling;
+* **clean up** — a workload evicted, deactivated, finished or deleted has its
+  copy deleted; any copy found for a workload not dispatched to that member
+  (an orphan, a copy left on a member while it was lost) is deleted too
+  (:mod:`.reconcile`);
+* **fail over** — a member not seen for its ``workerLostTimeout`` is lost: its
+  workloads are evicted with reason ``ClusterLost`` and go through admission
+  and dispatch again; the Health filter keeps them off the lost member. When it
+  comes back it stays inactive (``DeletingStaleCopies``) until the copies it
+  kept are gone.
+
+The workload's status gets ``clusterName`` (with its admission) and
+``dispatch`` — the decision with every member's scores and filter reasons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import pathlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Final
+
+import yaml
+
+from admission.engine import Engine
+from admission.events import Kind, WorkloadEvent
+from kuota.federation import reconcile, remote_job, tasks
+from kuota.federation.member import Observation
+from kuota.operator import names, status
+from kuota.operator.client import ApiError
+from kuota.operator.objects import key_of
+from multicluster import convert
+from multicluster.controller import CONTROLLER_NAME, Dispatcher
+from multicluster.failover import CLUSTER_LOST, MemberState, may_start, member_state, plan_failover
+from multicluster.model import Health
+from multicluster.settings import DEFAULT_STALE_AFTER, DEFAULT_WORKER_LOST_TIMEOUT, SettingsError
+from placement.model import Node
+from quota import api
+from quota.api.membercluster import ACTIVE
+from quota.lifecycle import HOLDS_QUOTA
+from quota.workload import WorkloadInfo
+
+if TYPE_CHECKING:
+    from kuota.operator.controller import Controller
+    from kuota.operator.writer import Writer
+
+log = logging.getLogger(__name__)
+Body = dict[str, Any]
+
+KINDS: Final = ("MemberCluster", "MultiClusterConfig")
+#: How long a kubeconfig read from a Secret is used before it is read again (seconds).
+SECRET_REFRESH: Final = 60.0
+_RELEASING: Final = (Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED)
+
+
+@dataclass
+class Member:
+    """What the operator knows about one MemberCluster at run time."""
+
+    obj: api.MemberCluster
+    #: Why the member cannot be reached at all (bad kubeconfig, pool member), if so.
+    problem: str | None = None
+    #: The task spec (``{"kind", "kubeconfig"}``) and when it was read.
+    spec: Body | None = None
+    spec_read: float = 0.0
+    last_seen: float | None = None
+    error: str | None = "not observed yet"
+    #: Lost once; inactive until the copies it kept are deleted.
+    recovering: bool = False
+    nodes: tuple[Node, ...] = ()
+    #: ``nodes`` with what the dispatcher placed there counted (what status shows free).
+    loaded: tuple[Node, ...] = ()
+    due: float = 0.0
+    condition: tuple[bool, str, str] = (False, "Pending", "not observed yet")
+    written: Body = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.obj.metadata.name
+
+
+class Federation:
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+        self.options = controller.options
+        self.origin = self.options.manager_id
+        self.writer: Writer | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.runner: tasks.TaskRunner | None = None
+        self.members: dict[str, Member] = {}
+        #: Workload key -> the member it is dispatched to (admitted there, not finished).
+        self.wanted: dict[str, str] = {}
+        #: Workload key -> members that may hold a copy of it (until deletion is confirmed).
+        self.holders: dict[str, set[str]] = {}
+        #: (workload, member) whose copy's creation has been confirmed.
+        self.created: set[tuple[str, str]] = set()
+        #: Task key of a delete in flight -> (workload, member).
+        self._deleting: dict[str, tuple[str, str]] = {}
+        self._decisions_written: dict[str, Any] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- leadership --------------------------------------------------------------------------
+    def attach(self, engine: Engine) -> None:
+        """A new engine (the replica starts leading): a fresh dispatcher, fed from the objects."""
+        dispatcher = Dispatcher(flavors=lambda: engine.cache.flavors,
+                                assign=engine.assign_cluster, annotations=self._annotations)
+        engine.controllers[CONTROLLER_NAME] = dispatcher
+        self.dispatcher = dispatcher
+        self.members.clear()
+        self.wanted.clear()
+        self.created.clear()
+        self._decisions_written.clear()
+        objects = self.controller.objects
+        for body in objects.all("MultiClusterConfig"):
+            self._config(body, False)
+        for body in objects.all("MemberCluster"):
+            self._member(body, False)
+        for body in objects.all("Workload"):
+            cluster = (body.get("status") or {}).get("clusterName")
+            if cluster and _condition(body, "Admitted") and not _condition(body, "Finished"):
+                key = key_of(body)
+                self.wanted[key] = cluster
+                self.holders.setdefault(key, set()).add(cluster)
+
+    def detach(self) -> None:
+        self.dispatcher = None
+        self.writer = None
+
+    async def run(self, writer: Writer) -> None:
+        """The federation loop, while leading: collect task outcomes, observe, dispatch,
+        fail over, retry waiting checks, write statuses."""
+        self.writer = writer
+        try:
+            while True:
+                try:
+                    await self.tick()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("multi-cluster tick failed")
+                await asyncio.sleep(self.options.federation_tick)
+        finally:
+            runner, self.runner = self.runner, None
+            if runner is not None:
+                await asyncio.to_thread(runner.stop)
+
+    # -- objects in --------------------------------------------------------------------------
+    def observe(self, kind: str, body: Body, deleted: bool) -> None:
+        if kind == "MultiClusterConfig":
+            self._config(body, deleted)
+        elif kind == "MemberCluster":
+            self._member(body, deleted)
+        self.controller.on_change()
+
+    def _config(self, body: Body, deleted: bool) -> None:
+        if self.dispatcher is None:
+            return
+        name = key_of(body)
+        if deleted:
+            self.dispatcher.delete_config(name)
+            return
+        try:
+            obj = api.parse_object(body, source="")
+            assert isinstance(obj, api.MultiClusterConfig)
+            self.dispatcher.set_config(obj)
+        except (api.ObjectError, SettingsError) as exc:
+            self.controller.problems[f"MultiClusterConfig/{name}"] = str(exc)
+            self.dispatcher.delete_config(name)
+            log.warning("MultiClusterConfig %s is invalid and not used: %s", name, exc)
+
+    def _member(self, body: Body, deleted: bool) -> None:
+        name = key_of(body)
+        if deleted:
+            self.members.pop(name, None)
+            if self.dispatcher is not None:
+                self.dispatcher.delete_member(name)
+            return
+        try:
+            obj = api.parse_object(body, source="")
+        except api.ObjectError as exc:
+            log.warning("MemberCluster %s is invalid and not used: %s", name, exc)
+            self.members.pop(name, None)
+            if self.dispatcher is not None:
+                self.dispatcher.delete_member(name)
+            return
+        assert isinstance(obj, api.MemberCluster)
+        member = self.members.get(name)
+        if member is not None and member.obj.spec == obj.spec \
+                and member.obj.metadata.labels == obj.metadata.labels:
+            member.obj = obj  # our own status write, or nothing the dispatcher reads
+            return
+        if member is None:
+            member = Member(obj)
+            seen = obj.status.last_seen_time
+            member.last_seen = convert.timestamp(seen) if seen else None
+            self.members[name] = member
+        else:
+            member.obj, member.spec, member.due = obj, None, 0.0
+        member.problem = ("pool members are dispatched by the Redis service "
+                          "(kuota scheduler), not by the operator") if obj.spec.pool else None
+        self._publish(member)
+
+    def _annotations(self, info: WorkloadInfo) -> Mapping[str, str]:
+        """Dispatch hints: the Job's annotations over the Workload's own."""
+        objects = self.controller.objects
+        result: dict[str, str] = {}
+        workload = objects.get("Workload", info.key)
+        result.update(((workload or {}).get("metadata") or {}).get("annotations") or {})
+        job_key = self.controller.job_of_workload.get(info.key)
+        job = objects.get("Job", job_key) if job_key else None
+        result.update(((job or {}).get("metadata") or {}).get("annotations") or {})
+        return result
+
+    # -- engine events in --------------------------------------------------------------------
+    def events(self, events: list[WorkloadEvent]) -> None:
+        """The engine's events of one round of cycles (before the writer persists them)."""
+        if self.dispatcher is None:
+            return
+        for event in events:
+            key = event.key
+            if event.kind is Kind.ADMITTED and event.admission is not None \
+                    and event.admission.cluster:
+                self.wanted[key] = event.admission.cluster
+            elif event.kind in _RELEASING:
+                self.dispatcher.released(key)
+                if self.wanted.pop(key, None) is not None:
+                    self._delete_everywhere(key)
+
+    def _delete_everywhere(self, key: str) -> None:
+        job_key = self.controller.job_of_workload.get(key) or _job_key_of(
+            self.controller.objects.get("Workload", key))
+        for cluster in sorted(self.holders.get(key, ())):
+            member = self.members.get(cluster)
+            if member is not None and member.error is None and job_key:
+                self._submit_delete(member, key, job_key)
+
+    # -- the loop ----------------------------------------------------------------------------
+    async def tick(self) -> None:
+        engine, dispatcher = self.controller.engine, self.dispatcher
+        if engine is None or dispatcher is None or not self.members:
+            return
+        if self.runner is None:
+            self.runner = tasks.TaskRunner(self._redis(), queue=f"{tasks.QUEUE}-{self.origin}")
+            self.runner.start()
+        now = self.controller.clock()
+        for outcome in self.runner.collect():
+            self._outcome(outcome, now)
+        for member in list(self.members.values()):
+            if member.due <= now and not self.runner.busy(f"observe:{member.name}"):
+                await self._observe(member, now)
+        self._fail_over(engine, now)
+        self._dispatch(engine, now)
+        changed = False
+        for verdict in dispatcher.poll(now):
+            engine.set_check(verdict.key, verdict.check, verdict.state, now, verdict.message)
+            changed = True
+        if changed:
+            self.controller.on_change()
+        self._write_decisions()
+        for member in self.members.values():
+            self._write_member_status(member, now)
+
+    def _redis(self) -> Any:
+        url = self.options.redis_url
+        if url:
+            import redis
+            return redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=5)
+        import fakeredis
+        return fakeredis.FakeRedis(server=fakeredis.FakeServer())
+
+    async def _observe(self, member: Member, now: float) -> None:
+        assert self.runner is not None
+        member.due = now + self.options.member_interval
+        if member.problem is not None and member.obj.spec.pool:
+            member.condition = (False, reconcile.NOT_SUPPORTED, member.problem)
+            return
+        if member.spec is None or now - member.spec_read > SECRET_REFRESH:
+            try:
+                member.spec = await self._spec(member.obj)
+                member.spec_read, member.problem = now, None
+            except (ApiError, OSError, ValueError, KeyError) as exc:
+                member.problem = f"kubeConfig: {exc}"
+                member.spec = None
+        if member.spec is None:
+            member.error = member.problem
+            member.condition = (False, reconcile.NOT_CONFIGURED, member.problem or "")
+            self._publish(member)
+            return
+        self.runner.submit(f"observe:{member.name}", tasks.observe, member.spec, self.origin,
+                           retry=False)
+
+    async def _spec(self, obj: api.MemberCluster) -> Body:
+        """The task spec of a Kubernetes member: its kubeconfig, from a file or a Secret."""
+        where = obj.spec.kube_config
+        assert where is not None
+        if where.location_type == "Path":
+            text = await asyncio.to_thread(pathlib.Path(where.location).read_text)
+        else:
+            client = self.writer.client if self.writer is not None else None
+            if client is None:
+                raise ValueError("no API client yet")
+            secret = await client.get(names.SECRETS, where.location,
+                                      self.options.operator_namespace)
+            data = (secret.get("data") or {}).get("kubeconfig")
+            if not data:
+                raise ValueError(f"Secret {self.options.operator_namespace}/{where.location} "
+                                 "has no data.kubeconfig")
+            text = base64.b64decode(data).decode()
+        config = yaml.safe_load(text)
+        if not isinstance(config, dict) or not config.get("clusters"):
+            raise ValueError(f"{where.location} is not a kubeconfig (no clusters)")
+        return {"kind": "Kubernetes", "kubeconfig": config}
+
+    def _outcome(self, outcome: tasks.Outcome, now: float) -> None:
+        verb, _, rest = outcome.key.partition(":")
+        cluster, _, target = rest.partition(":")
+        member = self.members.get(cluster)
+        if verb == "observe" and member is not None:
+            if outcome.ok and isinstance(outcome.value, Observation):
+                self._observed(member, outcome.value, now)
+            else:
+                member.error = outcome.error or "the observation failed"
+                member.condition = (False, reconcile.UNREACHABLE, member.error)
+                self._publish(member)
+        elif verb == "create":
+            if outcome.ok:
+                self.created.add((target, cluster))
+            else:
+                log.warning("copy of %s not created in %s: %s", target, cluster, outcome.error)
+        elif verb == "delete":
+            workload, _ = self._deleting.pop(outcome.key, ("", ""))
+            if outcome.ok:
+                self.holders.get(workload, set()).discard(cluster)
+                self.created.discard((workload, cluster))
+            else:
+                log.warning("copy %s not deleted in %s: %s", target, cluster, outcome.error)
+
+    def _observed(self, member: Member, seen: Observation, now: float) -> None:
+        assert self.runner is not None
+        name = member.name
+        member.last_seen, member.error, member.nodes = now, None, seen.nodes
+        for problem in seen.problems:
+            log.warning("member %s: %s", name, problem)
+        creating = {w for w, m in self.wanted.items()
+                    if m == name and self.runner.busy(f"create:{name}:{w}")}
+        plan = reconcile.reconcile(name, seen.copies, self.wanted, creating=creating)
+        listed = {c.workload for c in seen.copies}
+        for workload, where in self.holders.items():
+            if name in where and workload not in listed and workload not in creating \
+                    and not any(w == workload for w, _ in self._deleting.values()):
+                where.discard(name)
+        for found in seen.copies:
+            self.holders.setdefault(found.workload, set()).add(name)
+        for workload in plan.create:
+            self.created.discard((workload, name))
+        for found in plan.follow:
+            self._follow(found.workload, found.body)
+        for found in plan.delete:
+            self._submit_delete(member, found.workload, found.key)
+        member.condition = reconcile.member_condition(error=None, recovering=member.recovering,
+                                                      stale=len(plan.delete))
+        if member.condition[0]:
+            member.recovering = False
+        self._publish(member)
+
+    def _submit_delete(self, member: Member, workload: str, copy_key: str) -> None:
+        assert self.runner is not None and member.spec is not None
+        namespace, _, name = copy_key.partition("/")
+        key = f"delete:{member.name}:{copy_key}"
+        if self.runner.submit(key, tasks.delete, member.spec, namespace, name):
+            self._deleting[key] = (workload, member.name)
+
+    def _follow(self, workload: str, remote: Body) -> None:
+        """Copy a remote Job's progress onto the local Job's status."""
+        writer = self.writer
+        job_key = self.controller.job_of_workload.get(workload)
+        job = self.controller.objects.get("Job", job_key) if job_key else None
+        if writer is None or job is None:
+            return
+        patch = remote_job.status_patch(job, remote)
+        if patch is None:
+            return
+        namespace, name = job["metadata"].get("namespace"), job["metadata"]["name"]
+
+        async def write() -> None:
+            try:
+                stored = await writer.client.patch(names.JOBS, name, patch, namespace,
+                                                   subresource="status")
+            except ApiError as exc:
+                log.warning("status of Job %s not copied from its member: %s", job_key, exc)
+                return
+            self.controller.observe("Job", stored)
+
+        self._spawn(write())
+
+    def _publish(self, member: Member) -> None:
+        """Give the dispatcher the member as now known (nodes, health, labels, prices)."""
+        if self.dispatcher is None:
+            return
+        if member.obj.spec.pool:
+            self.dispatcher.delete_member(member.name)
+            return
+        name = member.name
+        added = [d.added for k, d in self.dispatcher.dispatched.items() if d.cluster == name]
+        nodes = member.loaded = reconcile.with_dispatched(member.nodes, added)
+        info = convert.cluster_info(member.obj, nodes)
+        active, reason, message = member.condition
+        info = replace(info, health=Health(active, reason, message, member.last_seen))
+        self.dispatcher.set_member(info)
+
+    def _timeouts(self, name: str) -> tuple[float, float]:
+        """(staleAfter, workerLostTimeout) of a member: the shortest of the configs naming it."""
+        assert self.dispatcher is not None
+        chosen = [c for c in self.dispatcher.configs.values()
+                  if not c.clusters or name in c.clusters]
+        if not chosen:
+            return DEFAULT_STALE_AFTER, DEFAULT_WORKER_LOST_TIMEOUT
+        return (min(c.stale_after for c in chosen), min(c.worker_lost_timeout for c in chosen))
+
+    def _health(self, member: Member) -> Health:
+        active, reason, message = member.condition
+        return Health(active, reason, message, member.last_seen)
+
+    def _state(self, name: str, now: float) -> MemberState:
+        member = self.members.get(name)
+        if member is None:
+            return MemberState.LOST
+        stale, lost = self._timeouts(name)
+        return member_state(self._health(member), now, stale_after=stale, lost_after=lost)
+
+    def _fail_over(self, engine: Engine, now: float) -> None:
+        by_member: dict[str, dict[str, str]] = {}
+        for workload, cluster in self.wanted.items():
+            by_member.setdefault(cluster, {})[workload] = cluster
+        moved = False
+        for cluster, dispatched in sorted(by_member.items()):
+            member = self.members.get(cluster)
+            health = {} if member is None else {cluster: self._health(member)}
+            timeout = self._timeouts(cluster)[1]
+            plan = plan_failover(dispatched, health, now, timeout=timeout)
+            if not plan.moves:
+                continue
+            if member is not None:
+                member.recovering = True
+            for move in plan.moves:
+                record = engine.records.get(move.workload)
+                if record is None or record.state not in HOLDS_QUOTA:
+                    self.wanted.pop(move.workload, None)
+                    continue
+                log.warning("workload %s: %s", move.workload, move.message)
+                engine.evict(move.workload, now, CLUSTER_LOST, "", move.message)
+                moved = True
+        if moved:
+            self.controller.on_change()
+
+    def _dispatch(self, engine: Engine, now: float) -> None:
+        """Create the copies that should exist and may start."""
+        assert self.runner is not None
+        for workload, cluster in sorted(self.wanted.items()):
+            member = self.members.get(cluster)
+            key = f"create:{cluster}:{workload}"
+            if (workload, cluster) in self.created or member is None or member.spec is None \
+                    or member.error is not None or self.runner.busy(key):
+                continue
+            others = {m: True for m in self.holders.get(workload, ()) if m != cluster}
+            ok, why = may_start(cluster, others, {m: self._state(m, now) for m in others})
+            if not ok:
+                log.info("workload %s waits: %s", workload, why)
+                continue
+            body = self._remote_body(engine, workload, cluster)
+            if body is None:
+                continue
+            if self.runner.submit(key, tasks.create, member.spec, body):
+                self.holders.setdefault(workload, set()).add(cluster)
+
+    def _remote_body(self, engine: Engine, workload: str, cluster: str) -> Body | None:
+        record = engine.records.get(workload)
+        job_key = self.controller.job_of_workload.get(workload)
+        job = self.controller.objects.get("Job", job_key) if job_key else None
+        if record is None or record.admission is None or job is None:
+            return None
+        if self.writer is None or self.writer.persisted.get(workload) != record.admission:
+            return None  # as for a local start: only once the admission is stored
+        try:
+            return remote_job.build(job, record.admission, engine.cache.flavors,
+                                    origin=self.origin, workload=workload, member=cluster)
+        except remote_job.RemoteJobError as exc:
+            log.warning("workload %s cannot be dispatched: %s", workload, exc)
+            return None
+
+    # -- status writes -----------------------------------------------------------------------
+    def _write_decisions(self) -> None:
+        if self.dispatcher is None or self.writer is None:
+            return
+        for key, decision in list(self.dispatcher.decisions.items()):
+            if self._decisions_written.get(key) is decision:
+                continue
+            self._decisions_written[key] = decision
+            if self.controller.objects.get("Workload", key) is None:
+                continue
+
+            def build(body: Body, decision: Any = decision) -> Body | None:
+                if (body.get("status") or {}).get("dispatch") == decision:
+                    return None
+                return {"status": {"dispatch": decision}}
+
+            self.writer.write_status_later(key, build)
+
+    def _write_member_status(self, member: Member, now: float) -> None:
+        writer, engine = self.writer, self.controller.engine
+        if writer is None or engine is None:
+            return
+        current = member.obj.status
+        active, reason, message = member.condition
+        existing = [c.to_dict() for c in current.conditions]
+        conditions = status.merge_conditions(
+            existing, [status.condition(ACTIVE, active, reason, message, now)])
+        capacity, free = convert.capacity_status(member.loaded, engine.cache.flavors)
+        wanted: Body = {
+            "conditions": conditions,
+            "lastSeenTime": status.timestamp(member.last_seen) if member.last_seen else None,
+            "nodeCount": len(member.nodes) if member.last_seen else None,
+            "capacity": [{"name": c.name, "resources": dict(c.resources)} for c in capacity],
+            "freeCapacity": [{"name": c.name, "resources": dict(c.resources)} for c in free],
+        }
+        if wanted == member.written:
+            return
+        member.written = wanted
+        client, name = writer.client, member.name
+
+        async def write() -> None:
+            try:
+                stored = await client.patch(names.MEMBER_CLUSTERS, name, {"status": wanted},
+                                            subresource="status")
+            except ApiError as exc:
+                log.warning("status of MemberCluster %s not written: %s", name, exc)
+                member.written = {}
+                return
+            self.controller.observe("MemberCluster", stored)
+
+        self._spawn(write())
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _condition(body: Body, type_: str) -> bool:
+    return any(c.get("type") == type_ and c.get("status") == "True"
+               for c in (body.get("status") or {}).get("conditions") or [])
+
+
+def _job_key_of(workload: Body | None) -> str | None:
+    meta = (workload or {}).get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == "Job":
+            return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
+    return None

@@ -1,0 +1,150 @@
+"""A Kubernetes member cluster through the ``kubernetes`` client (blocking; run it in tasks).
+
+Connection: a kubeconfig document (from a Secret's ``data.kubeconfig`` or a
+file, read by the operator) becomes an ``ApiClient``; clients are cached per
+kubeconfig, so the worker thread keeps its connections alive between tasks.
+
+Every call has a short timeout (:data:`TIMEOUT`): a member that does not
+answer fails the task quickly, and the task's retries and the member's health
+take it from there. Usage on the member's nodes is summed from the bound,
+non-terminal pods that this manager did not send (those are counted by the
+dispatcher already), with :func:`placement.objects.pod_requests`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import replace
+from typing import Any, Final
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from kuota.federation.member import Body, Copy, Observation
+from kuota.federation.remote_job import ORIGIN_LABEL, workload_of
+from placement.model import POD_SLOT, PODS, Node
+from placement.objects import ObjectError, node_from_object, pod_requests
+
+#: (connect, read) seconds for each request to a member.
+TIMEOUT: Final = (3.0, 10.0)
+_TERMINAL: Final = ("Succeeded", "Failed")
+
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
+def api_client(kubeconfig: Body) -> Any:
+    """A cached ``ApiClient`` for one kubeconfig document."""
+    digest = hashlib.sha256(json.dumps(kubeconfig, sort_keys=True).encode()).hexdigest()
+    with _clients_lock:
+        found = _clients.get(digest)
+        if found is None:
+            configuration = k8s.Configuration()
+            k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                kubeconfig, client_configuration=configuration)
+            # No silent retries inside a task: a refused connection fails it at once, and the
+            # task's own retries (or the next observation) decide what happens next.
+            configuration.retries = False
+            found = _clients[digest] = k8s.ApiClient(configuration)
+        return found
+
+
+class KubernetesMember:
+    """The :class:`~kuota.federation.member.MemberAdapter` of one Kubernetes member."""
+
+    def __init__(self, kubeconfig: Body) -> None:
+        self._api = api_client(kubeconfig)
+        self.core = k8s.CoreV1Api(self._api)
+        self.batch = k8s.BatchV1Api(self._api)
+
+    def _plain(self, obj: Any) -> Body:
+        result: Body = self._api.sanitize_for_serialization(obj)
+        return result
+
+    def observe(self, origin: str) -> Observation:
+        problems: list[str] = []
+        nodes: dict[str, Node] = {}
+        for raw in self._plain(self.core.list_node(_request_timeout=TIMEOUT)).get("items") or []:
+            raw.setdefault("spec", {})
+            raw.setdefault("status", {})
+            raw.setdefault("metadata", {}).setdefault("labels", {})
+            raw["spec"].setdefault("taints", [])
+            raw["status"].setdefault("allocatable", {})
+            try:
+                node = node_from_object(raw)
+            except ObjectError as exc:
+                problems.append(str(exc))
+                continue
+            nodes[node.name] = node
+        pods = self._plain(self.core.list_pod_for_all_namespaces(_request_timeout=TIMEOUT))
+        used: dict[str, dict[str, int]] = {}
+        for pod in pods.get("items") or []:
+            meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+            where = spec.get("nodeName")
+            if (not where or where not in nodes
+                    or (pod.get("status") or {}).get("phase") in _TERMINAL
+                    or (meta.get("labels") or {}).get(ORIGIN_LABEL) == origin):
+                continue
+            try:
+                requests = pod_requests(spec, f"pod {meta.get('namespace')}/{meta.get('name')}")
+            except ObjectError as exc:
+                problems.append(str(exc))
+                continue
+            total = used.setdefault(where, {})
+            for resource, amount in requests.items():
+                total[resource] = total.get(resource, 0) + amount
+            total[PODS] = total.get(PODS, 0) + POD_SLOT
+        observed = tuple(
+            node if node.name not in used else _with_requested(node, used[node.name])
+            for node in nodes.values())
+        listed = self._plain(self.batch.list_job_for_all_namespaces(
+            label_selector=f"{ORIGIN_LABEL}={origin}", _request_timeout=TIMEOUT))
+        copies = []
+        for job in listed.get("items") or []:
+            meta = job.get("metadata") or {}
+            copies.append(Copy(meta.get("namespace") or "default", meta.get("name") or "",
+                               workload_of(job) or "", job))
+        return Observation(observed, tuple(copies), tuple(problems))
+
+    def create(self, body: Body) -> str:
+        namespace = body["metadata"]["namespace"]
+        try:
+            self.core.read_namespace(namespace, _request_timeout=TIMEOUT)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            try:
+                namespace_body: Any = {"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": namespace}}
+                self.core.create_namespace(namespace_body, _request_timeout=TIMEOUT)
+            except ApiException as again:
+                if again.status != 409:
+                    raise
+        try:
+            job: Any = body  # the client sends a plain dict as it is
+            self.batch.create_namespaced_job(namespace, job, _request_timeout=TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 409:
+                return "exists"
+            raise
+        return "created"
+
+    def delete(self, namespace: str, name: str) -> str:
+        try:
+            self.batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground",
+                                             _request_timeout=TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return "absent"
+            raise
+        return "deleted"
+
+
+def _with_requested(node: Node, extra: dict[str, int]) -> Node:
+    requested = dict(node.requested)
+    for resource, amount in extra.items():
+        requested[resource] = requested.get(resource, 0) + amount
+    return replace(node, requested=requested)

@@ -1,0 +1,60 @@
+"""What the operator needs from a member cluster, whatever kind it is.
+
+A member adapter answers three calls, each idempotent so a retried task is
+harmless:
+
+* :meth:`MemberAdapter.observe` — one look at the member: its nodes (with what
+  the pods *not* sent by this manager already request on them) and every copy
+  this manager sent there (found by the origin label), with their status. A
+  successful observation is also the member's health check;
+* :meth:`MemberAdapter.create` — create a copy if absent (an existing copy of
+  the same name counts as created);
+* :meth:`MemberAdapter.delete` — delete a copy if present (absent counts as
+  deleted); the copy's pods go with it (foreground propagation).
+
+Only plain values cross this interface (they travel through rq as task
+arguments and results): nodes as :class:`placement.model.Node`, copies as
+:class:`Copy`. :mod:`.kubernetes_member` implements it for Kubernetes; a
+Redis worker-pool adapter can implement the same three calls later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from placement.model import Node
+
+Body = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """A copy this manager sent to a member, as observed there."""
+
+    namespace: str
+    name: str
+    #: The local Workload it stands for (``ns/name``), from its annotation; "" if unreadable.
+    workload: str
+    #: The member object's body (its status is what follows the copy home).
+    body: Body = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One successful look at a member."""
+
+    nodes: tuple[Node, ...]
+    copies: tuple[Copy, ...]
+    #: Objects that could not be read (a node with a bad quantity...); never fatal.
+    problems: tuple[str, ...] = ()
+
+
+class MemberAdapter(Protocol):
+    def observe(self, origin: str) -> Observation: ...
+    def create(self, body: Body) -> str: ...
+    def delete(self, namespace: str, name: str) -> str: ...

@@ -1,0 +1,49 @@
+"""Failover: a member that stops answering loses its workloads to the other member, without
+two running copies, and deletes its stale copy when it comes back."""
+
+from __future__ import annotations
+
+from tests.integration.multicluster.fleet import Fleet
+from tests.integration.operator import harness as h
+
+
+def evicted_for_cluster_lost(fleet: Fleet, name: str) -> bool:
+    """The operator announced the eviction (an Event on the Workload: ClusterLost)."""
+    workload = fleet.workload(name)["metadata"]["name"]
+    return any(e.get("reason") == "Evicted" and e["message"].startswith("ClusterLost")
+               and e["involvedObject"]["name"] == workload
+               for e in fleet.manager.list("v1", "Event", "default"))
+
+
+class TestFailover:
+    def test_a_lost_member_fails_over_and_cleans_up_when_back(self, own_fleet: Fleet) -> None:
+        fleet = own_fleet
+        fleet.set_members(b={"cost": [{"resource": "cpu", "price": "9"}]})  # a wins at first
+        h.settle(0.5)
+        fleet.submit(h.job("mobile", cpu="2"))
+        assert fleet.placed("mobile") == "a"
+
+        fleet.a.stop()
+        h.wait(fleet.manager, lambda: not h.is_true({"status": fleet.member_status("a")},
+                                                     "Active"), "a marked inactive")
+        assert h.condition({"status": fleet.member_status("a")}, "Active")["reason"] == \
+            "Unreachable"
+        moved = h.wait(fleet.manager, lambda: fleet.copy("b", "mobile"), "a copy in b", 20)
+        # The new copy started only after the workload was evicted from the lost member;
+        # the old one sits on the unreachable member (fenced: nothing can reach it).
+        assert evicted_for_cluster_lost(fleet, "mobile")
+        assert moved["spec"]["suspend"] is False
+        assert fleet.a.find("batch/v1", "Job", "mobile", "default") is not None
+        wl = h.wait(fleet.manager, lambda: (w := fleet.workload("mobile")).get("status", {})
+                    .get("clusterName") == "b" and w, "clusterName b")
+        assert h.is_true(wl, "Admitted")
+
+        fleet.a.start()
+        h.wait(fleet.manager, lambda: fleet.a.find("batch/v1", "Job", "mobile", "default")
+               is None, "the stale copy on a deleted")
+        h.wait(fleet.manager, lambda: h.is_true({"status": fleet.member_status("a")},
+                                                "Active"), "a Active again")
+        assert fleet.copies("mobile").keys() == {"b"}
+        fleet.finish("b", "mobile")
+        h.wait(fleet.manager, lambda: h.is_true(fleet.workload("mobile"), "Finished"),
+               "the moved Job to finish")
