@@ -177,12 +177,18 @@ class Engine:
         return record
 
     def restore(self, info: WorkloadInfo, admission: Admission, at: float, *,
-                admitted: bool = True) -> Record:
+                admitted: bool = True, checks: Mapping[str, tuple[str, str]] | None = None,
+                now: float | None = None) -> Record:
         """Re-enter a workload that already holds quota in a store (after a restart or a
-        takeover): usage counted, no decision made, nothing emitted.
+        takeover): usage counted, no decision made.
 
         The reserve step without the decision: the lifecycle is walked through the
-        table to QuotaReserved (and Admitted when ``admitted``).
+        table to QuotaReserved (and Admitted when ``admitted``). A workload restored
+        in QuotaReserved still waits for its admission checks: their stored states
+        (``checks``: name -> (state, message); missing ones are Pending) are kept,
+        and the controllers of the Pending ones are asked again — the verdict they
+        had not given yet was lost with the previous process. If every check is
+        already Ready (the admission was decided but not stored), it is admitted now.
         """
         record = self.records.get(info.key)
         if record is None or record.state is State.FINISHED:
@@ -191,10 +197,30 @@ class Engine:
         self.cache.assume(info, admission, at)
         self.topology.assume(info.pod_sets, admission)
         record.state = lifecycle.transition(info.key, record.state, Event.RESERVE)
-        if admitted:
-            record.state = lifecycle.transition(info.key, record.state, Event.ADMIT)
         record.admission, record.admitted_at = admission, at
         record.pending_reason = record.pending_message = None
+        if admitted:
+            record.state = lifecycle.transition(info.key, record.state, Event.ADMIT)
+            return record
+        now = at if now is None else now
+        stored = checks or {}
+        required = self._checks_for(admission)
+        record.checks = {c.name: stored[c.name] if stored.get(c.name, ("",))[0] == READY
+                         else (PENDING, "") for c in required}
+        if all(state == READY for state, _ in record.checks.values()):
+            self._admit(record, now)
+            return record
+        for check in required:
+            state, message = stored.get(check.name, (PENDING, ""))
+            if record.state is not State.QUOTA_RESERVED:
+                break
+            if state in (RETRY, REJECTED):  # decided, but the eviction was not stored
+                self.set_check(info.key, check.name, state, now, message)
+            elif state != READY:
+                controller = self.controllers.get(check.controller_name)
+                verdict = controller.reserved(record, check, now) if controller else None
+                if verdict is not None and record.state is State.QUOTA_RESERVED:
+                    self.set_check(info.key, check.name, verdict[0], now, verdict[1])
         return record
 
     def forget(self, key: str, now: float) -> Record:

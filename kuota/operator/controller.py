@@ -435,7 +435,7 @@ class Controller:
         if admission is not None and obj.has_quota_reservation:
             held = admission_from_status(admission, self.engine, info)
             state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
-            self._restore(info, held, created, state)
+            self._restore(info, held, created, state, obj)
             self.actions.adopt(key, held)
         else:
             self.engine.submit(info)
@@ -454,7 +454,7 @@ class Controller:
         held = admission_from_status(obj.status.admission, self.engine, record.info)
         log.warning("Workload %s holds quota written elsewhere; counting it", key)
         state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
-        self._restore(record.info, held, self.clock(), state)
+        self._restore(record.info, held, self.clock(), state, obj)
         self.actions.adopt(key, held)
         self._changed()
         if key in self.job_of_workload:
@@ -462,10 +462,14 @@ class Controller:
         if key in self.group_of_workload:
             self.actions.sync_group(self.group_of_workload[key])
 
-    def _restore(self, info: Any, admission: Admission, at: float, state: State) -> Record:
-        """Re-enter a workload that holds quota: usage counted, no decision, nothing emitted."""
+    def _restore(self, info: Any, admission: Admission, at: float, state: State,
+                 obj: api.Workload) -> Record:
+        """Re-enter a workload that holds quota: usage counted, no decision; one still
+        waiting for admission checks keeps their stored states."""
         assert self.engine is not None
-        return self.engine.restore(info, admission, at, admitted=state is State.ADMITTED)
+        checks = {c.name: (c.state, c.message) for c in obj.status.admission_checks}
+        return self.engine.restore(info, admission, at, admitted=state is State.ADMITTED,
+                                   checks=checks, now=self.clock())
 
     def _owner_job(self, body: Body) -> str | None:
         meta = body.get("metadata") or {}

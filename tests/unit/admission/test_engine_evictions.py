@@ -143,3 +143,30 @@ def test_restore_counts_usage_without_a_decision() -> None:
     assert sum(e.cache.tree.queues["cq"].usage.values()) == 3000
     assert e.drain_outbox() == []
     assert e.queues.heads() == []
+
+
+@pytest.mark.parametrize(("stored", "controller", "want_state", "want_asked", "want_checks"), [
+    # a verdict the previous process never gave: the controller is asked again
+    ({}, True, State.ADMITTED, True, {"gate": ("Ready", "approved")}),
+    ({"gate": ("Pending", "")}, False, State.QUOTA_RESERVED, False, {"gate": ("Pending", "")}),
+    # already decided: kept, not asked again
+    ({"gate": ("Ready", "ok")}, True, State.ADMITTED, False, {"gate": ("Ready", "ok")}),
+    ({"gate": ("Retry", "again")}, True, State.PENDING, False, {}),
+], ids=["pending-asks-again", "pending-no-controller", "ready-admits", "retry-evicts"])
+def test_restore_in_quota_reserved_resumes_admission_checks(
+        stored: dict[str, tuple[str, str]], controller: bool, want_state: State,
+        want_asked: bool, want_checks: dict[str, tuple[str, str]]) -> None:
+    from quota.workload import Admission, PodSetAdmission
+    e = engine(admission_checks=(("gate", ()),))
+    e.apply(AdmissionCheckConfig("gate", "example.com/approve"))
+    approver = ApproveAll()
+    if controller:
+        e.controllers["example.com/approve"] = approver
+    info = WorkloadBuilder("held").pod_set(count=3, cpu=1).obj()
+    admission = Admission("cq", (PodSetAdmission("main", 3, {"cpu": "f"}, {"cpu": 3000}),))
+    record = e.restore(info, admission, 5.0, admitted=False, checks=stored, now=7.0)
+    assert record.state is want_state
+    assert (approver.seen == [info.key]) is want_asked
+    assert record.checks == want_checks
+    held = sum(e.cache.tree.queues["cq"].usage.values())
+    assert held == (0 if want_state is State.PENDING else 3000)
