@@ -56,6 +56,9 @@ def place(pods: Sequence[GangPod], admission: Admission, pools: Mapping[str, Seq
           *, pool: str | None = None) -> Placed | Unplaceable:
     """Place the gang where the admission allows; ``pool``: the one pool dispatch chose."""
     if pool is not None:
+        if not pool:
+            return Unplaceable(f"member {admission.cluster} (chosen by multi-cluster dispatch) "
+                               "is not a Redis worker pool")
         if pool not in pools:
             return Unplaceable(f"pool {pool} (chosen by multi-cluster dispatch) has no Ready "
                                "nodes")
