@@ -8,13 +8,19 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
 2. **Read events** from the stream (blocking briefly when idle) and re-read
    each named workload from Redis; the engine follows what Redis says
    (submitted, cancelled, finished, requeued by a failed pod).
-3. **Schedule**: run cycles until idle, then persist the outbox
-   (:mod:`kuota.service.decisions`).
-4. **Place** admitted gangs on pool nodes and send their pods to the nodes'
-   rq queues (:mod:`kuota.service.placing`, :mod:`kuota.service.jobs`).
+3. **Schedule**: run cycles until idle, retry workloads waiting for a
+   member cluster, then persist the outbox (:mod:`kuota.service.decisions`)
+   and the dispatch decisions. Topology-aware admission and multi-cluster
+   dispatch see the pools' nodes (:mod:`kuota.service.topofeed`,
+   :mod:`kuota.service.members`).
+4. **Place** admitted gangs on pool nodes — on the nodes admission pinned, in
+   the pool dispatch chose (:mod:`kuota.service.pinning`) — and send their
+   pods to the nodes' rq queues (:mod:`kuota.service.placing`,
+   :mod:`kuota.service.jobs`).
 5. **Watch nodes** every few seconds: declare silent nodes lost and evict
-   (``NodeFailures``) what ran on them; re-read all workload states cheaply
-   to catch anything an event did not say.
+   what ran on them (``ClusterLost`` for a pool member with no node left,
+   else ``NodeFailures``); re-read all workload states cheaply to catch
+   anything an event did not say.
 6. **Publish** why pending workloads wait.
 
 Any :class:`~queueing.store.Fenced` answer, a config change, or a lost Redis
@@ -143,8 +149,9 @@ class Leader:
             self.last_event = events[-1].id
         now = self.clock()
         self._follow(events, now)
-        if self.nodes.dirty or (self.members is not None and self.members.dispatcher.waiting
-                                and any(e.kind == "pod" for e in events)):
+        if self._feeds_nodes() and (self.nodes.dirty or (
+                self.members is not None and self.members.dispatcher.waiting
+                and any(e.kind == "pod" for e in events))):
             self._read_nodes(now)
         self._schedule(now)
         self._place(now)
@@ -267,6 +274,11 @@ class Leader:
             self._check(status, f"storing the dispatch decision of {key}")
             if status != "ok":
                 log.debug("dispatch decision of %s not stored (%s)", key, status)
+
+    def _feeds_nodes(self) -> bool:
+        """Do admission or dispatch need the nodes before scheduling (else they are read
+        lazily, only when there is something to place)?"""
+        return self.members is not None or self.topology.active
 
     def _read_nodes(self, now: float) -> None:
         """Read the nodes again and pass them on to topology-aware admission and dispatch."""
