@@ -28,6 +28,7 @@ from typing import Any
 from kuota.service import submission, views
 from kuota.service.connection import Connection, connect
 from queueing.store import NodeRecord, Outcome, PodRecord, PodRef, Store, WorkloadRecord
+from queueing.store.objects import KINDS as STORED_KINDS
 from quota import api
 from quota.lifecycle import State
 
@@ -145,8 +146,7 @@ class Client:
             except api.ObjectError as exc:
                 problems += exc.problems
                 continue
-            if obj.kind not in ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
-                                "WorkloadPriorityClass"):
+            if obj.kind not in STORED_KINDS:
                 problems.append(api.Problem(where, obj.kind, obj.metadata.name, "kind",
                                             "not a queue object; submit Workloads with "
                                             "`kuota submit -f`"))

@@ -94,8 +94,8 @@ def parse_labels(text: str | None) -> dict[str, str]:
 
 
 def kinds_help() -> str:
-    return "ResourceFlavor, Cohort, ClusterQueue, LocalQueue (NAMESPACE/NAME), " \
-           "WorkloadPriorityClass, Namespace"
+    return "ResourceFlavor, Topology, AdmissionCheck, Cohort, ClusterQueue, LocalQueue " \
+           "(NAMESPACE/NAME), WorkloadPriorityClass, MultiClusterConfig, MemberCluster, Namespace"
 
 
 def print_json(doc: Any) -> None:

@@ -5,9 +5,11 @@ and lists them in its outbox (:class:`admission.events.WorkloadEvent`). This
 module writes them to the store, in order:
 
 * **Admitted / QuotaReserved** — batched into one pipeline of fenced ``admit``
-  scripts. A refused admission (the workload was cancelled meanwhile, say) is
-  *forgotten*: the engine gives the quota back and requeues it, and the
-  workload is re-read from Redis next round.
+  scripts (a reservation admitted later in the same batch is stored once, admitted;
+  one admitted in a later round moves the stored reservation to Admitted). A
+  refused admission (the workload was cancelled meanwhile, say) is *forgotten*:
+  the engine gives the quota back and requeues it, and the workload is re-read
+  from Redis next round.
 * **Evicted / Deactivated** (preemption, node failure, a stopped queue) — a
   fenced ``settle`` script that also asks the workload's pods to stop.
 * **Requeued / Finished** need no write: a requeue after backoff leaves the
@@ -84,17 +86,21 @@ def apply(leader: Leadership, events: Sequence[WorkloadEvent], now: float) -> Ap
 
 def _admit(leader: Leadership, events: list[WorkloadEvent], now: float,
            applied: Applied) -> None:
-    requests: list[AdmitRequest] = []
+    by_key: dict[str, AdmitRequest] = {}
     for event in events:
         admission = event.admission
         if admission is None:
             continue
         tracked = leader.tracked.get(event.key)
         attempt = tracked.attempt if tracked is not None else 0
-        requests.append(AdmitRequest(
+        # A reservation whose admission checks answered Ready in the same round (multi-cluster
+        # dispatch can answer at once) is stored once, as the admission it became.
+        by_key.pop(event.key, None)
+        by_key[event.key] = AdmitRequest(
             key=event.key, attempt=attempt, admission=admission,
             pods=sum(ps.count for ps in admission.pod_sets),
-            decision=leader.next_decision_id(), admit=event.kind is Kind.ADMITTED))
+            decision=leader.next_decision_id(), admit=event.kind is Kind.ADMITTED)
+    requests = list(by_key.values())
     if not requests:
         return
     statuses = leader.store.workloads.admit_many(leader.holder, requests, now)

@@ -8,13 +8,19 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
 2. **Read events** from the stream (blocking briefly when idle) and re-read
    each named workload from Redis; the engine follows what Redis says
    (submitted, cancelled, finished, requeued by a failed pod).
-3. **Schedule**: run cycles until idle, then persist the outbox
-   (:mod:`kuota.service.decisions`).
-4. **Place** admitted gangs on pool nodes and send their pods to the nodes'
-   rq queues (:mod:`kuota.service.placing`, :mod:`kuota.service.jobs`).
+3. **Schedule**: run cycles until idle, retry workloads waiting for a
+   member cluster, then persist the outbox (:mod:`kuota.service.decisions`)
+   and the dispatch decisions. Topology-aware admission and multi-cluster
+   dispatch see the pools' nodes (:mod:`kuota.service.topofeed`,
+   :mod:`kuota.service.members`).
+4. **Place** admitted gangs on pool nodes — on the nodes admission pinned, in
+   the pool dispatch chose (:mod:`kuota.service.pinning`) — and send their
+   pods to the nodes' rq queues (:mod:`kuota.service.placing`,
+   :mod:`kuota.service.jobs`).
 5. **Watch nodes** every few seconds: declare silent nodes lost and evict
-   (``NodeFailures``) what ran on them; re-read all workload states cheaply
-   to catch anything an event did not say.
+   what ran on them (``ClusterLost`` for a pool member with no node left,
+   else ``NodeFailures``); re-read all workload states cheaply to catch
+   anything an event did not say.
 6. **Publish** why pending workloads wait.
 
 Any :class:`~queueing.store.Fenced` answer, a config change, or a lost Redis
@@ -30,9 +36,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from admission.engine import Engine
-from kuota.service import decisions, jobs, placing, rebuild
+from kuota.service import decisions, jobs, pinning, placing, rebuild, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
+from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
 from queueing.store.events import Event
@@ -106,10 +113,20 @@ class Leader:
         self.last_event = self.store.events.last_id()
         loaded = rebuild.load(self.store, config)
         self.engine: Engine = loaded.engine
+        # Topology-aware admission and multi-cluster dispatch to pools (issues 6 and 7).
+        self.topology = topofeed.TopologyFeed(self.engine, loaded.configs.topologies)
+        configs = loaded.configs
+        self.members: PoolMembers | None = (
+            PoolMembers(self.engine, configs.members, configs.multicluster_configs)
+            if wanted(configs.objects, configs.members, configs.multicluster_configs) else None)
         for key, message in loaded.invalid.items():
             self._check(self.store.workloads.reject(holder, key, message=message, now=now),
                         f"rejecting {key}")
         self._resume([r for k, r in loaded.workloads.items() if k not in loaded.invalid], now)
+        self._read_nodes(now)
+        if self.members is not None:
+            self.members.resume(now)
+            self._persist(now)
         self._renew_at = clock()  # loading may have taken a while: renew in the first step
         log.info("leading as %s: %d workloads, %d holding quota", holder,
                  len(self.engine.records), len(self.engine.cache.workloads))
@@ -132,6 +149,10 @@ class Leader:
             self.last_event = events[-1].id
         now = self.clock()
         self._follow(events, now)
+        if self._feeds_nodes() and (self.nodes.dirty or (
+                self.members is not None and self.members.dispatcher.waiting
+                and any(e.kind == "pod" for e in events))):
+            self._read_nodes(now)
         self._schedule(now)
         self._place(now)
         if now >= self._node_check_at:
@@ -177,7 +198,9 @@ class Leader:
                 records[key] = dataclasses.replace(records[key], spec_json=text)
             for key in sorted(keys):
                 self._reconcile(key, records.get(key), now)
-        self.engine.drain_outbox()  # these changes mirror Redis: nothing to write back
+        mirrored = self.engine.drain_outbox()  # these mirror Redis: nothing to write back
+        if self.members is not None and self.members.observe(mirrored):
+            self.members.refresh(self.nodes, self.unplaced, now)
 
     def _reconcile(self, key: str, stored: WorkloadRecord | None, now: float) -> None:
         mine = self.engine.records.get(key)
@@ -226,12 +249,44 @@ class Leader:
     # -- 3. schedule -------------------------------------------------------------------
     def _schedule(self, now: float) -> None:
         self.engine.run_until_idle(now)
+        if self.members is not None and self.members.retry(now):
+            self.engine.run_until_idle(now)  # a Retry verdict requeues: it may fit elsewhere
         self._persist(now)
+        if self.members is not None:
+            self._write_decisions()
 
     def _persist(self, now: float) -> None:
         events = self.engine.drain_outbox()
         if events:
             decisions.apply(self, events, now)
+            if self.members is not None and self.members.observe(events):
+                self.members.refresh(self.nodes, self.unplaced, now)
+
+    def _write_decisions(self) -> None:
+        """Dispatch decisions, on the workload records, for ``kuota why``."""
+        assert self.members is not None
+        attempts = {key: t.attempt for key, t in self.tracked.items()}
+        unwritten = self.members.unwritten(attempts)
+        if not unwritten:
+            return
+        for (key, _, _), status in zip(unwritten, self.store.workloads.set_dispatch(
+                self.holder, unwritten), strict=True):
+            self._check(status, f"storing the dispatch decision of {key}")
+            if status != "ok":
+                log.debug("dispatch decision of %s not stored (%s)", key, status)
+
+    def _feeds_nodes(self) -> bool:
+        """Do admission or dispatch need the nodes before scheduling (else they are read
+        lazily, only when there is something to place)?"""
+        return self.members is not None or self.topology.active
+
+    def _read_nodes(self, now: float) -> None:
+        """Read the nodes again and pass them on to topology-aware admission and dispatch."""
+        if self.nodes.dirty:
+            self.nodes.refresh()
+        self.topology.sync(self.nodes)
+        if self.members is not None:
+            self.members.refresh(self.nodes, self.unplaced, now)
 
     # -- 4. place ----------------------------------------------------------------------
     def _place(self, now: float) -> None:
@@ -245,7 +300,10 @@ class Leader:
             if record is None or record.admission is None or key not in self.tracked:
                 self.unplaced.pop(key)
                 continue
-            kind = (record.info.equivalence, repr(record.admission.flavor_summary()))
+            # Pinned nodes and a dispatched pool decide where a gang may go, too.
+            where = pinning.placement_key(record.admission, self.members.pools()
+                                          if self.members is not None else {})
+            kind = (record.info.equivalence, repr(record.admission.flavor_summary()) + where)
             self._kind_of[key] = kind
             self._by_kind.setdefault(kind, {})[key] = None
         # Gangs of one kind (same pod sets, same flavors) fit or fail alike: each kind is
@@ -261,7 +319,9 @@ class Leader:
                 assert record.admission is not None
                 pods = placing.gang_pods(record.info, record.admission,
                                          self.engine.cache.flavors)
-                result = placing.place(pods, pools)
+                pool = (self.members.pool_for(record.admission)
+                        if self.members is not None else None)
+                result = pinning.place(pods, record.admission, pools, pool=pool)
                 if isinstance(result, placing.Unplaceable):
                     self._waiting_why[kind] = result.reason
                     break
@@ -326,6 +386,8 @@ class Leader:
                     log.warning("node %s lost: no heartbeat for %gs", node.name,
                                 self.timing.node_timeout)
         self.nodes.refresh()
+        self._read_nodes(now)
+        self._evict_from_lost_members(now)
         self._evict_from_lost_nodes(now)
         self._persist(now)
         self._sent_at = {k: at for k, at in self._sent_at.items() if k in self.tracked}
@@ -336,6 +398,19 @@ class Leader:
         if now >= self._resync_at:
             self._resync_at = now + self.timing.resync_every
             self._resync()
+
+    def _evict_from_lost_members(self, now: float) -> None:
+        """Requeue what holds quota on a pool member with no node left (ClusterLost), and
+        admitted gangs pinned to nodes that are gone (NodeFailures): both wait to be
+        admitted again elsewhere. Runs before the per-node check, so each is evicted once."""
+        if self.members is not None:
+            for key, message in self.members.lost().items():
+                self.engine.evict(key, now, CLUSTER_LOST, "", message)
+        for key, nodes in topofeed.lost_pins(self.engine, list(self.unplaced),
+                                             self.nodes.records).items():
+            self.engine.evict(key, now, "NodeFailures", "",
+                              f"node(s) {', '.join(nodes)} chosen by topology-aware admission "
+                              "were lost before the pods were placed")
 
     def _evict_from_lost_nodes(self, now: float) -> None:
         """Requeue gangs with a pod that was live on a node now gone (NodeFailures)."""
@@ -379,6 +454,8 @@ class Leader:
     # -- 6. publish reasons -------------------------------------------------------------
     def _publish_reasons(self, now: float) -> None:
         self._reasons_at = now + self.timing.reasons_every
+        if self.members is not None:
+            self.members.reasons()
         changed: list[tuple[str, int, str, str]] = []
         for key, record in self.engine.records.items():
             kind = self._kind_of.get(key)

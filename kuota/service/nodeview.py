@@ -12,7 +12,7 @@ a wrong count.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from kuota.service import placing
 from placement.model import Node
@@ -58,6 +58,18 @@ class NodeView:
             if record.ready:
                 pools.setdefault(record.pool, []).append(self._values[name])
         return pools
+
+    def usage_by_node(self, include: Callable[[str], bool]) -> dict[str, ResourceVector]:
+        """Summed requests of the live pods on each node whose workload key passes
+        ``include`` (topology-aware admission counts some pods itself)."""
+        out: dict[str, dict[str, int]] = {}
+        for pod_id, node in self._pod_nodes.items():
+            if not include(PodRef.parse(pod_id).workload):
+                continue
+            used = out.setdefault(node, {})
+            for resource, amount in self._pod_requests.get(pod_id, {}).items():
+                used[resource] = used.get(resource, 0) + amount
+        return dict(out)
 
     def epoch(self, node: str) -> int:
         return self.records[node].epoch

@@ -36,6 +36,11 @@ class Configs:
     priority_classes: dict[str, int] = field(default_factory=dict)
     #: ``Kind/name`` -> why a stored object could not be read (skipped).
     problems: dict[str, str] = field(default_factory=dict)
+    #: Objects that are not engine configs: Topologies (for topology-aware flavors),
+    #: MultiClusterConfigs and MemberClusters (pool members for multi-cluster dispatch).
+    topologies: list[api.Topology] = field(default_factory=list)
+    multicluster_configs: list[api.MultiClusterConfig] = field(default_factory=list)
+    members: list[api.MemberCluster] = field(default_factory=list)
 
 
 @dataclass
@@ -61,6 +66,12 @@ def load_configs(store: Store) -> Configs:
                 continue
             if isinstance(obj, api.WorkloadPriorityClass):
                 configs.priority_classes[obj.metadata.name] = obj.value
+            elif isinstance(obj, api.Topology):
+                configs.topologies.append(obj)
+            elif isinstance(obj, api.MultiClusterConfig):
+                configs.multicluster_configs.append(obj)
+            elif isinstance(obj, api.MemberCluster):
+                configs.members.append(obj)
             else:
                 configs.objects.append(convert.config(obj))
     return configs

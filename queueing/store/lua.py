@@ -109,6 +109,16 @@ local w = redis.call("HMGET", KEYS[2], "state", "attempt", "decision")
 if not w[1] then return "missing" end
 if w[3] == ARGV[7] then return "ok:" .. w[2] end
 if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+-- The admission checks of a stored reservation passed: admitted in the same attempt
+-- (the admission may now name the member cluster dispatch chose).
+if w[1] == "QuotaReserved" and ARGV[8] == "1" then
+  local target = step(w[1], "admit")
+  redis.call("HSET", KEYS[2], "state", target, "admission", ARGV[3], "reason", "",
+             "message", "", "decision", ARGV[7])
+  note(KEYS[3], {at = tonumber(ARGV[5]), event = target, clusterQueue = ARGV[4],
+                 attempt = tonumber(w[2])})
+  return "ok:" .. w[2]
+end
 local reserved = step(w[1], "reserve")
 local admitted = reserved
 if reserved and ARGV[8] == "1" then admitted = step(reserved, "admit") end
@@ -196,7 +206,8 @@ return "ok"
 """
 
 SET_REASONS: Final = r"""
--- Record why workloads wait: for quota (Pending) or for nodes (Admitted, not placed yet).
+-- Record why workloads wait: for quota (Pending), for admission checks (QuotaReserved)
+-- or for nodes (Admitted, not placed yet).
 -- KEYS[1] lease  KEYS[2..] workload hashes
 -- ARGV[1] lease holder  then per workload: attempt, reason, message
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
@@ -204,12 +215,26 @@ local n = 0
 for i = 2, #KEYS do
   local base = 2 + (i - 2) * 3
   local w = redis.call("HMGET", KEYS[i], "state", "attempt")
-  if (w[1] == "Pending" or w[1] == "Admitted") and w[2] == ARGV[base] then
+  if (w[1] == "Pending" or w[1] == "QuotaReserved" or w[1] == "Admitted")
+      and w[2] == ARGV[base] then
     redis.call("HSET", KEYS[i], "reason", ARGV[base + 1], "message", ARGV[base + 2])
     n = n + 1
   end
 end
 return "ok:" .. n
+"""
+
+SET_DISPATCH: Final = r"""
+-- Record multi-cluster dispatch decisions (JSON, for `kuota why`) on workloads holding quota.
+-- KEYS[1] lease  KEYS[2] workload hash
+-- ARGV[1] lease holder  ARGV[2] attempt the decision was made for  ARGV[3] decision JSON
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local w = redis.call("HMGET", KEYS[2], "state", "attempt")
+if not w[1] then return "missing" end
+if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+if not HOLDS_QUOTA[w[1]] then return "state:" .. w[1] end
+redis.call("HSET", KEYS[2], "dispatch", ARGV[3])
+return "ok"
 """
 
 CANCEL: Final = r"""
@@ -406,7 +431,8 @@ return "ok"
 #: Every script, by name; each gets the prologue.
 SCRIPTS: Final = {
     "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "settle": SETTLE, "reject": REJECT,
-    "set_reasons": SET_REASONS, "cancel": CANCEL, "pod_start": POD_START, "pod_exit": POD_EXIT,
+    "set_reasons": SET_REASONS, "set_dispatch": SET_DISPATCH, "cancel": CANCEL,
+    "pod_start": POD_START, "pod_exit": POD_EXIT,
     "register_node": REGISTER_NODE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
 }

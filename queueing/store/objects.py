@@ -1,5 +1,6 @@
-"""Queue objects in Redis: ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
-WorkloadPriorityClasses and namespace labels, stored as the manifests users apply.
+"""Queue objects in Redis: ResourceFlavors, Topologies, AdmissionChecks, Cohorts,
+ClusterQueues, LocalQueues, WorkloadPriorityClasses, MultiClusterConfigs, MemberClusters
+(pool members) and namespace labels, stored as the manifests users apply.
 
 Objects are kept in their manifest form (checked by :mod:`quota.api` before
 they get here), one hash per kind, so the scheduler rebuilds its configs with
@@ -19,7 +20,8 @@ from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.keys import Keys
 
 #: Kinds the store keeps, in the order a scheduler applies them.
-KINDS: Final = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+KINDS: Final = ("ResourceFlavor", "Topology", "AdmissionCheck", "Cohort", "ClusterQueue",
+                "LocalQueue", "WorkloadPriorityClass", "MultiClusterConfig", "MemberCluster")
 #: Namespaced kinds are stored as ``namespace/name``.
 NAMESPACED: Final = frozenset({"LocalQueue"})
 

@@ -133,6 +133,8 @@ class WorkloadRecord:
     backoff_limit: int = 0
     finished_at: float | None = None
     submission: str = ""
+    #: The latest multi-cluster dispatch decision (``Decision.to_dict`` as JSON), if any.
+    dispatch_json: str = ""
 
     @classmethod
     def from_hash(cls, key: str, h: Mapping[str, str]) -> WorkloadRecord:
@@ -150,13 +152,22 @@ class WorkloadRecord:
             placement=tuple(json.loads(placement)) if placement else (),
             pods=_int(h, "pods"), pods_done=_int(h, "pods_done"), failures=_int(h, "failures"),
             backoff_limit=_int(h, "backoff_limit"), finished_at=_float(h, "finished_at"),
-            submission=h.get("submission", ""))
+            submission=h.get("submission", ""), dispatch_json=h.get("dispatch", ""))
 
     def spec(self) -> dict[str, Any]:
         """The Workload manifest as submitted."""
         doc = json.loads(self.spec_json) if self.spec_json else {}
         if not isinstance(doc, dict):
             raise ValueError(f"workload {self.key}: stored spec is not an object")
+        return doc
+
+    def dispatch(self) -> dict[str, Any] | None:
+        """The latest dispatch decision as stored, or None when there is none."""
+        if not self.dispatch_json:
+            return None
+        doc = json.loads(self.dispatch_json)
+        if not isinstance(doc, dict):
+            raise ValueError(f"workload {self.key}: stored dispatch decision is not an object")
         return doc
 
     def pod_refs(self) -> list[PodRef]:

@@ -207,6 +207,13 @@ class WorkloadStore:
         return self._scripts.run(
             "set_reasons", [self._keys.lease, *(self._keys.workload(r[0]) for r in reasons)], args)
 
+    def set_dispatch(self, holder: str,
+                     decisions: Sequence[tuple[str, int, str]]) -> list[str]:
+        """(key, attempt, decision JSON) for workloads holding quota; one status each."""
+        k = self._keys
+        return self._batch("set_dispatch", [([k.lease, k.workload(key)], [holder, attempt, doc])
+                                            for key, attempt, doc in decisions])
+
     def _batch(self, script: str, calls: Sequence[tuple[list[str], list[object]]]) -> list[str]:
         if not calls:
             return []
