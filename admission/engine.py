@@ -212,16 +212,31 @@ class Engine:
             return record
         for check in required:
             state, message = stored.get(check.name, (PENDING, ""))
-            if record.state is not State.QUOTA_RESERVED:
-                break
-            if state in (RETRY, REJECTED):  # decided, but the eviction was not stored
+            if state in (RETRY, REJECTED) and record.state is State.QUOTA_RESERVED:
+                # decided, but the eviction was not stored
                 self.set_check(info.key, check.name, state, now, message)
-            elif state != READY:
-                controller = self.controllers.get(check.controller_name)
-                verdict = controller.reserved(record, check, now) if controller else None
-                if verdict is not None and record.state is State.QUOTA_RESERVED:
-                    self.set_check(info.key, check.name, verdict[0], now, verdict[1])
+        self._ask_pending(record, now)
         return record
+
+    def ask_pending_checks(self, now: float) -> None:
+        """Ask the controllers again for every Pending check of every reserved workload:
+        for an adapter that registers a controller after restoring workloads."""
+        for record in list(self.records.values()):
+            if record.state is State.QUOTA_RESERVED:
+                self._ask_pending(record, now)
+
+    def _ask_pending(self, record: Record, now: float) -> None:
+        if record.admission is None:
+            return
+        for check in self._checks_for(record.admission):
+            if record.state is not State.QUOTA_RESERVED:
+                return
+            if record.checks.get(check.name, (PENDING, ""))[0] != PENDING:
+                continue
+            controller = self.controllers.get(check.controller_name)
+            verdict = controller.reserved(record, check, now) if controller else None
+            if verdict is not None and record.state is State.QUOTA_RESERVED:
+                self.set_check(record.info.key, check.name, verdict[0], now, verdict[1])
 
     def forget(self, key: str, now: float) -> Record:
         """A reservation could not be persisted: give the quota back and requeue."""

@@ -45,7 +45,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from admission.engine import PENDING, READY, Engine, Record
+from admission.engine import READY, Engine, Record
 from admission.events import Kind, WorkloadEvent
 from kuota.service.nodeview import NodeView
 from multicluster import convert
@@ -196,34 +196,9 @@ class PoolMembers:
         return len(verdicts)
 
     def resume(self, now: float) -> None:
-        """Ask again for reservations restored from Redis whose checks had not answered."""
-        for record in list(self.engine.records.values()):
-            if record.state is not State.QUOTA_RESERVED or record.admission is None \
-                    or record.checks:
-                continue
-            checks = self._checks_for(record.admission)
-            record.checks = {c.name: (PENDING, "") for c in checks}
-            for check in checks:
-                if check.controller_name != CONTROLLER_NAME:
-                    continue
-                verdict = self.dispatcher.reserved(record, check, now)
-                if verdict is not None and record.state is State.QUOTA_RESERVED:
-                    self.engine.set_check(record.info.key, check.name, verdict[0], now,
-                                          verdict[1])
-            if not checks:  # the checks were removed meanwhile: reserve again from the queue
-                self.engine.evict(record.info.key, now, CHECK_REASON, "",
-                                  "the ClusterQueue's admission checks changed while the "
-                                  "workload held quota; queued again")
-
-    def _checks_for(self, admission: Admission) -> list[AdmissionCheckConfig]:
-        """The checks the ClusterQueue asks of this admission (as the engine picks them)."""
-        cache = self.engine.cache
-        cq = cache.cluster_queues.get(admission.cluster_queue)
-        if cq is None:
-            return []
-        used = {f for ps in admission.pod_sets for f in ps.flavors.values()}
-        return [cache.admission_checks[name] for name, on in cq.admission_checks
-                if name in cache.admission_checks and (not on or used & set(on))]
+        """Ask again for reservations restored from Redis whose checks had not answered
+        (they were restored before the dispatcher was registered)."""
+        self.engine.ask_pending_checks(now)
 
     # -- what the leader writes ------------------------------------------------------------
     def reasons(self) -> None:

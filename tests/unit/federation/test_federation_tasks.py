@@ -45,13 +45,13 @@ class TestTaskRunner:
     def test_a_failing_call_is_retried_after_a_pause_and_succeeds(
             self, runner: TaskRunner) -> None:
         CALLS.clear()
-        started = time.monotonic()
         assert runner.submit("create:m:x", flaky, "x", 1)
         assert not runner.submit("create:m:x", flaky, "x", 1)  # one in flight per key
         outcome = wait_outcome(runner)
         assert outcome == Outcome("create:m:x", True, "x done after 2")
-        # rq schedules retries by the whole second: the 1 s pause ends at the next second.
-        assert time.monotonic() - started >= 0.3
+        # one failure, one retry (rq schedules it by the whole second, so its pause is
+        # anything up to a second: not asserted)
+        assert CALLS["x"] == 2
         assert not runner.busy("create:m:x")
 
     def test_retries_run_out_and_the_error_is_reported(self, runner: TaskRunner) -> None:

@@ -137,3 +137,34 @@ def test_pending_reasons_reach_reservations_waiting_for_checks() -> None:
     assert store.workloads.set_reasons(holder, [("ns/r", 1, "AdmissionCheck", "no member")]) \
         == "ok:1"
     assert store.workloads.get("ns/r").message == "no member"
+
+
+def test_a_reservation_restored_before_the_dispatcher_existed_is_dispatched_on_resume() -> None:
+    """A new leader restores workloads from Redis before it registers the dispatcher: the
+    check the old leader had not answered is asked again once it is."""
+    from quota.api.multiclusterconfig import MultiClusterConfig
+    from quota.config import AdmissionCheckConfig
+    from tests.builders import ClusterQueueBuilder, local_queue
+    engine = Engine()
+    engine.apply(FlavorConfig("f", {}))
+    engine.apply(AdmissionCheckConfig("dispatch", "kuota.dev/multicluster",
+                                      {"kind": "MultiClusterConfig", "name": "fleet"}))
+    engine.apply(ClusterQueueBuilder("cq").flavor("f", {"cpu": 4})
+                 .set(admission_checks=(("dispatch", ()),)).obj())
+    engine.apply(local_queue("cq", name="lq"))
+    info = WorkloadInfo("ns", "w", "lq", (PodSetInfo("main", 1, {"cpu": 1000}),))
+    admission = Admission("cq", (PodSetAdmission("main", 1, {"cpu": "f"}, {"cpu": 1000}),))
+    record = engine.restore(info, admission, 1.0, admitted=False)
+    assert record.state is State.QUOTA_RESERVED and record.checks == {
+        "dispatch": ("Pending", "")}, "no controller yet: the check waits"
+    fleet = api.parse_object({"apiVersion": "kuota.dev/v1alpha1", "kind": "MultiClusterConfig",
+                              "metadata": {"name": "fleet"}, "spec": {"clusters": ["east"]}},
+                             source="test")
+    assert isinstance(fleet, MultiClusterConfig)
+    members = PoolMembers(engine, [member("east", "east")], [fleet])
+    store = new_store()
+    node(store, "e1", pool="east")
+    members.refresh(NodeView(store), [], now=2.0)
+    members.resume(2.0)
+    assert record.state is State.ADMITTED
+    assert record.admission is not None and record.admission.cluster == "east"
