@@ -7,20 +7,47 @@ the test is skipped, unless KUOTA_REQUIRE_REDIS=1 (CI), where it fails.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import redis
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port *below* the kernel's ephemeral range.
+
+    A port from ``bind(("127.0.0.1", 0))`` is ephemeral: once our redis-server is
+    killed for a restart, the kernel may hand the same port to another test's
+    server or client socket, and the restarted server could not bind it (or,
+    worse, the readiness check would get a PONG from someone else's server).
+    Ports below the range are only ever taken on purpose.
+    """
+    low = max(1024, min(_ephemeral_range()[0], 65536) - 12000)
+    high = min(_ephemeral_range()[0], 65536)
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port found in {low}..{high}")
 
 
 def redis_missing(why: str) -> None:
@@ -52,15 +79,28 @@ class RedisServer:
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(64).startswith(b"+PONG"):
-                        return self
-            except OSError:
-                time.sleep(0.05)
+            pid = self._server_pid()
+            if pid == self.proc.pid:
+                return self
+            if pid is not None or self.proc.poll() is not None:
+                # Ours exited (could not bind the port?) or someone else's server answers.
+                self.stop(kill=True)
+                pytest.fail(f"redis-server could not serve port {self.port}: "
+                            + (f"process {pid} answers there" if pid else "it exited"))
+            time.sleep(0.05)
         self.stop(kill=True)
         pytest.fail(f"redis-server did not start on port {self.port}")
+
+    def _server_pid(self) -> int | None:
+        """The process id of whatever redis answers on our port; None if nothing does yet."""
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.5,
+                             socket_connect_timeout=0.2)
+        try:
+            return int(client.info("server")["process_id"])
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+            return None
+        finally:
+            client.close()
 
     def stop(self, *, kill: bool = False) -> None:
         if self.proc is None:
