@@ -27,7 +27,13 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
@@ -79,6 +85,17 @@ class OpenModel(ApiModel):
     """Base of structures we only partly type (pod templates): unknown keys are kept."""
 
     model_config = ConfigDict(**_COMMON, extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_null_extras(cls, data: Any) -> Any:
+        # A null field means "unset" in a manifest; keeping an unknown one as None would
+        # make the object differ from its own manifest form, which leaves nulls out.
+        if isinstance(data, dict) and None in data.values():
+            known = {f.alias or name for name, f in cls.model_fields.items()} | set(
+                cls.model_fields)
+            return {k: v for k, v in data.items() if v is not None or k in known}
+        return data
 
 
 class StatusModel(ApiModel):
