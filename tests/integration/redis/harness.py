@@ -103,14 +103,15 @@ def local_cluster(url: str, prefix: str, nodes: Sequence[WorkerOptions] = (), *,
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0,
-             every: float = 0.05) -> Any:
+             every: float = 0.05, explain: Callable[[], str] | None = None) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            detail = f"\n{explain()}" if explain is not None else ""
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}{detail}")
         time.sleep(every)
 
 
