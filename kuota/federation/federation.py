@@ -122,6 +122,9 @@ class Federation:
         self.holders: dict[str, set[str]] = {}
         #: (workload, member) whose copy's creation has been confirmed.
         self.created: set[tuple[str, str]] = set()
+        #: Workloads found dispatched when this replica started leading (the dispatcher did
+        #: not place them): their usage is adopted from each observation of their copy.
+        self.adopted: set[str] = set()
         #: Task key of a delete in flight -> (workload, member).
         self._deleting: dict[str, tuple[str, str]] = {}
         self._decisions_written: dict[str, Any] = {}
@@ -137,6 +140,7 @@ class Federation:
         self.members.clear()
         self.wanted.clear()
         self.created.clear()
+        self.adopted.clear()
         self._decisions_written.clear()
         objects = self.controller.objects
         for body in objects.all("MultiClusterConfig"):
@@ -148,6 +152,7 @@ class Federation:
             if cluster and _condition(body, "Admitted") and not _condition(body, "Finished"):
                 key = key_of(body)
                 self.wanted[key] = cluster
+                self.adopted.add(key)
                 self.holders.setdefault(key, set()).add(cluster)
 
     def detach(self) -> None:
@@ -249,8 +254,13 @@ class Federation:
             if event.kind is Kind.ADMITTED and event.admission is not None \
                     and event.admission.cluster:
                 self.wanted[key] = event.admission.cluster
+                self.adopted.discard(key)
             elif event.kind in _RELEASING:
-                self.dispatcher.released(key)
+                self.adopted.discard(key)
+                if event.kind is Kind.FINISHED:
+                    self.dispatcher.forget(key)
+                else:
+                    self.dispatcher.released(key)
                 if self.wanted.pop(key, None) is not None:
                     self._delete_everywhere(key)
 
@@ -382,6 +392,11 @@ class Federation:
         for workload in plan.create:
             self.created.discard((workload, name))
         for found in plan.follow:
+            if self.wanted.get(found.workload) == name:
+                self.created.add((found.workload, name))
+                if found.workload in self.adopted and self.dispatcher is not None:
+                    # dispatched by an earlier leader: count its pods as they are now
+                    self.dispatcher.adopt(found.workload, name, found.usage)
             self._follow(found.workload, found.body)
         for found in plan.delete:
             self._submit_delete(member, found.workload, found.key)

@@ -5,8 +5,11 @@ harmless:
 
 * :meth:`MemberAdapter.observe` — one look at the member: its nodes (with what
   the pods *not* sent by this manager already request on them) and every copy
-  this manager sent there (found by the origin label), with their status. A
-  successful observation is also the member's health check;
+  this manager sent there (found by the origin label), with their status and
+  what their own bound pods request per node (:attr:`Copy.usage`: a restarted
+  manager counts the copies it finds with it, see
+  :meth:`multicluster.controller.Dispatcher.adopt`). A successful observation
+  is also the member's health check;
 * :meth:`MemberAdapter.create` — create a copy if absent (an existing copy of
   the same name counts as created);
 * :meth:`MemberAdapter.delete` — delete a copy if present (absent counts as
@@ -20,6 +23,7 @@ Redis worker-pool adapter can implement the same three calls later.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,6 +42,9 @@ class Copy:
     workload: str
     #: The member object's body (its status is what follows the copy home).
     body: Body = field(default_factory=dict, compare=False)
+    #: Node -> what the copy's bound, running pods request there (pods included);
+    #: empty before the member has made and placed its pods.
+    usage: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> str:
