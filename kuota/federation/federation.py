@@ -325,7 +325,7 @@ class Federation:
             self._publish(member)
             return
         self.runner.submit(f"observe:{member.name}", tasks.observe, member.spec, self.origin,
-                           retry=False)
+                           retry=False, lane=member.name)
 
     async def _spec(self, obj: api.MemberCluster) -> Body:
         """The task spec of a Kubernetes member: its kubeconfig, from a file or a Secret."""
@@ -410,7 +410,8 @@ class Federation:
         assert self.runner is not None and member.spec is not None
         namespace, _, name = copy_key.partition("/")
         key = f"delete:{member.name}:{copy_key}"
-        if self.runner.submit(key, tasks.delete, member.spec, namespace, name):
+        if self.runner.submit(key, tasks.delete, member.spec, namespace, name,
+                              lane=member.name):
             self._deleting[key] = (workload, member.name)
 
     def _follow(self, workload: str, remote: Body) -> None:
@@ -513,7 +514,7 @@ class Federation:
             body = self._remote_body(engine, workload, cluster)
             if body is None:
                 continue
-            if self.runner.submit(key, tasks.create, member.spec, body):
+            if self.runner.submit(key, tasks.create, member.spec, body, lane=cluster):
                 self.holders.setdefault(workload, set()).add(cluster)
 
     def _remote_body(self, engine: Engine, workload: str, cluster: str) -> Body | None:

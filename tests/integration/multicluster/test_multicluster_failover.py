@@ -3,6 +3,8 @@ two running copies, and deletes its stale copy when it comes back."""
 
 from __future__ import annotations
 
+import time
+
 from tests.integration.multicluster.fleet import Fleet
 from tests.integration.operator import harness as h
 
@@ -47,3 +49,23 @@ class TestFailover:
         fleet.finish("b", "mobile")
         h.wait(fleet.manager, lambda: h.is_true(fleet.workload("mobile"), "Finished"),
                "the moved Job to finish")
+
+    def test_a_hanging_member_does_not_delay_the_others(self, own_fleet: Fleet) -> None:
+        # Each member has its own task worker: while every call to a waits out its timeout
+        # (10 s), b is still observed, and a Job goes to b and is followed home at once.
+        fleet = own_fleet
+        fleet.a.pause()
+        try:
+            h.settle(1.2)  # a is stale now (staleAfter 1s): the Health filter keeps it out
+            started = time.monotonic()
+            fleet.submit(h.job("around", cpu="2"))
+            assert fleet.placed("around", timeout=4) == "b"
+            fleet.finish("b", "around")
+            h.wait(fleet.manager, lambda: h.is_true(fleet.workload("around"), "Finished"),
+                   "the Job on b finished", 4)
+            assert time.monotonic() - started < 5
+            assert h.is_true({"status": fleet.member_status("b")}, "Active")
+        finally:
+            fleet.a.resume()
+        h.wait(fleet.manager, lambda: h.is_true({"status": fleet.member_status("a")},
+                                                "Active"), "a Active again", 15)
