@@ -53,7 +53,8 @@ import yaml
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
 from kuota.federation import reconcile, remote_job, tasks
-from kuota.federation.member import Observation
+from kuota.federation.create_failures import REFUSED, CreateFailures
+from kuota.federation.member import Observation, refusal_of
 from kuota.operator import names, status
 from kuota.operator.client import ApiError
 from kuota.operator.objects import key_of
@@ -125,6 +126,9 @@ class Federation:
         #: Workloads found dispatched when this replica started leading (the dispatcher did
         #: not place them): their usage is adopted from each observation of their copy.
         self.adopted: set[str] = set()
+        #: Creates that failed after their retries: when to try again, when to give up.
+        self.failures = CreateFailures(backoff=self.options.create_backoff,
+                                       attempts=self.options.create_attempts)
         #: Task key of a delete in flight -> (workload, member).
         self._deleting: dict[str, tuple[str, str]] = {}
         self._decisions_written: dict[str, Any] = {}
@@ -141,6 +145,8 @@ class Federation:
         self.wanted.clear()
         self.created.clear()
         self.adopted.clear()
+        self.failures = CreateFailures(backoff=self.options.create_backoff,
+                                       attempts=self.options.create_attempts)
         self._decisions_written.clear()
         objects = self.controller.objects
         for body in objects.all("MultiClusterConfig"):
@@ -259,6 +265,7 @@ class Federation:
                 self.adopted.discard(key)
                 if event.kind is Kind.FINISHED:
                     self.dispatcher.forget(key)
+                    self.failures.forget(key)
                 else:
                     self.dispatcher.released(key)
                 if self.wanted.pop(key, None) is not None:
@@ -361,10 +368,12 @@ class Federation:
                 member.condition = (False, reconcile.UNREACHABLE, member.error)
                 self._publish(member)
         elif verb == "create":
-            if outcome.ok:
+            why = outcome.error if not outcome.ok else refusal_of(outcome.value)
+            if why is None:
                 self.created.add((target, cluster))
+                self.failures.succeeded(target, cluster)
             else:
-                log.warning("copy of %s not created in %s: %s", target, cluster, outcome.error)
+                self._create_failed(target, cluster, why, now)
         elif verb == "delete":
             workload, _ = self._deleting.pop(outcome.key, ("", ""))
             if outcome.ok:
@@ -372,6 +381,26 @@ class Federation:
                 self.created.discard((workload, cluster))
             else:
                 log.warning("copy %s not deleted in %s: %s", target, cluster, outcome.error)
+
+    def _create_failed(self, workload: str, cluster: str, error: str, now: float) -> None:
+        """A create failed for good (retries spent, or refused): back off, and after the
+        allowed attempts evict the workload and keep it off that member."""
+        refusal = self.failures.failed(workload, cluster, error, now)
+        if refusal is None:
+            log.warning("copy of %s not created in %s (failure %d of %d, next try in %.1fs): "
+                        "%s", workload, cluster, self.failures.failures(workload, cluster),
+                        self.failures.attempts,
+                        self.failures.delay(self.failures.failures(workload, cluster)), error)
+            return
+        engine, dispatcher = self.controller.engine, self.dispatcher
+        record = engine.records.get(workload) if engine is not None else None
+        if engine is None or dispatcher is None or record is None \
+                or record.state not in HOLDS_QUOTA or self.wanted.get(workload) != cluster:
+            return  # it left the member meanwhile
+        log.warning("workload %s: %s", workload, refusal.message)
+        dispatcher.exclude(workload, cluster, refusal.message)
+        engine.evict(workload, now, REFUSED, "", refusal.message)
+        self.controller.on_change()
 
     def _observed(self, member: Member, seen: Observation, now: float) -> None:
         assert self.runner is not None
@@ -504,7 +533,8 @@ class Federation:
             member = self.members.get(cluster)
             key = f"create:{cluster}:{workload}"
             if (workload, cluster) in self.created or member is None or member.spec is None \
-                    or member.error is not None or self.runner.busy(key):
+                    or member.error is not None or self.runner.busy(key) \
+                    or not self.failures.may_try(workload, cluster, now):
                 continue
             others = {m: True for m in self.holders.get(workload, ()) if m != cluster}
             ok, why = may_start(cluster, others, {m: self._state(m, now) for m in others})

@@ -27,7 +27,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from kuota.federation.member import Body, Copy, Observation
+from kuota.federation.member import Body, Copy, Observation, refused
 from kuota.federation.remote_job import ORIGIN_LABEL, workload_of
 from placement.model import POD_SLOT, PODS, Node
 from placement.objects import ObjectError, node_from_object, pod_requests
@@ -35,6 +35,9 @@ from placement.objects import ObjectError, node_from_object, pod_requests
 #: (connect, read) seconds for each request to a member.
 TIMEOUT: Final = (3.0, 10.0)
 _TERMINAL: Final = ("Succeeded", "Failed")
+#: Answers to a create that retrying the same request cannot change: bad request, forbidden
+#: (an admission webhook, a ResourceQuota, RBAC), invalid on that cluster.
+REFUSALS: Final = frozenset({400, 403, 422})
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -138,6 +141,8 @@ class KubernetesMember:
         except ApiException as exc:
             if exc.status == 409:
                 return "exists"
+            if exc.status in REFUSALS:
+                return refused(_api_error(exc))
             raise
         return "created"
 
@@ -150,6 +155,16 @@ class KubernetesMember:
                 return "absent"
             raise
         return "deleted"
+
+
+def _api_error(exc: ApiException) -> str:
+    """``403 Forbidden: <the server's message>`` from an API error."""
+    message = ""
+    try:
+        message = str(json.loads(exc.body or "{}").get("message") or "")
+    except (ValueError, AttributeError):
+        message = str(exc.body or "")[:300]
+    return f"{exc.status} {exc.reason}" + (f": {message}" if message else "")
 
 
 def _add(total: dict[str, int], requests: dict[str, int]) -> None:

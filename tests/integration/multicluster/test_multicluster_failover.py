@@ -69,3 +69,31 @@ class TestFailover:
             fleet.a.resume()
         h.wait(fleet.manager, lambda: h.is_true({"status": fleet.member_status("a")},
                                                 "Active"), "a Active again", 15)
+
+    def test_a_member_refusing_the_copy_is_given_up_on(self, own_fleet: Fleet) -> None:
+        # a refuses every Job (as an admission webhook or a quota would): after five
+        # failed creates, backing off between them, the workload is evicted and goes to b.
+        fleet = own_fleet
+        fleet.set_members(b={"cost": [{"resource": "cpu", "price": "9"}]})  # a wins at first
+        h.settle(0.5)
+        refusal = fleet.a.faults.fail(status=403, times=100, verbs={"create"}, plural="jobs",
+                                      message="jobs are not allowed here (test policy)")
+        fleet.submit(h.job("unwelcome", cpu="2"))
+        assert fleet.placed("unwelcome", timeout=15) == "b"
+        assert refusal.hits == 5
+        workload = h.wait(fleet.manager, lambda: (w := fleet.workload("unwelcome"))
+                          .get("status", {}).get("dispatch", {}).get("cluster") == "b" and w,
+                          "the decision for b in status")
+        name = workload["metadata"]["name"]
+        events = h.wait(fleet.manager, lambda: [
+            e for e in fleet.manager.list("v1", "Event", "default")
+            if e["involvedObject"]["name"] == name and e.get("reason") == "Evicted"],
+            "the eviction announced")
+        assert len(events) == 1 and events[0]["message"].startswith("MemberRefused")
+        assert "member cluster a failed to create the copy" in events[0]["message"]
+        assert "jobs are not allowed here (test policy)" in events[0]["message"]
+        excluded = {c["name"]: c for c in workload["status"]["dispatch"]["clusters"]}["a"]
+        assert excluded["filteredBy"] == "Excluded"
+        fleet.finish("b", "unwelcome")
+        h.wait(fleet.manager, lambda: h.is_true(fleet.workload("unwelcome"), "Finished"),
+               "the Job on b finished")
