@@ -28,6 +28,17 @@ It carries decisions out, from the engine's events (:meth:`events`):
   copy deleted; any copy found for a workload not dispatched to that member
   (an orphan, a copy left on a member while it was lost) is deleted too
   (:mod:`.reconcile`);
+* **give up on a refusing member** — a create that fails after its retries is
+  tried again after a growing pause; after ``create_attempts`` failures the
+  workload is evicted (``MemberRefused``) and the dispatcher excludes that
+  member from its next decisions (:mod:`.create_failures`);
+* **adopt after a restart** — workloads found admitted with ``clusterName``
+  when the replica starts leading are dispatched already: each observation of
+  their copy adopts its pods' per-node requests into the dispatcher
+  (:meth:`Dispatcher.adopt`), so the member is counted as full as it is and
+  the usage is freed when they end. The dispatcher is attached before the
+  workloads are restored, so a restored reservation whose check is Pending is
+  asked again and waits in the dispatcher until a member fits;
 * **fail over** — a member not seen for its ``workerLostTimeout`` is lost: its
   workloads are evicted with reason ``ClusterLost`` and go through admission
   and dispatch again; the Health filter keeps them off the lost member. When it
