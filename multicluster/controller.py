@@ -30,6 +30,14 @@ member's nodes again. Usage recorded here is the dispatcher's own estimate;
 adapters that observe the members' real nodes replace a member wholesale with
 :meth:`Dispatcher.set_member`.
 
+A new dispatcher (a restarted or new leader) knows nothing of the workloads a
+previous one sent out. The adapter hands them over with :meth:`Dispatcher.adopt`
+— the member and what the workload's pods are observed to request on each
+node — so they count on their member like its own dispatches and
+:meth:`Dispatcher.released` frees them when they end. :meth:`Dispatcher.exclude`
+keeps a member out of a workload's later decisions (the member refused to run
+it), until :meth:`Dispatcher.forget`.
+
 Every decision is kept as :meth:`Decision.to_dict` values per workload, for
 the Workload's status and ``kuota why``. The class holds state but does no
 I/O and reads no clock: ``now`` is passed in.
@@ -109,6 +117,8 @@ class Dispatcher:
         self.dispatched: dict[str, Dispatch] = {}
         #: Workload key -> the latest decision (``Decision.to_dict``), kept after release.
         self.decisions: dict[str, dict[str, Any]] = {}
+        #: Workload key -> members it must not go to, and why (see :meth:`exclude`).
+        self.excluded: dict[str, dict[str, str]] = {}
         self._waiting: dict[str, _Waiting] = {}
 
     # -- inputs from adapters -------------------------------------------------
@@ -175,6 +185,36 @@ class Dispatcher:
             verdicts.append(Verdict(key, waiting.check.name, state, message))
         return verdicts
 
+    def adopt(self, key: str, cluster: str, added: Mapping[str, Mapping[str, Amount]]) -> None:
+        """A workload dispatched to ``cluster`` before this dispatcher existed: count what
+        its pods request per node (``added``: node -> amounts) as if it had placed it.
+
+        Adopting again replaces the earlier amounts (pods appear, move or finish while the
+        workload runs). Nodes the member does not have (any more) are left out.
+        """
+        self._waiting.pop(key, None)
+        self.released(key)
+        kept = {node: dict(amounts) for node, amounts in added.items() if amounts}
+        self.dispatched[key] = Dispatch(cluster, kept)
+        member = self.members.get(cluster)
+        if member is None:
+            return
+        present = {node.name: node for node in member.nodes}
+        grown = [_with(present[name], amounts) for name, amounts in kept.items()
+                 if name in present]
+        if grown:
+            self.members[cluster] = member.with_usage(grown)
+
+    def exclude(self, key: str, cluster: str, reason: str) -> None:
+        """Keep ``cluster`` out of the workload's decisions from now on (shown as
+        ``Excluded`` with ``reason``), until :meth:`forget`."""
+        self.excluded.setdefault(key, {})[cluster] = reason
+
+    def forget(self, key: str) -> None:
+        """The workload is gone for good (finished or deleted): drop what is kept of it."""
+        self.released(key)
+        self.excluded.pop(key, None)
+
     def released(self, key: str) -> None:
         """The workload finished, was evicted or deleted: free what it held on its member."""
         self._waiting.pop(key, None)
@@ -212,7 +252,7 @@ class Dispatcher:
         except RequestError as exc:
             return PENDING, str(exc)
         decision = select(info, admission, self.members.values(), config, now=now,
-                          flavors=flavors, hints=hints)
+                          flavors=flavors, hints=hints, exclude=self.excluded.get(info.key))
         self.decisions[info.key] = decision.to_dict()
         summary = explain.summary(decision)
         if decision.cluster is None:
@@ -251,6 +291,13 @@ def placement(request: DispatchRequest, member: ClusterInfo) -> dict[str, Node] 
 
 def _difference(after: Mapping[str, Amount], before: Mapping[str, Amount]) -> dict[str, Amount]:
     return {r: after[r] - before.get(r, 0) for r in after if after[r] != before.get(r, 0)}
+
+
+def _with(node: Node, added: Mapping[str, Amount]) -> Node:
+    requested = dict(node.requested)
+    for resource, amount in added.items():
+        requested[resource] = requested.get(resource, 0) + amount
+    return replace(node, requested=requested)
 
 
 def _without(node: Node, added: Mapping[str, Amount]) -> Node:

@@ -70,6 +70,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--member-interval", type=float, default=10.0, metavar="SECONDS",
                         help="multi-cluster: how often each member cluster is observed "
                              "(default %(default)s)")
+    parser.add_argument("--create-backoff", type=float, default=5.0, metavar="SECONDS",
+                        help="multi-cluster: pause after a copy's creation failed, doubled "
+                             "with each further failure (default %(default)s)")
+    parser.add_argument("--create-attempts", type=int, default=5, metavar="N",
+                        help="multi-cluster: failed creations after which a member counts as "
+                             "refusing the workload, which is then evicted and dispatched "
+                             "elsewhere (default %(default)s)")
     parser.add_argument("--operator-namespace", default="kuota-system", metavar="NS",
                         help="where MemberCluster kubeconfig Secrets are read "
                              "(default %(default)s)")
@@ -94,6 +101,7 @@ def options_from(args: argparse.Namespace) -> Options:
                    status_interval=args.status_interval, lease_name=lease_name,
                    lease_namespace=lease_ns, manager_id=args.manager_id,
                    member_interval=args.member_interval,
+                   create_backoff=args.create_backoff, create_attempts=args.create_attempts,
                    operator_namespace=args.operator_namespace,
                    redis_url=args.redis or os.environ.get("REDIS_URL") or None)
 

@@ -11,8 +11,10 @@ package carries the decision out and watches it, for the Kubernetes operator:
   and our copies, create a copy, delete a copy), as plain values;
 * :mod:`.kubernetes_member` — that interface over the ``kubernetes`` client;
 * :mod:`.tasks` — every remote call as an idempotent rq task with retries and
-  backoff, run by a worker thread inside the operator, so a slow or failing
-  member never blocks the operator's loops;
+  backoff, run by that member's own worker thread inside the operator, so a
+  slow or failing member never blocks the operator's loops nor other members;
+* :mod:`.create_failures` — creates that keep failing: a growing pause per
+  (workload, member), then the member counts as refusing the workload (pure);
 * :mod:`.reconcile` — the follow / garbage-collect / failover decisions (pure);
 * :mod:`.federation` — the operator-side controller tying them together.
 

@@ -28,6 +28,17 @@ It carries decisions out, from the engine's events (:meth:`events`):
   copy deleted; any copy found for a workload not dispatched to that member
   (an orphan, a copy left on a member while it was lost) is deleted too
   (:mod:`.reconcile`);
+* **give up on a refusing member** — a create that fails after its retries is
+  tried again after a growing pause; after ``create_attempts`` failures the
+  workload is evicted (``MemberRefused``) and the dispatcher excludes that
+  member from its next decisions (:mod:`.create_failures`);
+* **adopt after a restart** — workloads found admitted with ``clusterName``
+  when the replica starts leading are dispatched already: each observation of
+  their copy adopts its pods' per-node requests into the dispatcher
+  (:meth:`Dispatcher.adopt`), so the member is counted as full as it is and
+  the usage is freed when they end. The dispatcher is attached before the
+  workloads are restored, so a restored reservation whose check is Pending is
+  asked again and waits in the dispatcher until a member fits;
 * **fail over** — a member not seen for its ``workerLostTimeout`` is lost: its
   workloads are evicted with reason ``ClusterLost`` and go through admission
   and dispatch again; the Health filter keeps them off the lost member. When it
@@ -53,7 +64,8 @@ import yaml
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
 from kuota.federation import reconcile, remote_job, tasks
-from kuota.federation.member import Observation
+from kuota.federation.create_failures import REFUSED, CreateFailures
+from kuota.federation.member import Observation, refusal_of
 from kuota.operator import names, status
 from kuota.operator.client import ApiError
 from kuota.operator.objects import key_of
@@ -122,6 +134,12 @@ class Federation:
         self.holders: dict[str, set[str]] = {}
         #: (workload, member) whose copy's creation has been confirmed.
         self.created: set[tuple[str, str]] = set()
+        #: Workloads found dispatched when this replica started leading (the dispatcher did
+        #: not place them): their usage is adopted from each observation of their copy.
+        self.adopted: set[str] = set()
+        #: Creates that failed after their retries: when to try again, when to give up.
+        self.failures = CreateFailures(backoff=self.options.create_backoff,
+                                       attempts=self.options.create_attempts)
         #: Task key of a delete in flight -> (workload, member).
         self._deleting: dict[str, tuple[str, str]] = {}
         self._decisions_written: dict[str, Any] = {}
@@ -137,6 +155,9 @@ class Federation:
         self.members.clear()
         self.wanted.clear()
         self.created.clear()
+        self.adopted.clear()
+        self.failures = CreateFailures(backoff=self.options.create_backoff,
+                                       attempts=self.options.create_attempts)
         self._decisions_written.clear()
         objects = self.controller.objects
         for body in objects.all("MultiClusterConfig"):
@@ -148,6 +169,7 @@ class Federation:
             if cluster and _condition(body, "Admitted") and not _condition(body, "Finished"):
                 key = key_of(body)
                 self.wanted[key] = cluster
+                self.adopted.add(key)
                 self.holders.setdefault(key, set()).add(cluster)
 
     def detach(self) -> None:
@@ -249,8 +271,14 @@ class Federation:
             if event.kind is Kind.ADMITTED and event.admission is not None \
                     and event.admission.cluster:
                 self.wanted[key] = event.admission.cluster
+                self.adopted.discard(key)
             elif event.kind in _RELEASING:
-                self.dispatcher.released(key)
+                self.adopted.discard(key)
+                if event.kind is Kind.FINISHED:
+                    self.dispatcher.forget(key)
+                    self.failures.forget(key)
+                else:
+                    self.dispatcher.released(key)
                 if self.wanted.pop(key, None) is not None:
                     self._delete_everywhere(key)
 
@@ -315,7 +343,7 @@ class Federation:
             self._publish(member)
             return
         self.runner.submit(f"observe:{member.name}", tasks.observe, member.spec, self.origin,
-                           retry=False)
+                           retry=False, lane=member.name)
 
     async def _spec(self, obj: api.MemberCluster) -> Body:
         """The task spec of a Kubernetes member: its kubeconfig, from a file or a Secret."""
@@ -351,10 +379,12 @@ class Federation:
                 member.condition = (False, reconcile.UNREACHABLE, member.error)
                 self._publish(member)
         elif verb == "create":
-            if outcome.ok:
+            why = outcome.error if not outcome.ok else refusal_of(outcome.value)
+            if why is None:
                 self.created.add((target, cluster))
+                self.failures.succeeded(target, cluster)
             else:
-                log.warning("copy of %s not created in %s: %s", target, cluster, outcome.error)
+                self._create_failed(target, cluster, why, now)
         elif verb == "delete":
             workload, _ = self._deleting.pop(outcome.key, ("", ""))
             if outcome.ok:
@@ -362,6 +392,26 @@ class Federation:
                 self.created.discard((workload, cluster))
             else:
                 log.warning("copy %s not deleted in %s: %s", target, cluster, outcome.error)
+
+    def _create_failed(self, workload: str, cluster: str, error: str, now: float) -> None:
+        """A create failed for good (retries spent, or refused): back off, and after the
+        allowed attempts evict the workload and keep it off that member."""
+        refusal = self.failures.failed(workload, cluster, error, now)
+        if refusal is None:
+            log.warning("copy of %s not created in %s (failure %d of %d, next try in %.1fs): "
+                        "%s", workload, cluster, self.failures.failures(workload, cluster),
+                        self.failures.attempts,
+                        self.failures.delay(self.failures.failures(workload, cluster)), error)
+            return
+        engine, dispatcher = self.controller.engine, self.dispatcher
+        record = engine.records.get(workload) if engine is not None else None
+        if engine is None or dispatcher is None or record is None \
+                or record.state not in HOLDS_QUOTA or self.wanted.get(workload) != cluster:
+            return  # it left the member meanwhile
+        log.warning("workload %s: %s", workload, refusal.message)
+        dispatcher.exclude(workload, cluster, refusal.message)
+        engine.evict(workload, now, REFUSED, "", refusal.message)
+        self.controller.on_change()
 
     def _observed(self, member: Member, seen: Observation, now: float) -> None:
         assert self.runner is not None
@@ -382,6 +432,11 @@ class Federation:
         for workload in plan.create:
             self.created.discard((workload, name))
         for found in plan.follow:
+            if self.wanted.get(found.workload) == name:
+                self.created.add((found.workload, name))
+                if found.workload in self.adopted and self.dispatcher is not None:
+                    # dispatched by an earlier leader: count its pods as they are now
+                    self.dispatcher.adopt(found.workload, name, found.usage)
             self._follow(found.workload, found.body)
         for found in plan.delete:
             self._submit_delete(member, found.workload, found.key)
@@ -395,7 +450,8 @@ class Federation:
         assert self.runner is not None and member.spec is not None
         namespace, _, name = copy_key.partition("/")
         key = f"delete:{member.name}:{copy_key}"
-        if self.runner.submit(key, tasks.delete, member.spec, namespace, name):
+        if self.runner.submit(key, tasks.delete, member.spec, namespace, name,
+                              lane=member.name):
             self._deleting[key] = (workload, member.name)
 
     def _follow(self, workload: str, remote: Body) -> None:
@@ -488,7 +544,8 @@ class Federation:
             member = self.members.get(cluster)
             key = f"create:{cluster}:{workload}"
             if (workload, cluster) in self.created or member is None or member.spec is None \
-                    or member.error is not None or self.runner.busy(key):
+                    or member.error is not None or self.runner.busy(key) \
+                    or not self.failures.may_try(workload, cluster, now):
                 continue
             others = {m: True for m in self.holders.get(workload, ()) if m != cluster}
             ok, why = may_start(cluster, others, {m: self._state(m, now) for m in others})
@@ -498,7 +555,7 @@ class Federation:
             body = self._remote_body(engine, workload, cluster)
             if body is None:
                 continue
-            if self.runner.submit(key, tasks.create, member.spec, body):
+            if self.runner.submit(key, tasks.create, member.spec, body, lane=cluster):
                 self.holders.setdefault(workload, set()).add(cluster)
 
     def _remote_body(self, engine: Engine, workload: str, cluster: str) -> Body | None:

@@ -8,7 +8,11 @@ Every call has a short timeout (:data:`TIMEOUT`): a member that does not
 answer fails the task quickly, and the task's retries and the member's health
 take it from there. Usage on the member's nodes is summed from the bound,
 non-terminal pods that this manager did not send (those are counted by the
-dispatcher already), with :func:`placement.objects.pod_requests`.
+dispatcher already), with :func:`placement.objects.pod_requests`. The pods
+this manager did send are summed per copy instead (:attr:`Copy.usage`; a pod
+belongs to the Job its controller ``ownerReference`` names, or failing that
+its ``job-name`` label), so a manager that did not place them itself (it
+restarted) can count them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from kuota.federation.member import Body, Copy, Observation
+from kuota.federation.member import Body, Copy, Observation, refused
 from kuota.federation.remote_job import ORIGIN_LABEL, workload_of
 from placement.model import POD_SLOT, PODS, Node
 from placement.objects import ObjectError, node_from_object, pod_requests
@@ -31,6 +35,9 @@ from placement.objects import ObjectError, node_from_object, pod_requests
 #: (connect, read) seconds for each request to a member.
 TIMEOUT: Final = (3.0, 10.0)
 _TERMINAL: Final = ("Succeeded", "Failed")
+#: Answers to a create that retrying the same request cannot change: bad request, forbidden
+#: (an admission webhook, a ResourceQuota, RBAC), invalid on that cluster.
+REFUSALS: Final = frozenset({400, 403, 422})
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -81,22 +88,26 @@ class KubernetesMember:
             nodes[node.name] = node
         pods = self._plain(self.core.list_pod_for_all_namespaces(_request_timeout=TIMEOUT))
         used: dict[str, dict[str, int]] = {}
+        #: Job key (ns/name) -> node -> what that copy's pods request there.
+        ours: dict[str, dict[str, dict[str, int]]] = {}
         for pod in pods.get("items") or []:
             meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
             where = spec.get("nodeName")
             if (not where or where not in nodes
-                    or (pod.get("status") or {}).get("phase") in _TERMINAL
-                    or (meta.get("labels") or {}).get(ORIGIN_LABEL) == origin):
+                    or (pod.get("status") or {}).get("phase") in _TERMINAL):
                 continue
             try:
                 requests = pod_requests(spec, f"pod {meta.get('namespace')}/{meta.get('name')}")
             except ObjectError as exc:
                 problems.append(str(exc))
                 continue
-            total = used.setdefault(where, {})
-            for resource, amount in requests.items():
-                total[resource] = total.get(resource, 0) + amount
-            total[PODS] = total.get(PODS, 0) + POD_SLOT
+            if (meta.get("labels") or {}).get(ORIGIN_LABEL) == origin:
+                job = _job_of(meta)
+                if job is None:
+                    continue
+                _add(ours.setdefault(job, {}).setdefault(where, {}), requests)
+            else:
+                _add(used.setdefault(where, {}), requests)
         observed = tuple(
             node if node.name not in used else _with_requested(node, used[node.name])
             for node in nodes.values())
@@ -105,8 +116,9 @@ class KubernetesMember:
         copies = []
         for job in listed.get("items") or []:
             meta = job.get("metadata") or {}
-            copies.append(Copy(meta.get("namespace") or "default", meta.get("name") or "",
-                               workload_of(job) or "", job))
+            namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
+            copies.append(Copy(namespace, name, workload_of(job) or "", job,
+                               ours.get(f"{namespace}/{name}", {})))
         return Observation(observed, tuple(copies), tuple(problems))
 
     def create(self, body: Body) -> str:
@@ -129,6 +141,8 @@ class KubernetesMember:
         except ApiException as exc:
             if exc.status == 409:
                 return "exists"
+            if exc.status in REFUSALS:
+                return refused(_api_error(exc))
             raise
         return "created"
 
@@ -141,6 +155,34 @@ class KubernetesMember:
                 return "absent"
             raise
         return "deleted"
+
+
+def _api_error(exc: ApiException) -> str:
+    """``403 Forbidden: <the server's message>`` from an API error."""
+    message = ""
+    try:
+        message = str(json.loads(exc.body or "{}").get("message") or "")
+    except (ValueError, AttributeError):
+        message = str(exc.body or "")[:300]
+    return f"{exc.status} {exc.reason}" + (f": {message}" if message else "")
+
+
+def _add(total: dict[str, int], requests: dict[str, int]) -> None:
+    """One pod's requests (and its pod slot) into a node's total."""
+    for resource, amount in requests.items():
+        total[resource] = total.get(resource, 0) + amount
+    total[PODS] = total.get(PODS, 0) + POD_SLOT
+
+
+def _job_of(meta: Body) -> str | None:
+    """``ns/name`` of the Job owning a pod: its controller reference, else its label."""
+    namespace = meta.get("namespace") or "default"
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and ref.get("controller") and ref.get("name"):
+            return f"{namespace}/{ref['name']}"
+    labels = meta.get("labels") or {}
+    name = labels.get("batch.kubernetes.io/job-name") or labels.get("job-name")
+    return f"{namespace}/{name}" if name else None
 
 
 def _with_requested(node: Node, extra: dict[str, int]) -> Node:

@@ -5,10 +5,16 @@ harmless:
 
 * :meth:`MemberAdapter.observe` — one look at the member: its nodes (with what
   the pods *not* sent by this manager already request on them) and every copy
-  this manager sent there (found by the origin label), with their status. A
-  successful observation is also the member's health check;
+  this manager sent there (found by the origin label), with their status and
+  what their own bound pods request per node (:attr:`Copy.usage`: a restarted
+  manager counts the copies it finds with it, see
+  :meth:`multicluster.controller.Dispatcher.adopt`). A successful observation
+  is also the member's health check;
 * :meth:`MemberAdapter.create` — create a copy if absent (an existing copy of
-  the same name counts as created);
+  the same name counts as created); a member that *refuses* the copy (an
+  answer that retrying cannot change: invalid, forbidden) is answered with
+  :func:`refused` text instead of an exception, so the task is not retried
+  and the operator's own backoff (:mod:`.create_failures`) takes over at once;
 * :meth:`MemberAdapter.delete` — delete a copy if present (absent counts as
   deleted); the copy's pods go with it (foreground propagation).
 
@@ -20,12 +26,28 @@ Redis worker-pool adapter can implement the same three calls later.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from placement.model import Node
 
 Body = dict[str, Any]
+
+#: How a create's answer starts when the member refused the copy.
+REFUSED_PREFIX: Final = "refused: "
+
+
+def refused(why: str) -> str:
+    """The answer of a create the member refused (``why``: its error)."""
+    return f"{REFUSED_PREFIX}{why}"
+
+
+def refusal_of(answer: object) -> str | None:
+    """Why the member refused, if ``answer`` (a create's result) says it did."""
+    if isinstance(answer, str) and answer.startswith(REFUSED_PREFIX):
+        return answer[len(REFUSED_PREFIX):]
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +60,9 @@ class Copy:
     workload: str
     #: The member object's body (its status is what follows the copy home).
     body: Body = field(default_factory=dict, compare=False)
+    #: Node -> what the copy's bound, running pods request there (pods included);
+    #: empty before the member has made and placed its pods.
+    usage: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> str:

@@ -1,10 +1,14 @@
 """Remote calls as rq tasks: idempotent, retried with backoff, off the operator's loop.
 
 Every call to a member (observe, create a copy, delete a copy) is an rq job on
-one queue, ``kuota-federation``. A worker thread inside the operator runs
-them (rq's ``SimpleWorker``: no fork, so it works on the embedded fakeredis
-too); the operator's loop only enqueues and later collects results, so a
-member that hangs or refuses connections delays nothing but its own tasks.
+that member's own queue (a *lane*: ``kuota-federation-<manager>:<member>``),
+run by the lane's own worker thread inside the operator (rq's
+``SimpleWorker``: no fork, so it works on the embedded fakeredis too). The
+operator's loop only enqueues and later collects results; and since each
+member has its own worker, a member that hangs (every call waiting out its
+timeout) or refuses connections delays nothing but its own tasks — the other
+members' observations, creates and deletes run meanwhile. A member's tasks
+run one after another, so one member never gets concurrent calls from us.
 
 * **Idempotent.** Create is create-if-absent (409 counts as done), delete is
   delete-if-present (404 counts as done), observe changes nothing — so a task
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -92,57 +97,100 @@ class Outcome:
     error: str = ""
 
 
+@dataclass
+class _Lane:
+    """One member's queue and the worker thread that runs it."""
+
+    queue: Queue
+    worker: ThreadNodeWorker
+    thread: threading.Thread
+
+
 class TaskRunner:
-    """Enqueues tasks, runs them in a worker thread, hands back their outcomes."""
+    """Enqueues tasks, runs them in worker threads (one per lane), hands back their outcomes.
+
+    A *lane* is a queue with its own worker thread, made on the lane's first task: the
+    federation gives each member its own, so a member that hangs holds up only its own
+    tasks — the others' run at once. Tasks of one lane run one after another.
+    """
 
     def __init__(self, connection: Any, *, queue: str = QUEUE, retries: int = RETRIES,
                  backoff: Sequence[int] = BACKOFF, poll: float = 0.1) -> None:
         self.connection = connection
-        self.queue = Queue(queue, connection=connection)
+        self.prefix = queue
         self.retries = retries
         self.backoff = [max(1, int(b)) for b in backoff]
         self.poll = poll
         self._jobs: dict[str, Job] = {}
+        self._lanes: dict[str, _Lane] = {}
+        self._lock = threading.Lock()
+        self._started = False
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._worker: ThreadNodeWorker | None = None
+        self._scheduler: threading.Thread | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
-        if self._threads:
+        if self._started:
             return
+        self._started = True
         self._stop.clear()
-        self._worker = ThreadNodeWorker([self.queue], connection=self.connection,
-                                        name=f"kuota-federation-{uuid.uuid4().hex[:8]}",
-                                        worker_ttl=16)
-        for target, name in ((self._work, "federation-worker"),
-                             (self._schedule, "federation-retries")):
-            thread = threading.Thread(target=target, daemon=True, name=name)
-            thread.start()
-            self._threads.append(thread)
+        self._scheduler = threading.Thread(target=self._schedule, daemon=True,
+                                           name="federation-retries")
+        self._scheduler.start()
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop every lane's worker and the retry mover. A worker stuck in a call to a
+        hanging member is not waited for past ``timeout`` (its thread is a daemon)."""
         self._stop.set()
-        if self._worker is not None:
+        with self._lock:
+            lanes = list(self._lanes.values())
+            self._lanes.clear()
+        for lane in lanes:
             # rq stops on a signal; a thread gets none. Flag it, then wake it with a no-op.
-            self._worker._stop_requested = True
-            self.queue.enqueue(wake, result_ttl=0)
-        for thread in self._threads:
-            thread.join(timeout)
-        self._threads.clear()
+            lane.worker._stop_requested = True
+            lane.queue.enqueue(wake, result_ttl=0)
+        deadline = time.monotonic() + timeout
+        for thread in [lane.thread for lane in lanes] + [self._scheduler]:
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        self._scheduler = None
+        self._started = False
         self._jobs.clear()
 
-    def _work(self) -> None:
-        assert self._worker is not None
+    def queue_name(self, lane: str) -> str:
+        return f"{self.prefix}:{lane}" if lane else self.prefix
+
+    def _lane(self, lane: str) -> _Lane:
+        with self._lock:
+            found = self._lanes.get(lane)
+            if found is not None:
+                return found
+            queue = Queue(self.queue_name(lane), connection=self.connection)
+            worker = ThreadNodeWorker([queue], connection=self.connection,
+                                      name=f"kuota-federation-{uuid.uuid4().hex[:8]}",
+                                      worker_ttl=16)
+            thread = threading.Thread(target=self._work, args=(worker,), daemon=True,
+                                      name=f"federation-worker-{lane or 'default'}")
+            found = self._lanes[lane] = _Lane(queue, worker, thread)
+        thread.start()
+        return found
+
+    def _work(self, worker: ThreadNodeWorker) -> None:
         try:
-            self._worker.work(burst=False, logging_level="WARNING")
+            worker.work(burst=False, logging_level="WARNING")
         except Exception:
-            log.exception("the federation task worker stopped")
+            log.exception("a federation task worker stopped")
 
     def _schedule(self) -> None:
-        scheduler = RQScheduler([self.queue], connection=self.connection)
-        scheduler.prepare_registries([self.queue.name])
+        """Move retries that are due back to their lanes' queues."""
+        scheduler = RQScheduler([self.prefix], connection=self.connection)
+        known: list[str] = []
         while not self._stop.wait(self.poll):
+            with self._lock:
+                names = sorted(lane.queue.name for lane in self._lanes.values())
+            if names != known:
+                scheduler.prepare_registries(names)
+                known = names
             try:
                 scheduler.enqueue_scheduled_jobs()  # type: ignore[no-untyped-call]
             except Exception:
@@ -152,15 +200,16 @@ class TaskRunner:
     def busy(self, key: str) -> bool:
         return key in self._jobs
 
-    def submit(self, key: str, func: Callable[..., Any], *args: Any, retry: bool = True) -> bool:
-        """Enqueue ``func(*args)`` unless a task with ``key`` is still in flight."""
+    def submit(self, key: str, func: Callable[..., Any], *args: Any, retry: bool = True,
+               lane: str = "") -> bool:
+        """Enqueue ``func(*args)`` on ``lane`` unless a task with ``key`` is still in flight."""
         if key in self._jobs:
             return False
         options: dict[str, Any] = {"job_timeout": TASK_TIMEOUT, "result_ttl": 300,
                                    "failure_ttl": 300, "description": key}
         if retry and self.retries > 0:
             options["retry"] = Retry(max=self.retries, interval=list(self.backoff))
-        self._jobs[key] = self.queue.enqueue(func, *args, **options)
+        self._jobs[key] = self._lane(lane).queue.enqueue(func, *args, **options)
         return True
 
     def collect(self) -> list[Outcome]:

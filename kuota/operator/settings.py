@@ -37,5 +37,11 @@ class Options:
     member_interval: float = 10.0
     #: How often the multi-cluster loop runs (task results, dispatch, failover), seconds.
     federation_tick: float = 0.5
+    #: Pause after a copy's creation failed (all its task retries spent), doubled with each
+    #: further failure for that workload and member, seconds.
+    create_backoff: float = 5.0
+    #: Failed creations after which a member counts as refusing the workload: it is evicted
+    #: and dispatched again without that member.
+    create_attempts: int = 5
     #: Redis for the remote-call task queue; None: an in-process fakeredis.
     redis_url: str | None = None

@@ -78,6 +78,15 @@ class Fleet:
         self.manager, self.a, self.b = manager, a, b
         self.members = {"a": a, "b": b}
         self.workdir = workdir
+        self.certs = workdir
+        self.operator: h.Running | None = None
+
+    def restart_operator(self) -> None:
+        """Stop the operator process's loops and start a new one (a new leader: fresh
+        engine, dispatcher and task queue; only the API objects carry over)."""
+        assert self.operator is not None
+        self.operator.__exit__(None, None, None)
+        self.operator = h.Running(self.manager, self.certs, **OPERATOR_OPTIONS).__enter__()
 
     def setup(self) -> None:
         api = self.manager
@@ -149,14 +158,23 @@ class Fleet:
         return self.manager.get(h.API, "MemberCluster", name).get("status") or {}
 
 
+#: The operator's options in a fleet: short intervals, and a short backoff between
+#: failed creates of a copy (so a refusing member is given up on within seconds).
+OPERATOR_OPTIONS: dict[str, Any] = {"member_interval": 0.2, "federation_tick": 0.05,
+                                    "manager_id": "manager-1", "create_backoff": 0.2}
+
+
 @contextlib.contextmanager
 def running_fleet(certs: pathlib.Path, workdir: pathlib.Path) -> Iterator[Fleet]:
     with emulators(3) as (manager, a, b):
         fleet = Fleet(manager, a, b, workdir)
         fleet.setup()
-        with h.Running(manager, certs, member_interval=0.2, federation_tick=0.05,
-                       manager_id="manager-1"):
+        fleet.certs = certs
+        fleet.operator = h.Running(manager, certs, **OPERATOR_OPTIONS).__enter__()
+        try:
             h.wait(manager, lambda: all(
                 h.is_true({"status": fleet.member_status(m)}, "Active") for m in ("a", "b")),
                 "both members Active")
             yield fleet
+        finally:
+            fleet.operator.__exit__(None, None, None)

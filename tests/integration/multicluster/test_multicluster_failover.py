@@ -3,6 +3,8 @@ two running copies, and deletes its stale copy when it comes back."""
 
 from __future__ import annotations
 
+import time
+
 from tests.integration.multicluster.fleet import Fleet
 from tests.integration.operator import harness as h
 
@@ -47,3 +49,51 @@ class TestFailover:
         fleet.finish("b", "mobile")
         h.wait(fleet.manager, lambda: h.is_true(fleet.workload("mobile"), "Finished"),
                "the moved Job to finish")
+
+    def test_a_hanging_member_does_not_delay_the_others(self, own_fleet: Fleet) -> None:
+        # Each member has its own task worker: while every call to a waits out its timeout
+        # (10 s), b is still observed, and a Job goes to b and is followed home at once.
+        fleet = own_fleet
+        fleet.a.pause()
+        try:
+            h.settle(1.2)  # a is stale now (staleAfter 1s): the Health filter keeps it out
+            started = time.monotonic()
+            fleet.submit(h.job("around", cpu="2"))
+            assert fleet.placed("around", timeout=4) == "b"
+            fleet.finish("b", "around")
+            h.wait(fleet.manager, lambda: h.is_true(fleet.workload("around"), "Finished"),
+                   "the Job on b finished", 4)
+            assert time.monotonic() - started < 5
+            assert h.is_true({"status": fleet.member_status("b")}, "Active")
+        finally:
+            fleet.a.resume()
+        h.wait(fleet.manager, lambda: h.is_true({"status": fleet.member_status("a")},
+                                                "Active"), "a Active again", 15)
+
+    def test_a_member_refusing_the_copy_is_given_up_on(self, own_fleet: Fleet) -> None:
+        # a refuses every Job (as an admission webhook or a quota would): after five
+        # failed creates, backing off between them, the workload is evicted and goes to b.
+        fleet = own_fleet
+        fleet.set_members(b={"cost": [{"resource": "cpu", "price": "9"}]})  # a wins at first
+        h.settle(0.5)
+        refusal = fleet.a.faults.fail(status=403, times=100, verbs={"create"}, plural="jobs",
+                                      message="jobs are not allowed here (test policy)")
+        fleet.submit(h.job("unwelcome", cpu="2"))
+        assert fleet.placed("unwelcome", timeout=15) == "b"
+        assert refusal.hits == 5
+        workload = h.wait(fleet.manager, lambda: (w := fleet.workload("unwelcome"))
+                          .get("status", {}).get("dispatch", {}).get("cluster") == "b" and w,
+                          "the decision for b in status")
+        name = workload["metadata"]["name"]
+        events = h.wait(fleet.manager, lambda: [
+            e for e in fleet.manager.list("v1", "Event", "default")
+            if e["involvedObject"]["name"] == name and e.get("reason") == "Evicted"],
+            "the eviction announced")
+        assert len(events) == 1 and events[0]["message"].startswith("MemberRefused")
+        assert "member cluster a failed to create the copy" in events[0]["message"]
+        assert "jobs are not allowed here (test policy)" in events[0]["message"]
+        excluded = {c["name"]: c for c in workload["status"]["dispatch"]["clusters"]}["a"]
+        assert excluded["filteredBy"] == "Excluded"
+        fleet.finish("b", "unwelcome")
+        h.wait(fleet.manager, lambda: h.is_true(fleet.workload("unwelcome"), "Finished"),
+               "the Job on b finished")

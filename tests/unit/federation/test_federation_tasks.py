@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -19,6 +20,15 @@ def flaky(name: str, failures: int) -> str:
     if CALLS[name] <= failures:
         raise ConnectionError(f"member {name} refused the connection")
     return f"{name} done after {CALLS[name]}"
+
+
+RELEASE = threading.Event()
+
+
+def hang(name: str) -> str:
+    """A member that does not answer until the test lets it."""
+    RELEASE.wait(10)
+    return f"{name} answered late"
 
 
 @pytest.fixture
@@ -66,3 +76,26 @@ class TestTaskRunner:
         runner.submit("observe:m", flaky, "z", 1, retry=False)
         outcome = wait_outcome(runner, timeout=3)
         assert not outcome.ok and CALLS["z"] == 1
+
+    def test_a_hanging_lane_does_not_delay_another(self, runner: TaskRunner) -> None:
+        CALLS.clear()
+        RELEASE.clear()
+        try:
+            runner.submit("observe:slow", hang, "slow", retry=False, lane="slow")
+            runner.submit("observe:slow-2", flaky, "queued", 0, retry=False, lane="slow")
+            started = time.monotonic()
+            runner.submit("observe:fast", flaky, "fast", 0, retry=False, lane="fast")
+            outcome = wait_outcome(runner, timeout=3)
+            assert outcome == Outcome("observe:fast", True, "fast done after 1")
+            assert time.monotonic() - started < 2
+            # one lane runs its tasks one after another: the second waits for the first
+            assert runner.busy("observe:slow") and runner.busy("observe:slow-2")
+            assert "queued" not in CALLS
+        finally:
+            RELEASE.set()
+        ended: set[str] = set()
+        deadline = time.monotonic() + 5
+        while len(ended) < 2 and time.monotonic() < deadline:
+            ended |= {o.key for o in runner.collect() if o.ok}
+            time.sleep(0.02)
+        assert ended == {"observe:slow", "observe:slow-2"}

@@ -206,3 +206,46 @@ def test_assign_cluster_needs_a_workload_holding_quota() -> None:
     key = s.submit("w", gpus=8)
     with pytest.raises(ValueError, match="holds no quota"):
         s.engine.assign_cluster(key, "eu")
+
+
+@pytest.mark.parametrize(("adopted", "want_used", "want_next"), [
+    # A restored workload running 6 of eu-0's 8 GPUs: the next 4-GPU one goes to us.
+    ({"eu-0": {GPU: 6_000}}, 6_000, "us"),
+    # Its pods do not exist yet: nothing is counted (what the member shows is all there is).
+    ({}, 0, "eu"),
+    # Pods on a node the member no longer has are left out.
+    ({"gone": {GPU: 8_000}}, 0, "eu"),
+])
+def test_adopt_counts_a_restored_dispatch(adopted: dict[str, dict[str, int]], want_used: int,
+                                          want_next: str) -> None:
+    s = Setup(gpu_member("eu", (8,)), gpu_member("us", (8,)))
+    s.dispatcher.adopt("ns/old", "eu", adopted)
+    assert s.used("eu") == want_used and s.dispatcher.dispatched["ns/old"].cluster == "eu"
+    key = s.submit("next", gpus=4)
+    s.run()
+    assert s.engine.records[key].admission.cluster == want_next  # type: ignore[union-attr]
+
+
+def test_adopt_again_replaces_and_released_frees() -> None:
+    s = Setup(gpu_member("eu", (8,)))
+    s.dispatcher.adopt("ns/old", "eu", {"eu-0": {GPU: 2_000}})
+    s.dispatcher.adopt("ns/old", "eu", {"eu-0": {GPU: 6_000}})  # more pods bound since
+    assert s.used("eu") == 6_000
+    s.dispatcher.released("ns/old")
+    assert s.used("eu") == 0 and "ns/old" not in s.dispatcher.dispatched
+
+
+def test_an_excluded_member_is_skipped_until_forgotten() -> None:
+    s = Setup(gpu_member("eu", (8,)), gpu_member("us", (8,)))
+    key = s.submit("w", gpus=4)
+    s.dispatcher.exclude(key, "eu", "member eu refused the copy 5 times")
+    s.run()
+    record = s.engine.records[key]
+    assert record.admission is not None and record.admission.cluster == "us"
+    decision = s.dispatcher.decision(key)
+    assert decision is not None
+    refused = {r.cluster: r for r in decision.results if not r.feasible}
+    assert refused["eu"].filtered_by == "Excluded"
+    assert refused["eu"].reason == "member eu refused the copy 5 times"
+    s.dispatcher.forget(key)
+    assert key not in s.dispatcher.excluded and key not in s.dispatcher.dispatched
