@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Final
+from typing import Final
 
 from kuota.federation.member import Body, Copy, Observation
 from kuota.federation.pool_copy import from_job, job_status
@@ -100,16 +100,16 @@ class PoolMember:
             used = [requests[p] for p in sorted(holding.get(record.name, ())) if p in requests]
             nodes.append(placing.with_requests(placing.node_value(record), used))
         copies = []
-        for record in store.dispatched.list(origin):
+        for copy in store.dispatched.list(origin):
             try:
-                spec = DispatchedSpec.from_dict(record.spec(), where=f"workload {record.key}")
+                spec = DispatchedSpec.from_dict(copy.spec(), where=f"workload {copy.key}")
             except (SpecError, ValueError) as exc:
                 problems.append(str(exc))
                 continue
             if spec.member != self.member:
                 continue  # sent to another member backed by this Redis
-            namespace, _, name = record.key.partition("/")
-            copies.append(Copy(namespace, name, spec.workload, job_status(record, spec)))
+            namespace, _, name = copy.key.partition("/")
+            copies.append(Copy(namespace, name, spec.workload, job_status(copy, spec)))
         return Observation(tuple(nodes), tuple(copies), tuple(problems))
 
     def create(self, body: Body) -> str:

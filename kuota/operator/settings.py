@@ -37,5 +37,8 @@ class Options:
     member_interval: float = 10.0
     #: How often the multi-cluster loop runs (task results, dispatch, failover), seconds.
     federation_tick: float = 0.5
-    #: Redis for the remote-call task queue; None: an in-process fakeredis.
+    #: Redis for the remote-call task queue; None: an in-process fakeredis. Pool members
+    #: (MemberCluster ``spec.pool``) are the pools of workers registered in this Redis.
     redis_url: str | None = None
+    #: Key prefix of the Redis-mode store the pool members live in (``kuota scheduler --prefix``).
+    pool_prefix: str = "kuota"

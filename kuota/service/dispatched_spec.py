@@ -26,8 +26,9 @@ functions placement and the workers use for a Kubernetes pod:
   :func:`check` refuses it, naming the field.
 
 The admission stored with the record (:func:`admission`) names no
-ClusterQueue and no flavors (each resource's flavor is ``""``) — the manager admitted it against its own
-quotas; here it only records how many pods of which requests run.
+ClusterQueue and no flavors (each resource's flavor is ``""``) — the manager
+admitted it against its own quotas; here it only records how many pods of
+which requests run.
 """
 
 from __future__ import annotations
