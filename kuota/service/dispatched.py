@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from kuota.service import jobs, placing
 from kuota.service.dispatched_spec import DispatchedSpec, SpecError, admission, check
-from queueing.store import PodPhase, PodRef, WorkloadRecord
+from queueing.store import PodPhase, PodRecord, PodRef, WorkloadRecord
 from queueing.store.workloads import AdmitRequest, PlaceRequest, PodPlacement
 from quota.lifecycle import State
 
@@ -223,14 +223,12 @@ class DispatchedWorkloads:
         if not placed:
             return
         pods = leader.store.pods.get_many([ref for c in placed for ref in self._refs(c)])
-        phase = {p.ref: p.state for p in pods if p is not None}
+        found = {p.ref: p for p in pods if p is not None}
+        phase = {ref: p.state for ref, p in found.items()}
         for copy in placed:
             refs = self._refs(copy)
             lost = sorted({node for (node, epoch), ref in zip(copy.placed, refs, strict=True)
-                           if view.gone(node, epoch)
-                           and phase.get(ref, PodPhase.LOST) in (PodPhase.PLACED,
-                                                                 PodPhase.RUNNING,
-                                                                 PodPhase.LOST)})
+                           if view.gone(node, epoch) and _lost(found.get(ref))})
             if lost:
                 self._evict(copy, f"node(s) {', '.join(lost)} lost while running the "
                                   f"dispatched workload; placing it again in pool "
@@ -257,6 +255,15 @@ class DispatchedWorkloads:
             copy.state, copy.placed, copy.why, copy.sent_at = State.PENDING, (), "", None
         else:
             leader.recheck.add(copy.key)
+
+
+def _lost(pod: PodRecord | None) -> bool:
+    """Did the pod die with its node? Live or Lost, or stopped though nobody asked (a worker
+    shutting down stops its pods itself before leaving)."""
+    if pod is None:
+        return True
+    return pod.state in (PodPhase.PLACED, PodPhase.RUNNING, PodPhase.LOST) or (
+        pod.state is PodPhase.STOPPED and not pod.stop)
 
 
 def _gang(spec: DispatchedSpec) -> list[placing.GangPod]:

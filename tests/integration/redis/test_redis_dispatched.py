@@ -92,3 +92,27 @@ def test_dispatched_copies_run_fail_and_are_removed(redis_server_url: str,
         member.create(job_copy("mine", ["true"]))
     with pytest.raises(Conflict, match="not dispatched by mgr"):
         member.delete("default", "mine")
+
+
+def test_node_loss_places_the_copy_again_in_the_same_pool(redis_server_url: str,
+                                                          redis_prefix: str) -> None:
+    member = PoolMember(pool_spec(pool="gpu", member="pool-a", origin="mgr",
+                                  redis=redis_server_url, prefix=redis_prefix))
+    nodes = [node("gpu", "g-1", "cpu=1"), node("gpu", "g-2", "cpu=1"),
+             node("cpu", "c-1", "cpu=8")]
+    with local_cluster(redis_server_url, redis_prefix, nodes) as cluster:
+        store: Store = cluster.connection.store
+        wait_for("nodes", lambda: len([n for n in store.nodes.all() if n.ready]) == 3)
+        member.create(job_copy("long", ["sleep", "60"]))
+        first = wait_for("long placed", lambda: (r := store.workloads.find("default/long"))
+                         and r.placement and r)
+        lost = first.placement[0]
+        cluster.stop_node(lost)
+        again = wait_for("long placed again", lambda: (
+            r := store.workloads.find("default/long")) and r.attempt > first.attempt
+            and r.placement and r, timeout=15)
+        assert again.placement[0] in {"g-1", "g-2"} - {lost}  # same pool, never c-1
+        assert again.state is State.ADMITTED and again.cluster_queue == ""
+        history = [h["event"] for h in store.workloads.history("default/long")]
+        assert "Evicted" in history
+        member.delete("default", "long")
