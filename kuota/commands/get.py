@@ -84,8 +84,10 @@ def _workloads(client: Any, *, include_finished: bool) -> list[dict[str, Any]]:
             status = "Running" if w.placement else "Placing"
         else:
             status = w.outcome.value or w.state.value
-        rows.append({"name": w.key, "queue": w.queue, "state": status,
-                     "clusterqueue": w.cluster_queue or "-", "pods": w.pods or "-",
+        # A workload dispatched here by a manager has no queue: it shows who sent it.
+        cluster_queue = f"dispatched:{w.origin}" if w.dispatched else w.cluster_queue or "-"
+        rows.append({"name": w.key, "queue": w.queue or "-", "state": status,
+                     "clusterqueue": cluster_queue, "pods": w.pods or "-",
                      "nodes": ",".join(dict.fromkeys(w.placement)) or "-",
                      "attempt": w.attempt, "age": _age(w.created),
                      "reason": w.reason or "-", "message": w.message or ""})

@@ -82,7 +82,12 @@ def register(subparsers: Any) -> None:
                              "(default %(default)s)")
     parser.add_argument("--redis", metavar="URL",
                         help="multi-cluster: Redis for the queue of remote calls (default: "
-                             "$REDIS_URL, else an in-process store)")
+                             "$REDIS_URL, else an in-process store); pool members "
+                             "(MemberCluster spec.pool) are pools of workers registered there")
+    parser.add_argument("--pool-prefix", default=os.environ.get("KUOTA_PREFIX", "kuota"),
+                        metavar="PREFIX",
+                        help="multi-cluster: key prefix of the Redis-mode store pool members "
+                             "live in (default: $KUOTA_PREFIX, else %(default)s)")
     parser.add_argument("--verbose", "-v", action="store_true", help="debug logging")
     parser.set_defaults(func=run)
 
@@ -103,7 +108,8 @@ def options_from(args: argparse.Namespace) -> Options:
                    member_interval=args.member_interval,
                    create_backoff=args.create_backoff, create_attempts=args.create_attempts,
                    operator_namespace=args.operator_namespace,
-                   redis_url=args.redis or os.environ.get("REDIS_URL") or None)
+                   redis_url=args.redis or os.environ.get("REDIS_URL") or None,
+                   pool_prefix=args.pool_prefix)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,6 +10,9 @@ package carries the decision out and watches it, for the Kubernetes operator:
 * :mod:`.member` — what the operator needs from any member (observe its nodes
   and our copies, create a copy, delete a copy), as plain values;
 * :mod:`.kubernetes_member` — that interface over the ``kubernetes`` client;
+* :mod:`.pool_member` — that interface for a Redis worker pool (copies become
+  dispatched workloads in the pool's store; :mod:`.pool_copy` is the pure
+  translation of a Job and of the copy's progress);
 * :mod:`.tasks` — every remote call as an idempotent rq task with retries and
   backoff, run by that member's own worker thread inside the operator, so a
   slow or failing member never blocks the operator's loops nor other members;

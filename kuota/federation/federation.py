@@ -13,7 +13,11 @@ every rebuild) and feeds it:
   what the dispatcher itself placed there); a failure makes it inactive with
   reason ``Unreachable``. The MemberCluster's status gets the condition,
   ``lastSeenTime``, the node count and capacity / free capacity per flavor.
-  Pool members are left to the Redis service (condition ``NotSupported``).
+  A pool member (``spec.pool``) is the pool of Redis workers registered in the
+  operator's ``--redis`` and goes through the same calls
+  (:mod:`.pool_member`); it carries the selector label ``kuota.dev/pool``, and
+  a Job that cannot run on a pool (no ``command``) gets the hint
+  ``!kuota.dev/pool`` so the ClusterAffinity filter keeps it off pools.
 
 It carries decisions out, from the engine's events (:meth:`events`):
 
@@ -63,7 +67,7 @@ import yaml
 
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
-from kuota.federation import reconcile, remote_job, tasks
+from kuota.federation import pool_copy, pool_member, reconcile, remote_job, tasks
 from kuota.federation.create_failures import REFUSED, CreateFailures
 from kuota.federation.member import Observation, refusal_of
 from kuota.operator import names, status
@@ -72,6 +76,7 @@ from kuota.operator.objects import key_of
 from multicluster import convert
 from multicluster.controller import CONTROLLER_NAME, Dispatcher
 from multicluster.failover import CLUSTER_LOST, MemberState, may_start, member_state, plan_failover
+from multicluster.hints import CLUSTER_SELECTOR
 from multicluster.model import Health
 from multicluster.settings import DEFAULT_STALE_AFTER, DEFAULT_WORKER_LOST_TIMEOUT, SettingsError
 from placement.model import Node
@@ -246,8 +251,10 @@ class Federation:
             self.members[name] = member
         else:
             member.obj, member.spec, member.due = obj, None, 0.0
-        member.problem = ("pool members are dispatched by the Redis service "
-                          "(kuota scheduler), not by the operator") if obj.spec.pool else None
+        member.problem = None
+        if obj.spec.pool and not self.options.redis_url:
+            member.problem = ("a pool member needs the operator's --redis URL (the Redis its "
+                              "workers register in)")
         self._publish(member)
 
     def _annotations(self, info: WorkloadInfo) -> Mapping[str, str]:
@@ -259,6 +266,11 @@ class Federation:
         job_key = self.controller.job_of_workload.get(info.key)
         job = objects.get("Job", job_key) if job_key else None
         result.update(((job or {}).get("metadata") or {}).get("annotations") or {})
+        if job is not None and pool_copy.refusal(job) is not None:
+            # Not runnable on a pool: ClusterAffinity refuses every pool member.
+            selector = result.get(CLUSTER_SELECTOR, "").strip()
+            result[CLUSTER_SELECTOR] = ",".join(
+                part for part in (selector, f"!{pool_copy.POOL_LABEL}") if part)
         return result
 
     # -- engine events in --------------------------------------------------------------------
@@ -327,10 +339,15 @@ class Federation:
     async def _observe(self, member: Member, now: float) -> None:
         assert self.runner is not None
         member.due = now + self.options.member_interval
-        if member.problem is not None and member.obj.spec.pool:
-            member.condition = (False, reconcile.NOT_SUPPORTED, member.problem)
-            return
-        if member.spec is None or now - member.spec_read > SECRET_REFRESH:
+        pool = member.obj.spec.pool
+        if pool and member.problem is None:
+            assert self.options.redis_url is not None
+            member.spec = pool_member.pool_spec(
+                pool=pool, member=member.name, origin=self.origin,
+                redis=self.options.redis_url, prefix=self.options.pool_prefix)
+        elif pool:
+            member.spec = None
+        elif member.spec is None or now - member.spec_read > SECRET_REFRESH:
             try:
                 member.spec = await self._spec(member.obj)
                 member.spec_read, member.problem = now, None
@@ -342,8 +359,8 @@ class Federation:
             member.condition = (False, reconcile.NOT_CONFIGURED, member.problem or "")
             self._publish(member)
             return
-        self.runner.submit(f"observe:{member.name}", tasks.observe, member.spec, self.origin,
-                           retry=False, lane=member.name)
+        self.runner.submit(f"observe:{member.name}", _calls(member).observe, member.spec,
+                           self.origin, retry=False, lane=member.name)
 
     async def _spec(self, obj: api.MemberCluster) -> Body:
         """The task spec of a Kubernetes member: its kubeconfig, from a file or a Secret."""
@@ -450,7 +467,7 @@ class Federation:
         assert self.runner is not None and member.spec is not None
         namespace, _, name = copy_key.partition("/")
         key = f"delete:{member.name}:{copy_key}"
-        if self.runner.submit(key, tasks.delete, member.spec, namespace, name,
+        if self.runner.submit(key, _calls(member).delete, member.spec, namespace, name,
                               lane=member.name):
             self._deleting[key] = (workload, member.name)
 
@@ -481,13 +498,13 @@ class Federation:
         """Give the dispatcher the member as now known (nodes, health, labels, prices)."""
         if self.dispatcher is None:
             return
-        if member.obj.spec.pool:
-            self.dispatcher.delete_member(member.name)
-            return
         name = member.name
         added = [d.added for k, d in self.dispatcher.dispatched.items() if d.cluster == name]
         nodes = member.loaded = reconcile.with_dispatched(member.nodes, added)
         info = convert.cluster_info(member.obj, nodes)
+        if member.obj.spec.pool:
+            info = replace(info, labels={**info.labels,
+                                         pool_copy.POOL_LABEL: member.obj.spec.pool})
         active, reason, message = member.condition
         info = replace(info, health=Health(active, reason, message, member.last_seen))
         self.dispatcher.set_member(info)
@@ -555,7 +572,7 @@ class Federation:
             body = self._remote_body(engine, workload, cluster)
             if body is None:
                 continue
-            if self.runner.submit(key, tasks.create, member.spec, body, lane=cluster):
+            if self.runner.submit(key, _calls(member).create, member.spec, body, lane=cluster):
                 self.holders.setdefault(workload, set()).add(cluster)
 
     def _remote_body(self, engine: Engine, workload: str, cluster: str) -> Body | None:
@@ -629,6 +646,11 @@ class Federation:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _calls(member: Member) -> Any:
+    """The module of task functions for the member's kind (observe, create, delete)."""
+    return pool_member if member.obj.spec.pool else tasks
 
 
 def _condition(body: Body, type_: str) -> bool:

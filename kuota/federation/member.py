@@ -20,8 +20,9 @@ harmless:
 
 Only plain values cross this interface (they travel through rq as task
 arguments and results): nodes as :class:`placement.model.Node`, copies as
-:class:`Copy`. :mod:`.kubernetes_member` implements it for Kubernetes; a
-Redis worker-pool adapter can implement the same three calls later.
+:class:`Copy`. :mod:`.kubernetes_member` implements it for Kubernetes,
+:mod:`.pool_member` for a Redis worker pool (its copies' ``body`` is a
+Job-shaped status made by :func:`.pool_copy.job_status`).
 """
 
 from __future__ import annotations

@@ -43,5 +43,8 @@ class Options:
     #: Failed creations after which a member counts as refusing the workload: it is evicted
     #: and dispatched again without that member.
     create_attempts: int = 5
-    #: Redis for the remote-call task queue; None: an in-process fakeredis.
+    #: Redis for the remote-call task queue; None: an in-process fakeredis. Pool members
+    #: (MemberCluster ``spec.pool``) are the pools of workers registered in this Redis.
     redis_url: str | None = None
+    #: Key prefix of the Redis-mode store the pool members live in (``kuota scheduler --prefix``).
+    pool_prefix: str = "kuota"

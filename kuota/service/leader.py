@@ -13,7 +13,9 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
    and the dispatch decisions. Topology-aware admission and multi-cluster
    dispatch see the pools' nodes (:mod:`kuota.service.topofeed`,
    :mod:`kuota.service.members`).
-4. **Place** admitted gangs on pool nodes — on the nodes admission pinned, in
+4. **Place** workloads dispatched here by a manager on their pool's nodes
+   (:mod:`kuota.service.dispatched`; outside the engine: no queue, no quota), then
+   admitted gangs on pool nodes — on the nodes admission pinned, in
    the pool dispatch chose (:mod:`kuota.service.pinning`) — and send their
    pods to the nodes' rq queues (:mod:`kuota.service.placing`,
    :mod:`kuota.service.jobs`).
@@ -39,6 +41,7 @@ from admission.engine import Engine
 from kuota.service import decisions, jobs, pinning, placing, rebuild, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
+from kuota.service.dispatched import DispatchedWorkloads
 from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
@@ -93,6 +96,8 @@ class Leader:
         self.unplaced: dict[str, None] = {}
         self.recheck: set[str] = set()
         self.nodes = NodeView(self.store)
+        #: Workloads dispatched here by a manager: placed and run outside the engine.
+        self.dispatched = DispatchedWorkloads(self)
         #: Placed workloads whose pods were sent but may not all have started -> when sent.
         self._sent_at: dict[str, float] = {}
         self._decisions = 0
@@ -123,6 +128,7 @@ class Leader:
             self._check(self.store.workloads.reject(holder, key, message=message, now=now),
                         f"rejecting {key}")
         self._resume([r for k, r in loaded.workloads.items() if k not in loaded.invalid], now)
+        self.dispatched.resume(list(loaded.dispatched.values()), now)
         self._read_nodes(now)
         if self.members is not None:
             self.members.resume(now)
@@ -154,6 +160,7 @@ class Leader:
                 and any(e.kind == "pod" for e in events))):
             self._read_nodes(now)
         self._schedule(now)
+        self.dispatched.step(now)
         self._place(now)
         if now >= self._node_check_at:
             self._watch_nodes(now)
@@ -203,6 +210,8 @@ class Leader:
             self.members.refresh(self.nodes, self.unplaced, now)
 
     def _reconcile(self, key: str, stored: WorkloadRecord | None, now: float) -> None:
+        if self.dispatched.follow(key, stored, now):
+            return
         mine = self.engine.records.get(key)
         state = stored.state if stored is not None else State.FINISHED
         if state is State.FINISHED:
@@ -387,6 +396,7 @@ class Leader:
                                 self.timing.node_timeout)
         self.nodes.refresh()
         self._read_nodes(now)
+        self.dispatched.check_nodes(now)
         self._evict_from_lost_members(now)
         self._evict_from_lost_nodes(now)
         self._persist(now)
@@ -444,7 +454,10 @@ class Leader:
         for key, (state, attempt) in zip(keys, pipe.execute(), strict=True):
             mine = self.engine.records.get(key)
             tracked = self.tracked.get(key)
-            if state == State.FINISHED and (mine is None or mine.state is State.FINISHED):
+            if state == State.FINISHED and (mine is None or mine.state is State.FINISHED) \
+                    and key not in self.dispatched.copies:
+                continue
+            if self.dispatched.knows(key, state, attempt):
                 continue
             if mine is not None and state == mine.state and tracked is not None \
                     and str(tracked.attempt) == attempt:

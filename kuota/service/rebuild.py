@@ -6,6 +6,8 @@ Workloads holding quota are *restored* — their usage counted in the cache
 exactly as admitted — before any cycle runs, so a new leader can never admit
 past a quota its predecessor already filled. Pending workloads are queued by
 their stored queue-order timestamp, so the order survives a failover.
+Workloads dispatched here by a manager are listed apart (``Loaded.dispatched``):
+they bypass the engine (:mod:`kuota.service.dispatched`).
 
 The same rebuild serves read-only views (``kuota get clusterqueues``,
 ``kuota pending``): they show the real engine's numbers, not a re-implementation.
@@ -51,6 +53,8 @@ class Loaded:
     workloads: dict[str, WorkloadRecord]
     #: Workloads whose stored spec cannot be read -> the problem.
     invalid: dict[str, str]
+    #: Workloads dispatched here by a manager (not in the engine: no queue, no quota).
+    dispatched: dict[str, WorkloadRecord] = field(default_factory=dict)
 
 
 def load_configs(store: Store) -> Configs:
@@ -120,8 +124,12 @@ def load(store: Store, config: EngineConfig | None = None) -> Loaded:
     engine = new_engine(configs, config or EngineConfig())
     live: dict[str, WorkloadRecord] = {}
     invalid: dict[str, str] = {}
+    dispatched: dict[str, WorkloadRecord] = {}
     for record in store.workloads.all():
         if record.state is State.FINISHED:
+            continue
+        if record.dispatched:
+            dispatched[record.key] = record
             continue
         live[record.key] = record
         try:
@@ -131,7 +139,7 @@ def load(store: Store, config: EngineConfig | None = None) -> Loaded:
             continue
         add(engine, record, info)
     engine.drain_outbox()
-    return Loaded(engine, configs, live, invalid)
+    return Loaded(engine, configs, live, invalid, dispatched)
 
 
 def add(engine: Engine, record: WorkloadRecord, info: WorkloadInfo) -> Record:

@@ -135,6 +135,8 @@ class WorkloadRecord:
     submission: str = ""
     #: The latest multi-cluster dispatch decision (``Decision.to_dict`` as JSON), if any.
     dispatch_json: str = ""
+    #: The manager that dispatched this workload here (multi-cluster dispatch), or "".
+    origin: str = ""
 
     @classmethod
     def from_hash(cls, key: str, h: Mapping[str, str]) -> WorkloadRecord:
@@ -152,7 +154,8 @@ class WorkloadRecord:
             placement=tuple(json.loads(placement)) if placement else (),
             pods=_int(h, "pods"), pods_done=_int(h, "pods_done"), failures=_int(h, "failures"),
             backoff_limit=_int(h, "backoff_limit"), finished_at=_float(h, "finished_at"),
-            submission=h.get("submission", ""), dispatch_json=h.get("dispatch", ""))
+            submission=h.get("submission", ""), dispatch_json=h.get("dispatch", ""),
+            origin=h.get("origin", ""))
 
     def spec(self) -> dict[str, Any]:
         """The Workload manifest as submitted."""
@@ -169,6 +172,11 @@ class WorkloadRecord:
         if not isinstance(doc, dict):
             raise ValueError(f"workload {self.key}: stored dispatch decision is not an object")
         return doc
+
+    @property
+    def dispatched(self) -> bool:
+        """Sent here by a manager: admitted there, placed and run here without a queue."""
+        return bool(self.origin)
 
     def pod_refs(self) -> list[PodRef]:
         """The pods of the current attempt (empty before the first admission)."""

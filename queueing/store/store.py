@@ -12,6 +12,7 @@ from typing import Any
 
 import redis as redis_py
 
+from queueing.store.dispatched import DispatchedStore
 from queueing.store.events import EventStream
 from queueing.store.keys import DEFAULT_PREFIX, Keys
 from queueing.store.lease import Lease
@@ -29,6 +30,7 @@ class Store:
         self.scripts = Scripts(redis)
         self.objects = ObjectStore(redis, self.keys)
         self.workloads = WorkloadStore(redis, self.keys, self.scripts)
+        self.dispatched = DispatchedStore(redis, self.keys, self.scripts, self.workloads)
         self.nodes = NodeStore(redis, self.keys, self.scripts)
         self.pods = PodStore(redis, self.keys, self.scripts)
         self.events = EventStream(redis, self.keys)

@@ -36,7 +36,8 @@ from quota.workload import Admission
 #: Every field but ``spec``: what a status read needs.
 _STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "attempt",
                   "outcome", "reason", "message", "cq", "admission", "admitted_at", "placement",
-                  "pods", "pods_done", "failures", "backoff_limit", "finished_at", "submission")
+                  "pods", "pods_done", "failures", "backoff_limit", "finished_at", "submission",
+                  "origin")
 
 
 @dataclass(frozen=True, slots=True)
