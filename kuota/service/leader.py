@@ -437,9 +437,11 @@ class Leader:
             return
         pods = self.store.pods.get_many([ref for _, refs in suspects for ref in refs])
         phases = {p.ref: p.state for p in pods if p is not None}
+        # A Stopped pod of a workload that still holds quota was not stopped by us (we stop
+        # pods only after evicting or cancelling): its worker stopped it on shutdown.
         for key, refs in suspects:
-            lost = [ref for ref in refs
-                    if phases.get(ref, PodPhase.LOST) in (*LIVE_PHASES, PodPhase.LOST)]
+            lost = [ref for ref in refs if phases.get(ref, PodPhase.LOST)
+                    in (*LIVE_PHASES, PodPhase.LOST, PodPhase.STOPPED)]
             if lost:
                 nodes = ", ".join(sorted({self.tracked[key].placed[r.index][0] for r in lost}))
                 self.engine.evict(key, now, "NodeFailures", "",
