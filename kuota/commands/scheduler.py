@@ -33,6 +33,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--batch", type=float, default=0.01, metavar="SECONDS",
                         help="shortest time between scheduling rounds; what arrives meanwhile "
                              "is decided as one batch (default 0.01)")
+    parser.add_argument("--retain-finished", type=cli.parse_retention, default="7d",
+                        metavar="DURATION",
+                        help="how long finished workloads (record, history, pod logs) stay "
+                             "in Redis: 90s, 30m, 12h, 7d... or 'forever' (default 7d)")
     parser.add_argument("--identity", default=None,
                         help="name of this scheduler in the lease (default host-pid-random)")
     parser.add_argument("--fair-sharing", action="store_true",
@@ -58,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     options = SchedulerOptions(
         identity=args.identity or default_identity(),
         timing=Timing(lease_ttl=args.lease_ttl, node_timeout=args.node_timeout, poll=args.poll,
-                      batch=args.batch),
+                      batch=args.batch, retain_finished=args.retain_finished),
         engine=EngineConfig(fair_sharing=args.fair_sharing))
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -93,6 +93,26 @@ def parse_labels(text: str | None) -> dict[str, str]:
     return labels
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_retention(text: str) -> float | None:
+    """``--retain-finished``: ``forever`` (None), or a duration such as ``90s``, ``30m``,
+    ``12h``, ``7d`` or plain seconds; as an argparse ``type``."""
+    value = text.strip().lower()
+    if value == "forever":
+        return None
+    number, unit = (value[:-1], value[-1]) if value[-1:] in _UNITS else (value, "s")
+    try:
+        seconds = float(number) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration (like 90s, 30m, 12h, 7d) or 'forever'") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a retention must not be negative")
+    return seconds
+
+
 def kinds_help() -> str:
     return "ResourceFlavor, Topology, AdmissionCheck, Cohort, ClusterQueue, LocalQueue " \
            "(NAMESPACE/NAME), WorkloadPriorityClass, MultiClusterConfig, MemberCluster, Namespace"

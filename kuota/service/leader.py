@@ -67,8 +67,12 @@ class Timing:
     poll: float = 0.5
     #: How often pending reasons are written.
     reasons_every: float = 0.5
-    #: How often every workload's state is compared with the engine's.
+    #: How often every workload's state is compared with the engine's (and finished
+    #: workloads past their retention are forgotten).
     resync_every: float = 30.0
+    #: How long a finished workload (record, history, pods, logs) is kept in Redis;
+    #: None keeps them forever.
+    retain_finished: float | None = 7 * 24 * 3600.0
     #: Shortest time between two rounds: what arrives meanwhile is handled as one batch
     #: (one pipeline of decisions, one start job per node), which is what lets a busy
     #: scheduler keep up; it adds at most this much to any decision's latency.
@@ -407,7 +411,7 @@ class Leader:
             raise NeedRebuild("events were trimmed before being read")
         if now >= self._resync_at:
             self._resync_at = now + self.timing.resync_every
-            self._resync()
+            self._resync(now)
 
     def _evict_from_lost_members(self, now: float) -> None:
         """Requeue what holds quota on a pool member with no node left (ClusterLost), and
@@ -447,17 +451,22 @@ class Leader:
                 self.engine.evict(key, now, "NodeFailures", "",
                                   f"node(s) {nodes} lost while running the workload")
 
-    def _resync(self) -> None:
-        """Compare every stored state with the engine's; re-read those that differ."""
+    def _resync(self, now: float) -> None:
+        """Compare every stored state with the engine's; re-read those that differ. Forget
+        workloads finished longer than the retention ago."""
         keys = self.store.workloads.keys()
         pipe = self.store.redis.pipeline(transaction=False)
         for key in keys:
-            pipe.hmget(self.store.keys.workload(key), "state", "attempt")
-        for key, (state, attempt) in zip(keys, pipe.execute(), strict=True):
+            pipe.hmget(self.store.keys.workload(key), "state", "attempt", "finished_at")
+        retain = self.timing.retain_finished
+        expired: list[str] = []
+        for key, (state, attempt, finished_at) in zip(keys, pipe.execute(), strict=True):
             mine = self.engine.records.get(key)
             tracked = self.tracked.get(key)
             if state == State.FINISHED and (mine is None or mine.state is State.FINISHED) \
                     and key not in self.dispatched.copies:
+                if retain is not None and finished_at and float(finished_at) < now - retain:
+                    expired.append(key)
                 continue
             if self.dispatched.knows(key, state, attempt):
                 continue
@@ -465,6 +474,15 @@ class Leader:
                     and str(tracked.attempt) == attempt:
                 continue
             self.recheck.add(key)
+        for start in range(0, len(expired), 200):
+            assert retain is not None
+            statuses = self.store.workloads.purge_finished(
+                self.holder, expired[start:start + 200], before=now - retain)
+            for status in statuses.values():
+                self._check(status, "forgetting finished workloads")
+            forgotten = sum(1 for s in statuses.values() if s == "ok:purged")
+            if forgotten:
+                log.info("forgot %d workload(s) finished more than %gs ago", forgotten, retain)
 
     # -- 6. publish reasons -------------------------------------------------------------
     def _publish_reasons(self, now: float) -> None:

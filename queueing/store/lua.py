@@ -370,6 +370,26 @@ emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok:deleted"
 """
 
+PURGE_FINISHED: Final = r"""
+-- Retention: forget a workload that finished before a cutoff -- its record, history,
+-- and every attempt's pods and logs. Anything not Finished, or finished later, stays.
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] workloads zset  KEYS[4] history
+-- KEYS[5..] pod hashes and logs of every attempt
+-- ARGV[1] lease holder  ARGV[2] workload key  ARGV[3] cutoff (epoch seconds)
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local w = redis.call("HMGET", KEYS[2], "state", "finished_at")
+if not w[1] then
+  redis.call("ZREM", KEYS[3], ARGV[2])
+  return "ok:absent"
+end
+if w[1] ~= "Finished" then return "state:" .. w[1] end
+if not w[2] or tonumber(w[2]) >= tonumber(ARGV[3]) then return "young" end
+for i = 5, #KEYS do redis.call("DEL", KEYS[i]) end
+redis.call("DEL", KEYS[2], KEYS[4])
+redis.call("ZREM", KEYS[3], ARGV[2])
+return "ok:purged"
+"""
+
 REGISTER_NODE: Final = r"""
 -- A worker (re)registers its node. Pods of an earlier incarnation died with it: mark them Lost.
 -- KEYS[1] nodes set  KEYS[2] node hash  KEYS[3] node pods set  KEYS[4] events
@@ -479,6 +499,7 @@ SCRIPTS: Final = {
     "dispatch": DISPATCH, "remove_dispatched": REMOVE_DISPATCHED,
     "pod_start": POD_START, "pod_exit": POD_EXIT,
     "register_node": REGISTER_NODE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
+    "purge_finished": PURGE_FINISHED,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
 }
 

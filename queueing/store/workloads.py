@@ -30,6 +30,7 @@ from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.keys import Keys, PodRef
 from queueing.store.records import WorkloadRecord, admission_to_json, vector_to_json
 from queueing.store.scripts import Scripts, text
+from quota.lifecycle import State
 from quota.resources import ResourceVector
 from quota.workload import Admission
 
@@ -215,6 +216,28 @@ class WorkloadStore:
         return self._batch("set_dispatch", [([k.lease, k.workload(key)], [holder, attempt, doc])
                                             for key, attempt, doc in decisions])
 
+    def purge_finished(self, holder: str, keys: Iterable[str], *,
+                       before: float) -> dict[str, str]:
+        """Retention: forget workloads that finished before ``before`` — record, history,
+        every attempt's pods and logs. One status per key read: ``ok:purged``, ``young``,
+        ``state:<State>`` (not finished: kept), or ``fenced``."""
+        k = self._keys
+        calls: list[tuple[list[str], list[object]]] = []
+        purged: list[str] = []
+        for key, record in self.get_many(keys).items():
+            if record.state is not State.FINISHED:
+                continue
+            # Earlier attempts may have had more pods than the last (partial admission):
+            # the spec's full count bounds them all.
+            most = max(record.pods, _spec_pods(record))
+            refs = [PodRef(key, attempt, index) for attempt in range(1, record.attempt + 1)
+                    for index in range(most)]
+            calls.append(([k.lease, k.workload(key), k.workloads, k.history(key),
+                           *(name for ref in refs for name in (k.pod(ref), k.log(ref)))],
+                          [holder, key, before]))
+            purged.append(key)
+        return dict(zip(purged, self._batch("purge_finished", calls), strict=True))
+
     def _batch(self, script: str, calls: Sequence[tuple[list[str], list[object]]]) -> list[str]:
         if not calls:
             return []
@@ -222,3 +245,12 @@ class WorkloadStore:
         for keys, args in calls:
             self._scripts.queue(script, keys, args, pipe)
         return [text(status) for status in pipe.execute()]
+
+
+def _spec_pods(record: WorkloadRecord) -> int:
+    """Pods the stored spec asks for in all (0 if the spec cannot be read)."""
+    try:
+        pod_sets = record.spec().get("spec", {}).get("podSets") or []
+        return sum(int(ps.get("count", 1)) for ps in pod_sets if isinstance(ps, dict))
+    except (ValueError, TypeError, AttributeError):
+        return 0

@@ -207,3 +207,42 @@ class TestSettleAndCancel:
 def exit_pod(store, ref: PodRef, code: int, *, pods: int = 2) -> str:
     return store.pods.exit(ref, node=f"n{ref.index}", pod_count=pods, exit_code=code,
                            stopped=False, message=f"pod exited {code}", pid=1, now=9.0)
+
+
+class TestRetention:
+    """purge_finished forgets what finished before the cutoff, with its pods and logs."""
+
+    @pytest.mark.parametrize(("cutoff", "finish", "want_status", "want_gone"), [
+        (10.0, True, "ok:purged", True),     # finished at 9.0, before the cutoff
+        (9.0, True, "young", False),         # finished exactly at the cutoff: kept
+        (10.0, False, None, False),          # still running: never touched
+    ], ids=["old", "young", "running"])
+    def test_only_old_finished_workloads_go(self, cutoff: float, finish: bool,
+                                            want_status: str | None, want_gone: bool) -> None:
+        store = new_store()
+        holder, refs = running_gang(store)
+        store.pods.append_log(refs[0], "hello\n")
+        if finish:
+            for ref in refs:
+                exit_pod(store, ref, 0)
+            assert store.workloads.get("ns/w").state is State.FINISHED
+        statuses = store.workloads.purge_finished(holder, ["ns/w"], before=cutoff)
+        assert statuses.get("ns/w") == want_status
+        k = store.keys
+        left = [name for name in (k.workload("ns/w"), k.history("ns/w"), k.pod(refs[0]),
+                                  k.pod(refs[1]), k.log(refs[0]))
+                if store.redis.exists(name)]
+        assert (left == []) is want_gone
+        listed = store.workloads.keys()
+        assert ("ns/w" in listed) is not want_gone
+
+    def test_a_former_leader_cannot_purge(self) -> None:
+        store = new_store()
+        holder, refs = running_gang(store)
+        for ref in refs:
+            exit_pod(store, ref, 0)
+        store.redis.delete(store.keys.lease)
+        lead(store, "s2")
+        assert store.workloads.purge_finished(holder, ["ns/w"], before=99.0) == {
+            "ns/w": "fenced"}
+        assert store.workloads.find("ns/w") is not None
