@@ -65,8 +65,11 @@ def pool_fleet(certs: pathlib.Path, workdir: pathlib.Path, url: str,
         manager.apply(*pool_objects())
         with h.Running(manager, certs, member_interval=0.2, federation_tick=0.05,
                        manager_id="manager-1", redis_url=url, pool_prefix=prefix):
-            h.wait(manager, lambda: h.is_true({"status": fleet.member_status("p")}, "Active"),
-                   "the pool member Active")
+            # Every member observed first: a decision made before would refuse the Kubernetes
+            # members for Health, not for what this test is about.
+            for name in ("p", "a", "b"):
+                h.wait(manager, lambda name=name: h.is_true(
+                    {"status": fleet.member_status(name)}, "Active"), f"member {name} Active")
             yield fleet, cluster.connection.store
 
 
