@@ -53,7 +53,8 @@ class DispatchedStore:
             raise ValueError(f"dispatched workload key {key!r} must be namespace/name")
         k = self._keys
         status = self._scripts.run(
-            "dispatch", [k.workload(key), k.workloads, k.history(key), k.events],
+            "dispatch", [k.workload(key), k.workloads, k.history(key), k.events,
+                         k.dispatched(origin)],
             [key, origin, now, EVENTS_MAXLEN,
              json.dumps(dict(spec), sort_keys=True, separators=(",", ":")),
              admission_to_json(admission), pods, backoff_limit,
@@ -75,7 +76,7 @@ class DispatchedStore:
             refs: list[PodRef] = record.pod_refs()
             status = self._scripts.run(
                 "remove_dispatched", [k.workload(key), k.workloads, k.history(key), k.events,
-                                      *(k.pod(ref) for ref in refs)],
+                                      k.dispatched(origin), *(k.pod(ref) for ref in refs)],
                 [key, origin, record.attempt, EVENTS_MAXLEN])
             if status.startswith("stale:"):
                 continue
@@ -86,10 +87,15 @@ class DispatchedStore:
         raise Conflict(f"workload {key}: kept changing while being removed")
 
     def list(self, origin: str) -> list[WorkloadRecord]:
-        """Every record dispatched here by ``origin``, with its spec."""
-        keys = self._workloads.keys()
+        """Every record dispatched here by ``origin``, with its spec: read through the
+        origin's index, so a manager's look costs its copies, not the whole store."""
+        index = self._keys.dispatched(origin)
+        keys = sorted(str(k) for k in self._r.smembers(index))
         pipe = self._r.pipeline(transaction=False)
         for key in keys:
             pipe.hget(self._keys.workload(key), "origin")
-        mine = [key for key, found in zip(keys, pipe.execute(), strict=True) if found == origin]
-        return list(self._workloads.get_many(mine).values())
+        found = [(key, owner == origin) for key, owner in zip(keys, pipe.execute(), strict=True)]
+        gone = [key for key, ours in found if not ours]  # forgotten, or replaced by another
+        if gone:
+            self._r.srem(index, *gone)
+        return list(self._workloads.get_many([key for key, ours in found if ours]).values())

@@ -113,6 +113,10 @@ class Keys:
     def log(self, pod: PodRef) -> str:
         return f"{self.prefix}:log:{pod.id}"
 
+    def dispatched(self, origin: str) -> str:
+        """The keys of the workloads a manager (``origin``) dispatched here."""
+        return f"{self.prefix}:dispatched:{origin}"
+
     # -- nodes -----------------------------------------------------------------
     @property
     def nodes(self) -> str:

@@ -331,11 +331,15 @@ DISPATCH: Final = r"""
 -- there, so it starts Admitted, with no ClusterQueue (no quota counted here). Create-if-absent:
 -- a record of the same origin is the same copy.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
+-- KEYS[5] the origin's index of its copies
 -- ARGV[1] workload key  ARGV[2] origin  ARGV[3] now  ARGV[4] events maxlen  ARGV[5] spec JSON
 -- ARGV[6] admission JSON  ARGV[7] pod count  ARGV[8] backoff limit  ARGV[9] message
 local w = redis.call("HMGET", KEYS[1], "state", "origin", "attempt")
 if w[1] then
-  if w[2] == ARGV[2] then return "ok:exists" end
+  if w[2] == ARGV[2] then
+    redis.call("SADD", KEYS[5], ARGV[1])
+    return "ok:exists"
+  end
   if w[1] ~= "Finished" then return "exists:" .. w[1] end
 end
 -- A finished workload of that name is replaced; attempts keep counting (pod keys stay unique).
@@ -348,6 +352,7 @@ redis.call("HSET", KEYS[1], "key", ARGV[1], "spec", ARGV[5], "queue", "", "prior
            "pods_done", 0, "failures", 0, "outcome", "", "reason", "Dispatched",
            "message", ARGV[9], "submission", "", "decision", "")
 redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
+redis.call("SADD", KEYS[5], ARGV[1])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Dispatched", origin = ARGV[2],
                attempt = attempt})
 emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
@@ -357,15 +362,16 @@ return "ok:created"
 REMOVE_DISPATCHED: Final = r"""
 -- Remove a dispatched workload at its manager's request: stop its pods, delete the record.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
--- KEYS[5..] pod hashes of the attempt as read
+-- KEYS[5] the origin's index of its copies  KEYS[6..] pod hashes of the attempt as read
 -- ARGV[1] workload key  ARGV[2] origin  ARGV[3] attempt as read  ARGV[4] events maxlen
 local w = redis.call("HMGET", KEYS[1], "state", "origin", "attempt")
 if not w[1] then return "ok:absent" end
 if w[2] ~= ARGV[2] then return "origin:" .. (w[2] or "") end
 if w[3] ~= ARGV[3] then return "stale:" .. w[3] end
-stop_pods(5)
+stop_pods(6)
 redis.call("DEL", KEYS[1], KEYS[3])
 redis.call("ZREM", KEYS[2], ARGV[1])
+redis.call("SREM", KEYS[5], ARGV[1])
 emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok:deleted"
 """

@@ -20,6 +20,7 @@ POD = PodRef("ns/train", 3, 1)
     (lambda k: k.history("ns/train"), "p:workload:ns/train:history"),
     (lambda k: k.pod(POD), "p:pod:ns/train:3:1"),
     (lambda k: k.log(POD), "p:log:ns/train:3:1"),
+    (lambda k: k.dispatched("manager-1"), "p:dispatched:manager-1"),
     (lambda k: k.nodes, "p:nodes"),
     (lambda k: k.node("gpu-1"), "p:node:gpu-1"),
     (lambda k: k.node_pods("gpu-1"), "p:node:gpu-1:pods"),
