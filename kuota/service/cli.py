@@ -13,6 +13,7 @@ import argparse
 import functools
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -108,8 +109,10 @@ def parse_retention(text: str) -> float | None:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a duration (like 90s, 30m, 12h, 7d) or 'forever'") from None
-    if seconds < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a retention must not be negative")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a retention must be a finite duration, not negative "
+            "('forever' keeps everything)")
     return seconds
 
 

@@ -258,12 +258,7 @@ class DispatchedWorkloads:
 
 
 def _lost(pod: PodRecord | None) -> bool:
-    """Did the pod die with its node? Live or Lost, or stopped though nobody asked (a worker
-    shutting down stops its pods itself before leaving)."""
-    if pod is None:
-        return True
-    return pod.state in (PodPhase.PLACED, PodPhase.RUNNING, PodPhase.LOST) or (
-        pod.state is PodPhase.STOPPED and not pod.stop)
+    return pod is None or pod.died_with_node
 
 
 def _gang(spec: DispatchedSpec) -> list[placing.GangPod]:

@@ -46,7 +46,6 @@ from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
 from queueing.store.events import Event
-from queueing.store.records import LIVE_PHASES
 from queueing.store.workloads import PlaceRequest, PodPlacement
 from quota import api
 from quota.config import EngineConfig
@@ -440,12 +439,9 @@ class Leader:
         if not suspects:
             return
         pods = self.store.pods.get_many([ref for _, refs in suspects for ref in refs])
-        phases = {p.ref: p.state for p in pods if p is not None}
-        # A Stopped pod of a workload that still holds quota was not stopped by us (we stop
-        # pods only after evicting or cancelling): its worker stopped it on shutdown.
+        died = {p.ref: p.died_with_node for p in pods if p is not None}
         for key, refs in suspects:
-            lost = [ref for ref in refs if phases.get(ref, PodPhase.LOST)
-                    in (*LIVE_PHASES, PodPhase.LOST, PodPhase.STOPPED)]
+            lost = [ref for ref in refs if died.get(ref, True)]
             if lost:
                 nodes = ", ".join(sorted({self.tracked[key].placed[r.index][0] for r in lost}))
                 self.engine.evict(key, now, "NodeFailures", "",
@@ -457,15 +453,19 @@ class Leader:
         keys = self.store.workloads.keys()
         pipe = self.store.redis.pipeline(transaction=False)
         for key in keys:
-            pipe.hmget(self.store.keys.workload(key), "state", "attempt", "finished_at")
+            pipe.hmget(self.store.keys.workload(key), "state", "attempt", "finished_at",
+                       "origin")
         retain = self.timing.retain_finished
         expired: list[str] = []
-        for key, (state, attempt, finished_at) in zip(keys, pipe.execute(), strict=True):
+        for key, (state, attempt, finished, origin) in zip(keys, pipe.execute(), strict=True):
             mine = self.engine.records.get(key)
             tracked = self.tracked.get(key)
             if state == State.FINISHED and (mine is None or mine.state is State.FINISHED) \
                     and key not in self.dispatched.copies:
-                if retain is not None and finished_at and float(finished_at) < now - retain:
+                # A dispatched copy is removed by its manager once it has seen the end: were
+                # it forgotten first, the manager would find no copy and send it again.
+                if retain is not None and not origin and finished \
+                        and float(finished) < now - retain:
                     expired.append(key)
                 continue
             if self.dispatched.knows(key, state, attempt):

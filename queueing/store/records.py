@@ -213,6 +213,13 @@ class PodRecord:
     def live(self) -> bool:
         return self.state in LIVE_PHASES
 
+    @property
+    def died_with_node(self) -> bool:
+        """On a node that is gone: did this pod die with it? Live or Lost, or Stopped though
+        nobody asked (a worker shutting down stops its pods itself before leaving)."""
+        return self.state in (*LIVE_PHASES, PodPhase.LOST) or (
+            self.state is PodPhase.STOPPED and not self.stop)
+
 
 @dataclass(frozen=True, slots=True)
 class NodeRecord:

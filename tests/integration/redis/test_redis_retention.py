@@ -6,6 +6,10 @@ import dataclasses
 
 from harness import CQ, TIMING, local_cluster, node, queues, wait_for
 
+from kuota.federation.pool_member import PoolMember, pool_spec
+from quota.lifecycle import State
+from tests.integration.redis.test_redis_dispatched import job_copy
+
 
 def test_finished_workloads_are_forgotten_after_the_retention(
         redis_server_url: str, redis_prefix: str) -> None:
@@ -28,3 +32,27 @@ def test_finished_workloads_are_forgotten_after_the_retention(
         assert running.key in stored()
         assert running.status().state in ("Admitted", "QuotaReserved", "Pending")
         running.cancel()
+
+
+def test_a_finished_dispatched_copy_waits_for_its_manager(redis_server_url: str,
+                                                         redis_prefix: str) -> None:
+    """Forgetting a copy before its manager saw the end would make the manager send it
+    again: copies are left to their manager's delete, whatever the retention."""
+    timing = dataclasses.replace(TIMING, retain_finished=0.0, resync_every=0.2)
+    member = PoolMember(pool_spec(pool="pool", member="p", origin="mgr",
+                                  redis=redis_server_url, prefix=redis_prefix))
+    with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=2")],
+                       timing=timing) as cluster:
+        store = cluster.connection.store
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 2})))
+        wait_for("the node", lambda: any(n.ready for n in store.nodes.all()))
+        assert member.create(job_copy("copy", ["true"])) == "created"
+        local = client.submit(["true"], queue="default/lq-cq", requests={"cpu": 1},
+                              name="local")
+        wait_for("the copy to finish", lambda: (r := store.workloads.find("default/copy"))
+                 and r.state is State.FINISHED)
+        wait_for("the local workload to be forgotten",
+                 lambda: store.workloads.find(local.key) is None, timeout=15)
+        assert store.workloads.find("default/copy") is not None
+        assert [c.name for c in member.observe("mgr").copies] == ["copy"]
