@@ -200,7 +200,7 @@ class Dispatcher:
         if member is None:
             return
         present = {node.name: node for node in member.nodes}
-        grown = [_with(present[name], amounts) for name, amounts in kept.items()
+        grown = [present[name].with_requested(amounts) for name, amounts in kept.items()
                  if name in present]
         if grown:
             self.members[cluster] = member.with_usage(grown)
@@ -291,13 +291,6 @@ def placement(request: DispatchRequest, member: ClusterInfo) -> dict[str, Node] 
 
 def _difference(after: Mapping[str, Amount], before: Mapping[str, Amount]) -> dict[str, Amount]:
     return {r: after[r] - before.get(r, 0) for r in after if after[r] != before.get(r, 0)}
-
-
-def _with(node: Node, added: Mapping[str, Amount]) -> Node:
-    requested = dict(node.requested)
-    for resource, amount in added.items():
-        requested[resource] = requested.get(resource, 0) + amount
-    return replace(node, requested=requested)
 
 
 def _without(node: Node, added: Mapping[str, Amount]) -> Node:
