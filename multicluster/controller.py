@@ -115,7 +115,8 @@ class Dispatcher:
         self.members: dict[str, ClusterInfo] = {}
         #: Workload key -> where it runs, while dispatched.
         self.dispatched: dict[str, Dispatch] = {}
-        #: Workload key -> the latest decision (``Decision.to_dict``), kept after release.
+        #: Workload key -> the latest decision (``Decision.to_dict``), kept after release,
+        #: until :meth:`forget`.
         self.decisions: dict[str, dict[str, Any]] = {}
         #: Workload key -> members it must not go to, and why (see :meth:`exclude`).
         self.excluded: dict[str, dict[str, str]] = {}
@@ -211,9 +212,11 @@ class Dispatcher:
         self.excluded.setdefault(key, {})[cluster] = reason
 
     def forget(self, key: str) -> None:
-        """The workload is gone for good (finished or deleted): drop what is kept of it."""
+        """The workload is gone for good (finished or deleted): drop what is kept of it,
+        its decision too (the adapter has written it to the workload's status by then)."""
         self.released(key)
         self.excluded.pop(key, None)
+        self.decisions.pop(key, None)
 
     def released(self, key: str) -> None:
         """The workload finished, was evicted or deleted: free what it held on its member."""

@@ -10,8 +10,8 @@ take it from there. Usage on the member's nodes is summed from the bound,
 non-terminal pods that this manager did not send (those are counted by the
 dispatcher already), with :func:`placement.objects.pod_requests`. The pods
 this manager did send are summed per copy instead (:attr:`Copy.usage`; a pod
-belongs to the Job its controller ``ownerReference`` names, or failing that
-its ``job-name`` label), so a manager that did not place them itself (it
+belongs to the Job its ``ownerReference`` names, or failing that its
+``job-name`` label), so a manager that did not place them itself (it
 restarted) can count them.
 """
 
@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kuota.federation.member import Body, Copy, Observation, add_pod, refused
 from kuota.federation.remote_job import ORIGIN_LABEL, workload_of
+from kuota.operator import names
 from placement.model import Node
 from placement.objects import ObjectError, node_from_object, pod_requests
 
@@ -167,12 +168,7 @@ def _api_error(exc: ApiException) -> str:
 
 
 def _job_of(meta: Body) -> str | None:
-    """``ns/name`` of the Job owning a pod: its controller reference, else its label."""
-    namespace = meta.get("namespace") or "default"
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("kind") == "Job" and ref.get("controller") and ref.get("name"):
-            return f"{namespace}/{ref['name']}"
-    labels = meta.get("labels") or {}
-    name = labels.get("batch.kubernetes.io/job-name") or labels.get("job-name")
-    return f"{namespace}/{name}" if name else None
+    """``ns/name`` of the Job owning a pod (:func:`kuota.operator.names.pod_job`)."""
+    name = names.pod_job(meta)
+    return f"{meta.get('namespace') or 'default'}/{name}" if name else None
 
