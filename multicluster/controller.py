@@ -115,7 +115,8 @@ class Dispatcher:
         self.members: dict[str, ClusterInfo] = {}
         #: Workload key -> where it runs, while dispatched.
         self.dispatched: dict[str, Dispatch] = {}
-        #: Workload key -> the latest decision (``Decision.to_dict``), kept after release.
+        #: Workload key -> the latest decision (``Decision.to_dict``), kept after release,
+        #: until :meth:`forget`.
         self.decisions: dict[str, dict[str, Any]] = {}
         #: Workload key -> members it must not go to, and why (see :meth:`exclude`).
         self.excluded: dict[str, dict[str, str]] = {}
@@ -200,7 +201,7 @@ class Dispatcher:
         if member is None:
             return
         present = {node.name: node for node in member.nodes}
-        grown = [_with(present[name], amounts) for name, amounts in kept.items()
+        grown = [present[name].with_requested(amounts) for name, amounts in kept.items()
                  if name in present]
         if grown:
             self.members[cluster] = member.with_usage(grown)
@@ -211,9 +212,11 @@ class Dispatcher:
         self.excluded.setdefault(key, {})[cluster] = reason
 
     def forget(self, key: str) -> None:
-        """The workload is gone for good (finished or deleted): drop what is kept of it."""
+        """The workload is gone for good (finished or deleted): drop what is kept of it,
+        its decision too (the adapter has written it to the workload's status by then)."""
         self.released(key)
         self.excluded.pop(key, None)
+        self.decisions.pop(key, None)
 
     def released(self, key: str) -> None:
         """The workload finished, was evicted or deleted: free what it held on its member."""
@@ -291,13 +294,6 @@ def placement(request: DispatchRequest, member: ClusterInfo) -> dict[str, Node] 
 
 def _difference(after: Mapping[str, Amount], before: Mapping[str, Amount]) -> dict[str, Amount]:
     return {r: after[r] - before.get(r, 0) for r in after if after[r] != before.get(r, 0)}
-
-
-def _with(node: Node, added: Mapping[str, Amount]) -> Node:
-    requested = dict(node.requested)
-    for resource, amount in added.items():
-        requested[resource] = requested.get(resource, 0) + amount
-    return replace(node, requested=requested)
 
 
 def _without(node: Node, added: Mapping[str, Amount]) -> Node:

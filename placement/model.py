@@ -189,6 +189,24 @@ class Node:
         source = self.requested if self.nonzero_requested is None else self.nonzero_requested
         return source.get(resource, 0)
 
+    def with_requested(self, amounts: Mapping[str, Amount]) -> Node:
+        """This node with ``amounts`` (pods counted elsewhere: their requests and pod slots)
+        added to what is requested (a new value; ``self`` if there is nothing to add).
+
+        The amounts are real requests, so they go into ``nonzero_requested`` as they are
+        too, when the node keeps one: the non-zero defaults it already counts stay counted.
+        """
+        if not amounts:
+            return self
+        requested = dict(self.requested)
+        add_amounts(requested, amounts)
+        nonzero: dict[str, Amount] | None = None
+        if self.nonzero_requested is not None:
+            nonzero = dict(self.nonzero_requested)
+            add_amounts(nonzero, amounts)
+        return Node(self.name, self.allocatable, requested, self.labels, self.taints,
+                    self.unschedulable, nonzero)
+
     def with_pod(self, pod: PodRequirements) -> Node:
         """This node with ``pod`` bound to it (a new value)."""
         requested = dict(self.requested)
@@ -204,6 +222,12 @@ class Node:
             nonzero[PODS] = nonzero.get(PODS, 0) + POD_SLOT
         return Node(self.name, self.allocatable, requested, self.labels, self.taints,
                     self.unschedulable, nonzero)
+
+
+def add_amounts(total: dict[str, Amount], amounts: Mapping[str, Amount]) -> None:
+    """Add ``amounts`` into ``total`` in place, resource by resource."""
+    for resource, amount in amounts.items():
+        total[resource] = total.get(resource, 0) + amount
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import os
 import pathlib
+from collections.abc import Callable
 from typing import Any
 
 import kopf
@@ -33,6 +35,32 @@ def _address(text: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
     return host, int(port)
+
+
+def _seconds(*, positive: bool) -> Callable[[str], float]:
+    """An argparse type: a number of seconds, > 0 (``positive``) or >= 0."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}"
+                                             ) from None
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(
+                f"must be {'> 0' if positive else '>= 0'} seconds, got {text!r}")
+        return value
+
+    return parse
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
 
 
 def register(subparsers: Any) -> None:
@@ -67,13 +95,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--manager-id", default="kuota", metavar="ID",
                         help="multi-cluster: this manager's id, the kuota.dev/origin label of "
                              "the Jobs it creates in member clusters (default %(default)s)")
-    parser.add_argument("--member-interval", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--member-interval", type=_seconds(positive=True), default=10.0,
+                        metavar="SECONDS",
                         help="multi-cluster: how often each member cluster is observed "
                              "(default %(default)s)")
-    parser.add_argument("--create-backoff", type=float, default=5.0, metavar="SECONDS",
+    parser.add_argument("--create-backoff", type=_seconds(positive=False), default=5.0,
+                        metavar="SECONDS",
                         help="multi-cluster: pause after a copy's creation failed, doubled "
                              "with each further failure (default %(default)s)")
-    parser.add_argument("--create-attempts", type=int, default=5, metavar="N",
+    parser.add_argument("--create-attempts", type=_at_least_one, default=5, metavar="N",
                         help="multi-cluster: failed creations after which a member counts as "
                              "refusing the workload, which is then evicted and dispatched "
                              "elsewhere (default %(default)s)")

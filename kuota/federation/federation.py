@@ -148,6 +148,9 @@ class Federation:
         #: Task key of a delete in flight -> (workload, member).
         self._deleting: dict[str, tuple[str, str]] = {}
         self._decisions_written: dict[str, Any] = {}
+        #: Workload -> the Job version (resourceVersion) it could not be copied from: not
+        #: tried again until the Job changes (see :meth:`_remote_body`).
+        self._unbuildable: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- leadership --------------------------------------------------------------------------
@@ -164,6 +167,12 @@ class Federation:
         self.failures = CreateFailures(backoff=self.options.create_backoff,
                                        attempts=self.options.create_attempts)
         self._decisions_written.clear()
+        self._unbuildable.clear()
+        # run() stopped the previous runner: deletes still in flight then never report
+        # back, and a stale entry would keep its member in ``holders`` for good. ``holders``
+        # itself is kept: it is what is known of copies that may still exist, and each
+        # member's next observation drops what it no longer lists.
+        self._deleting.clear()
         objects = self.controller.objects
         for body in objects.all("MultiClusterConfig"):
             self._config(body, False)
@@ -225,7 +234,9 @@ class Federation:
 
     def _member(self, body: Body, deleted: bool) -> None:
         name = key_of(body)
+        ref = f"MemberCluster/{name}"
         if deleted:
+            self.controller.problems.pop(ref, None)
             self.members.pop(name, None)
             if self.dispatcher is not None:
                 self.dispatcher.delete_member(name)
@@ -233,12 +244,14 @@ class Federation:
         try:
             obj = api.parse_object(body, source="")
         except api.ObjectError as exc:
+            self.controller.problems[ref] = str(exc)
             log.warning("MemberCluster %s is invalid and not used: %s", name, exc)
             self.members.pop(name, None)
             if self.dispatcher is not None:
                 self.dispatcher.delete_member(name)
             return
         assert isinstance(obj, api.MemberCluster)
+        self.controller.problems.pop(ref, None)
         member = self.members.get(name)
         if member is not None and member.obj.spec == obj.spec \
                 and member.obj.metadata.labels == obj.metadata.labels:
@@ -287,8 +300,14 @@ class Federation:
             elif event.kind in _RELEASING:
                 self.adopted.discard(key)
                 if event.kind is Kind.FINISHED:
+                    # finished or deleted: nothing of it is needed any more (its decision
+                    # is in the Workload's status already)
                     self.dispatcher.forget(key)
                     self.failures.forget(key)
+                    self._decisions_written.pop(key, None)
+                    self._forget_unbuildable(key)
+                    if not self.holders.get(key, True):
+                        del self.holders[key]
                 else:
                     self.dispatcher.released(key)
                 if self.wanted.pop(key, None) is not None:
@@ -405,7 +424,7 @@ class Federation:
         elif verb == "delete":
             workload, _ = self._deleting.pop(outcome.key, ("", ""))
             if outcome.ok:
-                self.holders.get(workload, set()).discard(cluster)
+                self._not_held(workload, cluster)
                 self.created.discard((workload, cluster))
             else:
                 log.warning("copy %s not deleted in %s: %s", target, cluster, outcome.error)
@@ -440,10 +459,11 @@ class Federation:
                     if m == name and self.runner.busy(f"create:{name}:{w}")}
         plan = reconcile.reconcile(name, seen.copies, self.wanted, creating=creating)
         listed = {c.workload for c in seen.copies}
-        for workload, where in self.holders.items():
+        deleting = set(self._deleting.values())
+        for workload, where in list(self.holders.items()):
             if name in where and workload not in listed and workload not in creating \
-                    and not any(w == workload for w, _ in self._deleting.values()):
-                where.discard(name)
+                    and (workload, name) not in deleting:
+                self._not_held(workload, name)
         for found in seen.copies:
             self.holders.setdefault(found.workload, set()).add(name)
         for workload in plan.create:
@@ -462,6 +482,15 @@ class Federation:
         if member.condition[0]:
             member.recovering = False
         self._publish(member)
+
+    def _not_held(self, workload: str, member: str) -> None:
+        """``member`` holds no copy of ``workload`` (any more)."""
+        where = self.holders.get(workload)
+        if where is None:
+            return
+        where.discard(member)
+        if not where:
+            del self.holders[workload]
 
     def _submit_delete(self, member: Member, workload: str, copy_key: str) -> None:
         assert self.runner is not None and member.spec is not None
@@ -505,9 +534,7 @@ class Federation:
         if member.obj.spec.pool:
             info = replace(info, labels={**info.labels,
                                          pool_copy.POOL_LABEL: member.obj.spec.pool})
-        active, reason, message = member.condition
-        info = replace(info, health=Health(active, reason, message, member.last_seen))
-        self.dispatcher.set_member(info)
+        self.dispatcher.set_member(replace(info, health=self._health(member)))
 
     def _timeouts(self, name: str) -> tuple[float, float]:
         """(staleAfter, workerLostTimeout) of a member: the shortest of the configs naming it."""
@@ -583,12 +610,30 @@ class Federation:
             return None
         if self.writer is None or self.writer.persisted.get(workload) != record.admission:
             return None  # as for a local start: only once the admission is stored
+        version = str((job.get("metadata") or {}).get("resourceVersion") or "")
+        if self._unbuildable.get(workload) == version:
+            return None  # the Job has not changed since it could not be copied
         try:
-            return remote_job.build(job, record.admission, engine.cache.flavors,
+            body = remote_job.build(job, record.admission, engine.cache.flavors,
                                     origin=self.origin, workload=workload, member=cluster)
         except remote_job.RemoteJobError as exc:
-            log.warning("workload %s cannot be dispatched: %s", workload, exc)
+            # The Job itself is at fault: every member would get the same answer, so neither
+            # a retry nor an eviction (it would be admitted and fail again) helps. Say so
+            # once, where problems are shown, and wait for the Job to change.
+            self._unbuildable[workload] = version
+            self.controller.problems[f"Job/{job_key}"] = f"cannot be dispatched: {exc}"
+            log.warning("workload %s cannot be dispatched until its Job changes: %s",
+                        workload, exc)
             return None
+        self._forget_unbuildable(workload)
+        return body
+
+    def _forget_unbuildable(self, workload: str) -> None:
+        if self._unbuildable.pop(workload, None) is None:
+            return
+        job_key = self.controller.job_of_workload.get(workload)
+        if job_key:
+            self.controller.problems.pop(f"Job/{job_key}", None)
 
     # -- status writes -----------------------------------------------------------------------
     def _write_decisions(self) -> None:
@@ -597,9 +642,9 @@ class Federation:
         for key, decision in list(self.dispatcher.decisions.items()):
             if self._decisions_written.get(key) is decision:
                 continue
-            self._decisions_written[key] = decision
             if self.controller.objects.get("Workload", key) is None:
-                continue
+                continue  # not seen yet: written once it is
+            self._decisions_written[key] = decision
 
             def build(body: Body, decision: Any = decision) -> Body | None:
                 if (body.get("status") or {}).get("dispatch") == decision:

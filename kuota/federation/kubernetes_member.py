@@ -10,8 +10,8 @@ take it from there. Usage on the member's nodes is summed from the bound,
 non-terminal pods that this manager did not send (those are counted by the
 dispatcher already), with :func:`placement.objects.pod_requests`. The pods
 this manager did send are summed per copy instead (:attr:`Copy.usage`; a pod
-belongs to the Job its controller ``ownerReference`` names, or failing that
-its ``job-name`` label), so a manager that did not place them itself (it
+belongs to the Job its ``ownerReference`` names, or failing that its
+``job-name`` label), so a manager that did not place them itself (it
 restarted) can count them.
 """
 
@@ -20,16 +20,16 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from dataclasses import replace
 from typing import Any, Final
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from kuota.federation.member import Body, Copy, Observation, refused
+from kuota.federation.member import Body, Copy, Observation, add_pod, refused
 from kuota.federation.remote_job import ORIGIN_LABEL, workload_of
-from placement.model import POD_SLOT, PODS, Node
+from kuota.operator import names
+from placement.model import Node
 from placement.objects import ObjectError, node_from_object, pod_requests
 
 #: (connect, read) seconds for each request to a member.
@@ -105,11 +105,11 @@ class KubernetesMember:
                 job = _job_of(meta)
                 if job is None:
                     continue
-                _add(ours.setdefault(job, {}).setdefault(where, {}), requests)
+                add_pod(ours.setdefault(job, {}).setdefault(where, {}), requests)
             else:
-                _add(used.setdefault(where, {}), requests)
+                add_pod(used.setdefault(where, {}), requests)
         observed = tuple(
-            node if node.name not in used else _with_requested(node, used[node.name])
+            node.with_requested(used.get(node.name) or {})
             for node in nodes.values())
         listed = self._plain(self.batch.list_job_for_all_namespaces(
             label_selector=f"{ORIGIN_LABEL}={origin}", _request_timeout=TIMEOUT))
@@ -167,26 +167,8 @@ def _api_error(exc: ApiException) -> str:
     return f"{exc.status} {exc.reason}" + (f": {message}" if message else "")
 
 
-def _add(total: dict[str, int], requests: dict[str, int]) -> None:
-    """One pod's requests (and its pod slot) into a node's total."""
-    for resource, amount in requests.items():
-        total[resource] = total.get(resource, 0) + amount
-    total[PODS] = total.get(PODS, 0) + POD_SLOT
-
-
 def _job_of(meta: Body) -> str | None:
-    """``ns/name`` of the Job owning a pod: its controller reference, else its label."""
-    namespace = meta.get("namespace") or "default"
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("kind") == "Job" and ref.get("controller") and ref.get("name"):
-            return f"{namespace}/{ref['name']}"
-    labels = meta.get("labels") or {}
-    name = labels.get("batch.kubernetes.io/job-name") or labels.get("job-name")
-    return f"{namespace}/{name}" if name else None
+    """``ns/name`` of the Job owning a pod (:func:`kuota.operator.names.pod_job`)."""
+    name = names.pod_job(meta)
+    return f"{meta.get('namespace') or 'default'}/{name}" if name else None
 
-
-def _with_requested(node: Node, extra: dict[str, int]) -> Node:
-    requested = dict(node.requested)
-    for resource, amount in extra.items():
-        requested[resource] = requested.get(resource, 0) + amount
-    return replace(node, requested=requested)

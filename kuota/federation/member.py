@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from placement.model import Node
+from placement.model import POD_SLOT, PODS, Node, add_amounts
 
 Body = dict[str, Any]
 
@@ -78,6 +78,12 @@ class Observation:
     copies: tuple[Copy, ...]
     #: Objects that could not be read (a node with a bad quantity...); never fatal.
     problems: tuple[str, ...] = ()
+
+
+def add_pod(total: dict[str, int], requests: Mapping[str, int]) -> None:
+    """One pod's requests (and its pod slot) into a node's total, in place."""
+    add_amounts(total, requests)
+    total[PODS] = total.get(PODS, 0) + POD_SLOT
 
 
 class MemberAdapter(Protocol):

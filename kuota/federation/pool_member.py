@@ -15,12 +15,17 @@ The three calls of :class:`~kuota.federation.member.MemberAdapter`:
   this manager request there (the dispatcher counts its own); and the copies
   this manager sent to this member (records whose ``origin`` is the manager
   id), each with a Job-shaped status (:func:`.pool_copy.job_status`) that
-  follows home like a Kubernetes copy's;
+  follows home like a Kubernetes copy's, and what its live pods request per
+  node (:attr:`~kuota.federation.member.Copy.usage`, which a restarted
+  operator adopts);
 * **create** — the Job copy (:func:`kuota.federation.remote_job.build`) becomes
   a dispatched workload (:func:`.pool_copy.from_job`), stored
   create-if-absent under the Job's ``namespace/name``: a retried create finds
-  its own record (``exists``); a live workload of that name submitted by
-  someone else fails the task with a message saying so;
+  its own record (``exists``). A Job that cannot be a pool copy
+  (:class:`~kuota.federation.pool_copy.PoolCopyError`) or a live workload of
+  that name submitted by someone else is a refusal
+  (:func:`~kuota.federation.member.refused`), not a task failure: retrying
+  cannot change it;
 * **delete** — the copy's pods are asked to stop (their workers terminate
   them) and the record is removed; absent counts as deleted.
 
@@ -35,13 +40,13 @@ import threading
 import time
 from typing import Final
 
-from kuota.federation.member import Body, Copy, Observation
-from kuota.federation.pool_copy import from_job, job_status
+from kuota.federation.member import Body, Copy, Observation, add_pod, refused
+from kuota.federation.pool_copy import PoolCopyError, from_job, job_status
 from kuota.service import placing
 from kuota.service.connection import Connection, connect
 from kuota.service.dispatched_spec import DispatchedSpec, SpecError, admission
 from placement.model import Node
-from queueing.store import PodRef
+from queueing.store import AlreadyExists, PodRef
 
 KIND: Final = "Pool"
 
@@ -92,12 +97,21 @@ class PoolMember:
             pipe.hget(store.keys.workload(key), "origin")
         ours = {key for key, found in zip(owners, pipe.execute(), strict=True)
                 if found == origin}
-        others = [ref for ref in refs if ref.workload not in ours]
-        requests = {p.ref.id: p.requests
-                    for p in store.pods.get_many(others) if p is not None and p.live}
+        live = {p.ref.id: p for p in store.pods.get_many(refs) if p is not None and p.live}
         nodes: list[Node] = []
+        #: Our copy (workload key) -> node -> what its live pods request there.
+        usage: dict[str, dict[str, dict[str, int]]] = {}
         for record in ready:
-            used = [requests[p] for p in sorted(holding.get(record.name, ())) if p in requests]
+            used = []
+            for pod_id in sorted(holding.get(record.name, ())):
+                pod = live.get(pod_id)
+                if pod is None:
+                    continue
+                if pod.ref.workload in ours:
+                    add_pod(usage.setdefault(pod.ref.workload, {}).setdefault(record.name, {}),
+                            pod.requests)
+                else:
+                    used.append(pod.requests)
             nodes.append(placing.with_requests(placing.node_value(record), used))
         copies = []
         for copy in store.dispatched.list(origin):
@@ -109,15 +123,21 @@ class PoolMember:
             if spec.member != self.member:
                 continue  # sent to another member backed by this Redis
             namespace, _, name = copy.key.partition("/")
-            copies.append(Copy(namespace, name, spec.workload, job_status(copy, spec)))
+            copies.append(Copy(namespace, name, spec.workload, job_status(copy, spec),
+                               usage.get(copy.key, {})))
         return Observation(tuple(nodes), tuple(copies), tuple(problems))
 
     def create(self, body: Body) -> str:
-        key, spec = from_job(body, origin=self.origin, pool=self.pool, member=self.member)
-        return self.store.dispatched.create(
-            key, origin=self.origin, spec=spec.to_dict(), admission=admission(spec),
-            pods=spec.pods, backoff_limit=spec.backoff_limit, now=time.time(),
-            message=f"dispatched by {self.origin} (as member {self.member})")
+        # Both errors are answers retrying cannot change (the Job cannot be a pool copy; the
+        # name is taken by a workload someone else sent): refusals, not task failures.
+        try:
+            key, spec = from_job(body, origin=self.origin, pool=self.pool, member=self.member)
+            return self.store.dispatched.create(
+                key, origin=self.origin, spec=spec.to_dict(), admission=admission(spec),
+                pods=spec.pods, backoff_limit=spec.backoff_limit, now=time.time(),
+                message=f"dispatched by {self.origin} (as member {self.member})")
+        except (PoolCopyError, AlreadyExists) as exc:
+            return refused(str(exc))
 
     def delete(self, namespace: str, name: str) -> str:
         return self.store.dispatched.remove(f"{namespace}/{name}", origin=self.origin)

@@ -28,19 +28,18 @@ label), since the dispatcher's own placement is what later decisions use.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from kuota.federation.member import Copy
 from multicluster.failover import stale_copies
-from placement.model import Node
+from placement.model import Node, add_amounts
 from quota.resources import Amount
 
 REACHABLE: Final = "Reachable"
 UNREACHABLE: Final = "Unreachable"
 DELETING_STALE: Final = "DeletingStaleCopies"
 NOT_CONFIGURED: Final = "NotConfigured"
-NOT_SUPPORTED: Final = "NotSupported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,16 +84,5 @@ def with_dispatched(nodes: Iterable[Node],
     extra: dict[str, dict[str, Amount]] = {}
     for per_node in added:
         for name, amounts in per_node.items():
-            total = extra.setdefault(name, {})
-            for resource, amount in amounts.items():
-                total[resource] = total.get(resource, 0) + amount
-    result = []
-    for node in nodes:
-        more = extra.get(node.name)
-        if more:
-            requested = dict(node.requested)
-            for resource, amount in more.items():
-                requested[resource] = requested.get(resource, 0) + amount
-            node = replace(node, requested=requested)
-        result.append(node)
-    return tuple(result)
+            add_amounts(extra.setdefault(name, {}), amounts)
+    return tuple(node.with_requested(extra.get(node.name) or {}) for node in nodes)

@@ -6,8 +6,9 @@ to kuota's where Kueue has one: a Job written for Kueue works unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from quota.api import GROUP, VERSION
 
@@ -113,6 +114,15 @@ DEFAULT_QUEUE: Final = "default"
 
 #: Who writes Events and leases.
 COMPONENT: Final = "kuota-operator"
+
+
+def pod_job(meta: Mapping[str, Any]) -> str | None:
+    """The name of the Job a pod (its ``metadata``) belongs to: its Job owner reference,
+    else the Job controller's label (a pod whose owner references were not set yet)."""
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+            return str(ref.get("name") or "") or None
+    return first_of(meta.get("labels"), JOB_NAME_LABELS)
 
 
 def first_of(mapping: dict[str, str] | None, keys: tuple[str, ...]) -> str | None:

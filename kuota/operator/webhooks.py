@@ -80,11 +80,7 @@ def asks_topology(pod: Body) -> bool:
 
 def job_of(pod: Body) -> str | None:
     """The name of the Job a pod belongs to: its owner, else the Job controller's label."""
-    meta = pod.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
-            return str(ref.get("name") or "") or None
-    return names.first_of(meta.get("labels"), names.JOB_NAME_LABELS)
+    return names.pod_job(pod.get("metadata") or {})
 
 
 def _of_managed_job(pod: Body, job_managed: Callable[[str, str], bool]) -> bool:

@@ -52,7 +52,7 @@ from multicluster import convert
 from multicluster.controller import CONTROLLER_NAME, Dispatcher
 from multicluster.model import Health
 from multicluster.settings import SettingsError
-from placement.model import Node
+from placement.model import add_amounts
 from quota import api
 from quota.config import AdmissionCheckConfig
 from quota.lifecycle import HOLDS_QUOTA, State
@@ -129,7 +129,8 @@ class PoolMembers:
         pending = self._unplaced_usage(unplaced)
         for name, obj in self.objects.items():
             pool = obj.spec.pool or ""
-            nodes = [_with(node, pending.get(node.name)) for node in pools.get(pool, [])]
+            nodes = [node.with_requested(pending.get(node.name) or {})
+                     for node in pools.get(pool, [])]
             if nodes:
                 self._last_ready[name] = now
                 health = Health(True, "Active", f"{len(nodes)} Ready node(s) in pool {pool}",
@@ -150,9 +151,7 @@ class PoolMembers:
             if dispatch is None:
                 continue
             for node, added in dispatch.added.items():
-                used = out.setdefault(node, {})
-                for resource, amount in added.items():
-                    used[resource] = used.get(resource, 0) + amount
+                add_amounts(out.setdefault(node, {}), added)
         return out
 
     def lost(self) -> dict[str, str]:
@@ -228,11 +227,3 @@ def _check_message(record: Record) -> str:
                      for name, (state, message) in sorted(record.checks.items())
                      if state != READY)
 
-
-def _with(node: Node, added: Mapping[str, int] | None) -> Node:
-    if not added:
-        return node
-    requested = dict(node.requested)
-    for resource, amount in added.items():
-        requested[resource] = requested.get(resource, 0) + amount
-    return dataclasses.replace(node, requested=requested, nonzero_requested=None)
