@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from kuota.federation.member import refusal_of
 from kuota.federation.pool_member import PoolMember, pool_spec
 from kuota.federation.remote_job import ORIGIN_LABEL, ORIGIN_WORKLOAD_ANNOTATION
-from queueing.store import AlreadyExists, Conflict, PodPhase, Store
+from queueing.store import Conflict, PodPhase, Store
 from quota.lifecycle import State
 from tests.integration.redis.harness import local_cluster, node, wait_for
 
@@ -88,8 +89,9 @@ def test_dispatched_copies_run_fail_and_are_removed(redis_server_url: str,
     # (No scheduler now.) A live workload of another origin is not ours to overwrite or delete.
     store.dispatched.create("default/mine", origin="other", spec={"x": 1},
                             admission=done.admission, pods=1, backoff_limit=0, now=1.0)
-    with pytest.raises(AlreadyExists, match="not sent by mgr"):
-        member.create(job_copy("mine", ["true"]))
+    # The member refuses the create (an answer, not an error rq would retry).
+    why = refusal_of(member.create(job_copy("mine", ["true"])))
+    assert why is not None and "not sent by mgr" in why
     with pytest.raises(Conflict, match="not dispatched by mgr"):
         member.delete("default", "mine")
 
