@@ -378,7 +378,7 @@ class Federation:
             member.condition = (False, reconcile.NOT_CONFIGURED, member.problem or "")
             self._publish(member)
             return
-        self.runner.submit(f"observe:{member.name}", _calls(member).observe, member.spec,
+        self.runner.submit(f"observe:{member.name}", tasks.observe, member.spec,
                            self.origin, retry=False, lane=member.name)
 
     async def _spec(self, obj: api.MemberCluster) -> Body:
@@ -496,7 +496,7 @@ class Federation:
         assert self.runner is not None and member.spec is not None
         namespace, _, name = copy_key.partition("/")
         key = f"delete:{member.name}:{copy_key}"
-        if self.runner.submit(key, _calls(member).delete, member.spec, namespace, name,
+        if self.runner.submit(key, tasks.delete, member.spec, namespace, name,
                               lane=member.name):
             self._deleting[key] = (workload, member.name)
 
@@ -599,7 +599,7 @@ class Federation:
             body = self._remote_body(engine, workload, cluster)
             if body is None:
                 continue
-            if self.runner.submit(key, _calls(member).create, member.spec, body, lane=cluster):
+            if self.runner.submit(key, tasks.create, member.spec, body, lane=cluster):
                 self.holders.setdefault(workload, set()).add(cluster)
 
     def _remote_body(self, engine: Engine, workload: str, cluster: str) -> Body | None:
@@ -691,11 +691,6 @@ class Federation:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _calls(member: Member) -> Any:
-    """The module of task functions for the member's kind (observe, create, delete)."""
-    return pool_member if member.obj.spec.pool else tasks
 
 
 def _condition(body: Body, type_: str) -> bool:

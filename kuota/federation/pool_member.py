@@ -141,17 +141,3 @@ class PoolMember:
 
     def delete(self, namespace: str, name: str) -> str:
         return self.store.dispatched.remove(f"{namespace}/{name}", origin=self.origin)
-
-
-# -- the tasks ------------------------------------------------------------------------------
-
-def observe(spec: Body, origin: str) -> Observation:
-    return PoolMember(spec).observe(origin)
-
-
-def create(spec: Body, body: Body) -> str:
-    return PoolMember(spec).create(body)
-
-
-def delete(spec: Body, namespace: str, name: str) -> str:
-    return PoolMember(spec).delete(namespace, name)

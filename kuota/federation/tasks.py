@@ -41,6 +41,7 @@ from rq import Queue, Retry
 from rq.job import Job, JobStatus
 from rq.scheduler import RQScheduler
 
+from kuota.federation import pool_member
 from kuota.federation.kubernetes_member import KubernetesMember
 from kuota.federation.member import Body, MemberAdapter, Observation
 from kuota.service.worker import ThreadNodeWorker
@@ -64,6 +65,8 @@ def adapter(spec: Body) -> MemberAdapter:
     kind = spec.get("kind")
     if kind == "Kubernetes":
         return KubernetesMember(spec["kubeconfig"])
+    if kind == pool_member.KIND:
+        return pool_member.PoolMember(spec)
     raise MemberSpecError(f"no member adapter for kind {kind!r}")
 
 
