@@ -28,7 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from placement.model import Node
-from placement.topology import Topology
+from placement.topology import Topology, from_object
 from quota import api, convert
 from quota.api import Problem
 from quota.config import (
@@ -191,8 +191,7 @@ class Scenario(BaseModel):
                             wait_for_pods_ready=pods_ready)
 
     def topologies(self) -> list[Topology]:
-        return [Topology(tuple(level.node_label for level in o.spec.levels), o.metadata.name)
-                for o in self.objects if isinstance(o, api.Topology)]
+        return [from_object(o) for o in self.objects if isinstance(o, api.Topology)]
 
     def topology_nodes(self) -> list[Node]:
         """The scenario's nodes, labelled with their flavor's nodeLabels."""

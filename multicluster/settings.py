@@ -57,6 +57,15 @@ class DispatchConfig:
         return MAX_SCORE * sum(weight for _, weight in self.scorers)
 
 
+def timeouts_for(configs: Iterable[DispatchConfig], member: str) -> tuple[float, float]:
+    """(staleAfter, workerLostTimeout) of a member: the shortest among the configs naming it
+    (a config without a member list names every member); the defaults if none does."""
+    chosen = [c for c in configs if not c.clusters or member in c.clusters]
+    if not chosen:
+        return DEFAULT_STALE_AFTER, DEFAULT_WORKER_LOST_TIMEOUT
+    return min(c.stale_after for c in chosen), min(c.worker_lost_timeout for c in chosen)
+
+
 def build_config(registry: Registry, *, name: str = "", clusters: Iterable[str] = (),
                  disabled_filters: Iterable[str] = (), weights: Mapping[str, int] | None = None,
                  stale_after: float = DEFAULT_STALE_AFTER,

@@ -26,9 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from placement.model import ModelError, Node, PodRequirements
 from placement.scoring import MAX_NODE_SCORE
+
+if TYPE_CHECKING:
+    from quota.api.topology import Topology as ApiTopology
 
 #: A domain: label values from the widest level down to some level.
 Domain = tuple[str, ...]
@@ -91,6 +95,11 @@ def shared_depth(a: Domain, b: Domain) -> int:
             break
         depth += 1
     return depth
+
+
+def from_object(obj: ApiTopology) -> Topology:
+    """The topology a ``Topology`` API object describes (levels widest first)."""
+    return Topology(obj.spec.node_labels, obj.metadata.name)
 
 
 @dataclass(frozen=True, slots=True)

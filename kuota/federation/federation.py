@@ -56,32 +56,25 @@ The workload's status gets ``clusterName`` (with its admission) and
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
-import pathlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
-
-import yaml
 
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
-from kuota.federation import pool_copy, pool_member, reconcile, remote_job, tasks
+from kuota.federation import member_view, pool_copy, pool_member, reconcile, remote_job, tasks
 from kuota.federation.create_failures import REFUSED, CreateFailures
 from kuota.federation.member import Observation, refusal_of
+from kuota.federation.member_view import Member
 from kuota.operator import names, status
 from kuota.operator.client import ApiError
 from kuota.operator.objects import key_of
 from multicluster import convert
 from multicluster.controller import CONTROLLER_NAME, Dispatcher
 from multicluster.failover import CLUSTER_LOST, MemberState, may_start, member_state, plan_failover
-from multicluster.hints import CLUSTER_SELECTOR
-from multicluster.model import Health
-from multicluster.settings import DEFAULT_STALE_AFTER, DEFAULT_WORKER_LOST_TIMEOUT, SettingsError
-from placement.model import Node
+from multicluster.settings import SettingsError, timeouts_for
 from quota import api
-from quota.api.membercluster import ACTIVE
 from quota.lifecycle import HOLDS_QUOTA
 from quota.workload import WorkloadInfo
 
@@ -93,35 +86,7 @@ log = logging.getLogger(__name__)
 Body = dict[str, Any]
 
 KINDS: Final = ("MemberCluster", "MultiClusterConfig")
-#: How long a kubeconfig read from a Secret is used before it is read again (seconds).
-SECRET_REFRESH: Final = 60.0
 _RELEASING: Final = (Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED)
-
-
-@dataclass
-class Member:
-    """What the operator knows about one MemberCluster at run time."""
-
-    obj: api.MemberCluster
-    #: Why the member cannot be reached at all (bad kubeconfig, pool member), if so.
-    problem: str | None = None
-    #: The task spec (``{"kind", "kubeconfig"}``) and when it was read.
-    spec: Body | None = None
-    spec_read: float = 0.0
-    last_seen: float | None = None
-    error: str | None = "not observed yet"
-    #: Lost once; inactive until the copies it kept are deleted.
-    recovering: bool = False
-    nodes: tuple[Node, ...] = ()
-    #: ``nodes`` with what the dispatcher placed there counted (what status shows free).
-    loaded: tuple[Node, ...] = ()
-    due: float = 0.0
-    condition: tuple[bool, str, str] = (False, "Pending", "not observed yet")
-    written: Body = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.obj.metadata.name
 
 
 class Federation:
@@ -180,7 +145,8 @@ class Federation:
             self._member(body, False)
         for body in objects.all("Workload"):
             cluster = (body.get("status") or {}).get("clusterName")
-            if cluster and _condition(body, "Admitted") and not _condition(body, "Finished"):
+            if cluster and status.is_true(body, "Admitted") \
+                    and not status.is_true(body, "Finished"):
                 key = key_of(body)
                 self.wanted[key] = cluster
                 self.adopted.add(key)
@@ -271,20 +237,10 @@ class Federation:
         self._publish(member)
 
     def _annotations(self, info: WorkloadInfo) -> Mapping[str, str]:
-        """Dispatch hints: the Job's annotations over the Workload's own."""
         objects = self.controller.objects
-        result: dict[str, str] = {}
-        workload = objects.get("Workload", info.key)
-        result.update(((workload or {}).get("metadata") or {}).get("annotations") or {})
         job_key = self.controller.job_of_workload.get(info.key)
-        job = objects.get("Job", job_key) if job_key else None
-        result.update(((job or {}).get("metadata") or {}).get("annotations") or {})
-        if job is not None and pool_copy.refusal(job) is not None:
-            # Not runnable on a pool: ClusterAffinity refuses every pool member.
-            selector = result.get(CLUSTER_SELECTOR, "").strip()
-            result[CLUSTER_SELECTOR] = ",".join(
-                part for part in (selector, f"!{pool_copy.POOL_LABEL}") if part)
-        return result
+        return pool_copy.dispatch_hints(objects.get("Workload", info.key),
+                                        objects.get("Job", job_key) if job_key else None)
 
     # -- engine events in --------------------------------------------------------------------
     def events(self, events: list[WorkloadEvent]) -> None:
@@ -314,8 +270,9 @@ class Federation:
                     self._delete_everywhere(key)
 
     def _delete_everywhere(self, key: str) -> None:
-        job_key = self.controller.job_of_workload.get(key) or _job_key_of(
-            self.controller.objects.get("Workload", key))
+        workload = self.controller.objects.get("Workload", key) or {}
+        job_key = self.controller.job_of_workload.get(key) or names.owner_job_key(
+            workload.get("metadata") or {})
         for cluster in sorted(self.holders.get(key, ())):
             member = self.members.get(cluster)
             if member is not None and member.error is None and job_key:
@@ -327,7 +284,8 @@ class Federation:
         if engine is None or dispatcher is None or not self.members:
             return
         if self.runner is None:
-            self.runner = tasks.TaskRunner(self._redis(), queue=f"{tasks.QUEUE}-{self.origin}")
+            self.runner = tasks.TaskRunner(tasks.connection(self.options.redis_url),
+                                           queue=f"{tasks.QUEUE}-{self.origin}")
             self.runner.start()
         now = self.controller.clock()
         for outcome in self.runner.collect():
@@ -347,14 +305,6 @@ class Federation:
         for member in self.members.values():
             self._write_member_status(member, now)
 
-    def _redis(self) -> Any:
-        url = self.options.redis_url
-        if url:
-            import redis
-            return redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=5)
-        import fakeredis
-        return fakeredis.FakeRedis(server=fakeredis.FakeServer())
-
     async def _observe(self, member: Member, now: float) -> None:
         assert self.runner is not None
         member.due = now + self.options.member_interval
@@ -366,9 +316,11 @@ class Federation:
                 redis=self.options.redis_url, prefix=self.options.pool_prefix)
         elif pool:
             member.spec = None
-        elif member.spec is None or now - member.spec_read > SECRET_REFRESH:
+        elif member.spec is None or now - member.spec_read > member_view.SECRET_REFRESH:
             try:
-                member.spec = await self._spec(member.obj)
+                client = self.writer.client if self.writer is not None else None
+                member.spec = await member_view.kubeconfig_spec(
+                    member.obj, client, self.options.operator_namespace)
                 member.spec_read, member.problem = now, None
             except (ApiError, OSError, ValueError, KeyError) as exc:
                 member.problem = f"kubeConfig: {exc}"
@@ -380,28 +332,6 @@ class Federation:
             return
         self.runner.submit(f"observe:{member.name}", tasks.observe, member.spec,
                            self.origin, retry=False, lane=member.name)
-
-    async def _spec(self, obj: api.MemberCluster) -> Body:
-        """The task spec of a Kubernetes member: its kubeconfig, from a file or a Secret."""
-        where = obj.spec.kube_config
-        assert where is not None
-        if where.location_type == "Path":
-            text = await asyncio.to_thread(pathlib.Path(where.location).read_text)
-        else:
-            client = self.writer.client if self.writer is not None else None
-            if client is None:
-                raise ValueError("no API client yet")
-            secret = await client.get(names.SECRETS, where.location,
-                                      self.options.operator_namespace)
-            data = (secret.get("data") or {}).get("kubeconfig")
-            if not data:
-                raise ValueError(f"Secret {self.options.operator_namespace}/{where.location} "
-                                 "has no data.kubeconfig")
-            text = base64.b64decode(data).decode()
-        config = yaml.safe_load(text)
-        if not isinstance(config, dict) or not config.get("clusters"):
-            raise ValueError(f"{where.location} is not a kubeconfig (no clusters)")
-        return {"kind": "Kubernetes", "kubeconfig": config}
 
     def _outcome(self, outcome: tasks.Outcome, now: float) -> None:
         verb, _, rest = outcome.key.partition(":")
@@ -534,27 +464,18 @@ class Federation:
         if member.obj.spec.pool:
             info = replace(info, labels={**info.labels,
                                          pool_copy.POOL_LABEL: member.obj.spec.pool})
-        self.dispatcher.set_member(replace(info, health=self._health(member)))
+        self.dispatcher.set_member(replace(info, health=member.health))
 
     def _timeouts(self, name: str) -> tuple[float, float]:
-        """(staleAfter, workerLostTimeout) of a member: the shortest of the configs naming it."""
         assert self.dispatcher is not None
-        chosen = [c for c in self.dispatcher.configs.values()
-                  if not c.clusters or name in c.clusters]
-        if not chosen:
-            return DEFAULT_STALE_AFTER, DEFAULT_WORKER_LOST_TIMEOUT
-        return (min(c.stale_after for c in chosen), min(c.worker_lost_timeout for c in chosen))
-
-    def _health(self, member: Member) -> Health:
-        active, reason, message = member.condition
-        return Health(active, reason, message, member.last_seen)
+        return timeouts_for(self.dispatcher.configs.values(), name)
 
     def _state(self, name: str, now: float) -> MemberState:
         member = self.members.get(name)
         if member is None:
             return MemberState.LOST
         stale, lost = self._timeouts(name)
-        return member_state(self._health(member), now, stale_after=stale, lost_after=lost)
+        return member_state(member.health, now, stale_after=stale, lost_after=lost)
 
     def _fail_over(self, engine: Engine, now: float) -> None:
         by_member: dict[str, dict[str, str]] = {}
@@ -563,7 +484,7 @@ class Federation:
         moved = False
         for cluster, dispatched in sorted(by_member.items()):
             member = self.members.get(cluster)
-            health = {} if member is None else {cluster: self._health(member)}
+            health = {} if member is None else {cluster: member.health}
             timeout = self._timeouts(cluster)[1]
             plan = plan_failover(dispatched, health, now, timeout=timeout)
             if not plan.moves:
@@ -657,19 +578,7 @@ class Federation:
         writer, engine = self.writer, self.controller.engine
         if writer is None or engine is None:
             return
-        current = member.obj.status
-        active, reason, message = member.condition
-        existing = [c.to_dict() for c in current.conditions]
-        conditions = status.merge_conditions(
-            existing, [status.condition(ACTIVE, active, reason, message, now)])
-        capacity, free = convert.capacity_status(member.loaded, engine.cache.flavors)
-        wanted: Body = {
-            "conditions": conditions,
-            "lastSeenTime": status.timestamp(member.last_seen) if member.last_seen else None,
-            "nodeCount": len(member.nodes) if member.last_seen else None,
-            "capacity": [{"name": c.name, "resources": dict(c.resources)} for c in capacity],
-            "freeCapacity": [{"name": c.name, "resources": dict(c.resources)} for c in free],
-        }
+        wanted = member_view.status_body(member, engine.cache.flavors, now)
         if wanted == member.written:
             return
         member.written = wanted
@@ -693,14 +602,3 @@ class Federation:
         task.add_done_callback(self._tasks.discard)
 
 
-def _condition(body: Body, type_: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == "True"
-               for c in (body.get("status") or {}).get("conditions") or [])
-
-
-def _job_key_of(workload: Body | None) -> str | None:
-    meta = (workload or {}).get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("kind") == "Job":
-            return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
-    return None

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from kuota.federation.remote_job import workload_of
 from kuota.service.dispatched_spec import DispatchedPodSet, DispatchedSpec, SpecError, check
+from multicluster.hints import CLUSTER_SELECTOR
 from queueing.store import Outcome, WorkloadRecord
 from quota.lifecycle import State
 
@@ -81,6 +82,21 @@ def from_job(body: Mapping[str, Any], *, origin: str, pool: str, member: str
     except SpecError as exc:
         raise PoolCopyError(f"{where} cannot run on pool {pool}: {exc}") from exc
     return f"{namespace}/{name}", result
+
+
+def dispatch_hints(workload: Mapping[str, Any] | None,
+                   job: Mapping[str, Any] | None) -> dict[str, str]:
+    """The annotations dispatch reads hints from: the Job's over the Workload's own; a Job
+    that cannot run on a pool also gets ``!kuota.dev/pool`` in its cluster selector, so
+    ClusterAffinity refuses every pool member."""
+    result: dict[str, str] = {}
+    for obj in (workload, job):
+        result.update(((obj or {}).get("metadata") or {}).get("annotations") or {})
+    if job is not None and refusal(job) is not None:
+        selector = result.get(CLUSTER_SELECTOR, "").strip()
+        result[CLUSTER_SELECTOR] = ",".join(
+            part for part in (selector, f"!{POOL_LABEL}") if part)
+    return result
 
 
 def refusal(job: Mapping[str, Any]) -> str | None:

@@ -60,6 +60,15 @@ class MemberSpecError(ValueError):
     """A member spec the tasks cannot connect with (the message says why)."""
 
 
+def connection(url: str | None) -> Any:
+    """The Redis the task queue lives in: ``url``, or an in-process fakeredis."""
+    if url:
+        import redis
+        return redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=5)
+    import fakeredis
+    return fakeredis.FakeRedis(server=fakeredis.FakeServer())
+
+
 def adapter(spec: Body) -> MemberAdapter:
     """The adapter for a member spec (built in the worker, from plain values)."""
     kind = spec.get("kind")

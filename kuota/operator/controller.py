@@ -44,7 +44,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from admission.engine import Engine, Record
-from kuota.operator import jobs, names, pinning, podgroups, topology, webhooks
+from kuota.operator import jobs, names, pinning, podgroups, status, topology, webhooks
 from kuota.operator.objects import Objects, key_of, version_of
 from kuota.operator.settings import Options
 from quota import api, convert
@@ -348,7 +348,7 @@ class Controller:
         meta = body.get("metadata") or {}
         if not self.manages(meta.get("namespace")):
             return
-        job_key = self._owner_job(body)
+        job_key = names.owner_job_key(body.get("metadata") or {})
         group = (meta.get("labels") or {}).get(names.POD_GROUP_LABEL)
         group_key = f"{meta.get('namespace') or 'default'}/{group}" if group else None
         record = self.engine.records.get(key)
@@ -471,13 +471,6 @@ class Controller:
         return self.engine.restore(info, admission, at, admitted=state is State.ADMITTED,
                                    checks=checks, now=self.clock())
 
-    def _owner_job(self, body: Body) -> str | None:
-        meta = body.get("metadata") or {}
-        for ref in meta.get("ownerReferences") or []:
-            if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
-                return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
-        return None
-
     # -- jobs --------------------------------------------------------------------------------
     def job_queue(self, job: Body) -> str | None:
         return jobs.queue_of(job, default_queue=self.options.default_queue,
@@ -595,7 +588,5 @@ class Controller:
 
 
 def _holds_quota(body: Body) -> bool:
-    status = body.get("status") or {}
-    return bool(status.get("admission")) and any(
-        c.get("type") == "QuotaReserved" and c.get("status") == "True"
-        for c in status.get("conditions") or [])
+    return bool((body.get("status") or {}).get("admission")) \
+        and status.is_true(body, "QuotaReserved")

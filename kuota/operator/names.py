@@ -116,13 +116,24 @@ DEFAULT_QUEUE: Final = "default"
 COMPONENT: Final = "kuota-operator"
 
 
-def pod_job(meta: Mapping[str, Any]) -> str | None:
-    """The name of the Job a pod (its ``metadata``) belongs to: its Job owner reference,
-    else the Job controller's label (a pod whose owner references were not set yet)."""
+def job_owner(meta: Mapping[str, Any]) -> str | None:
+    """The name of the Job among an object's owner references (``metadata``), if any."""
     for ref in meta.get("ownerReferences") or []:
         if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
             return str(ref.get("name") or "") or None
-    return first_of(meta.get("labels"), JOB_NAME_LABELS)
+    return None
+
+
+def owner_job_key(meta: Mapping[str, Any]) -> str | None:
+    """``namespace/name`` of the Job owning an object (a Workload), if any."""
+    name = job_owner(meta)
+    return f"{meta.get('namespace') or 'default'}/{name}" if name else None
+
+
+def pod_job(meta: Mapping[str, Any]) -> str | None:
+    """The name of the Job a pod (its ``metadata``) belongs to: its Job owner reference,
+    else the Job controller's label (a pod whose owner references were not set yet)."""
+    return job_owner(meta) or first_of(meta.get("labels"), JOB_NAME_LABELS)
 
 
 def first_of(mapping: dict[str, str] | None, keys: tuple[str, ...]) -> str | None:

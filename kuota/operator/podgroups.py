@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kuota.operator import jobs, names
+from kuota.operator import jobs, names, status
 from quota import convert
 from quota.api import API_VERSION
 from quota.config import FlavorConfig
@@ -71,11 +71,7 @@ def terminal(pod: Body) -> bool:
 
 
 def ready(pod: Body) -> bool:
-    status = pod.get("status") or {}
-    if status.get("phase") == "Succeeded":
-        return True
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in status.get("conditions") or [])
+    return (pod.get("status") or {}).get("phase") == "Succeeded" or status.is_true(pod, "Ready")
 
 
 def workload_name(group_key: str) -> str:

@@ -38,6 +38,12 @@ def timestamp(at: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def is_true(body: Body, type_: str) -> bool:
+    """Whether the object's ``status.conditions`` has ``type_`` with status True."""
+    return any(c.get("type") == type_ and c.get("status") == "True"
+               for c in (body.get("status") or {}).get("conditions") or [])
+
+
 def condition(type_: str, status: bool, reason: str, message: str, at: float) -> Body:
     return {"type": type_, "status": "True" if status else "False", "reason": reason or type_,
             "message": message, "lastTransitionTime": timestamp(at)}

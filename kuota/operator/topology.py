@@ -30,7 +30,7 @@ from typing import Any
 
 from placement.model import Node
 from placement.objects import ObjectError, node_from_object
-from placement.topology import Topology
+from placement.topology import Topology, from_object
 from quota import api
 from quota.api.topology import HOSTNAME_LABEL
 from quota.workload import PodSetAdmission
@@ -65,7 +65,7 @@ def topology_from_body(body: Body) -> Topology:
     """The placement :class:`Topology` of a ``Topology`` object; raises ``api.ObjectError``."""
     obj = api.parse_object(dict(body, kind="Topology"), source="")
     assert isinstance(obj, api.Topology)
-    return Topology(obj.spec.node_labels, obj.metadata.name)
+    return from_object(obj)
 
 
 def assignment_for(pod_set: PodSetAdmission, levels: tuple[str, ...] | None,

@@ -275,9 +275,7 @@ class Writer:
     def _event_patch(self, body: Body, event: WorkloadEvent,
                      placed: dict[str, Body] | None = None) -> Body | None:
         if event.kind is Kind.FINISHED:
-            done = any(c.get("type") == "Finished" and c.get("status") == "True"
-                       for c in (body.get("status") or {}).get("conditions") or [])
-            if done:
+            if status.is_true(body, "Finished"):
                 return None
             reason = self.controller.finish_reasons.pop(event.key, "Succeeded")
             event = WorkloadEvent(event.at, event.key, event.kind, reason, event.detail,

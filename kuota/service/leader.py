@@ -134,7 +134,8 @@ class Leader:
         self.dispatched.resume(list(loaded.dispatched.values()), now)
         self._read_nodes(now)
         if self.members is not None:
-            self.members.resume(now)
+            # Reservations restored before the dispatcher was registered: ask it now.
+            self.engine.ask_pending_checks(now)
             self._persist(now)
         self._renew_at = clock()  # loading may have taken a while: renew in the first step
         log.info("leading as %s: %d workloads, %d holding quota", holder,

@@ -194,12 +194,6 @@ class PoolMembers:
                                   verdict.message)
         return len(verdicts)
 
-    def resume(self, now: float) -> None:
-        """Ask again for reservations restored from Redis whose checks had not answered
-        (they were restored before the dispatcher was registered)."""
-        self.engine.ask_pending_checks(now)
-
-    # -- what the leader writes ------------------------------------------------------------
     def reasons(self) -> None:
         """Pending reason of workloads holding quota while their checks run."""
         for record in self.engine.records.values():

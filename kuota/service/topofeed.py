@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from admission.engine import Engine
 from kuota.service.nodeview import NodeView
 from placement.model import ModelError, Node
-from placement.topology import Topology
+from placement.topology import from_object
 from queueing.store import NodeRecord
 from quota import api
 from quota.api.topology import HOSTNAME_LABEL
@@ -36,10 +36,6 @@ from quota.lifecycle import HOLDS_QUOTA
 from quota.resources import ResourceVector
 
 log = logging.getLogger(__name__)
-
-
-def topology_value(obj: api.Topology) -> Topology:
-    return Topology(tuple(level.node_label for level in obj.spec.levels), obj.metadata.name)
 
 
 def node_value(record: NodeRecord, requested: ResourceVector) -> Node:
@@ -53,7 +49,7 @@ class TopologyFeed:
         self.engine = engine
         for obj in topologies:
             try:
-                engine.topology.set_topology(topology_value(obj))
+                engine.topology.set_topology(from_object(obj))
             except ModelError as exc:  # checked by the API already; a store edited by hand
                 log.warning("skipping Topology %s: %s", obj.metadata.name, exc)
 

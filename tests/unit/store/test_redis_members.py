@@ -165,6 +165,6 @@ def test_a_reservation_restored_before_the_dispatcher_existed_is_dispatched_on_r
     store = new_store()
     node(store, "e1", pool="east")
     members.refresh(NodeView(store), [], now=2.0)
-    members.resume(2.0)
+    engine.ask_pending_checks(2.0)  # what the leader does once the dispatcher is registered
     assert record.state is State.ADMITTED
     assert record.admission is not None and record.admission.cluster == "east"
