@@ -99,10 +99,10 @@ def admission_from_status(status: api.Admission, engine: Engine | None = None,
             usage={r: parse_amount(q) for r, q in psa.resource_usage.items()})
         if psa.topology_assignment is not None and engine is not None:
             state = engine.topology
-            flavors = {name: f.topology_name for name, f in engine.cache.flavors.items()}
-            name = next((flavors[f] for f in psa.flavors.values() if flavors.get(f)), None)
             levels, domains, nodes = topology.placement_from_assignment(
-                psa.topology_assignment, topology=state.topologies.get(name or ""),
+                psa.topology_assignment,
+                topology=topology.topology_of(psa.flavors.values(), engine.cache.flavors,
+                                              state.topologies),
                 asked=asked.get(psa.name), nodes=state.nodes)
             admitted = replace(admitted, topology_levels=levels, topology=tuple(domains),
                                nodes=tuple(nodes))

@@ -33,6 +33,7 @@ from placement.objects import ObjectError, node_from_object
 from placement.topology import Topology, from_object
 from quota import api
 from quota.api.topology import HOSTNAME_LABEL
+from quota.config import FlavorConfig
 from quota.workload import PodSetAdmission
 
 Body = dict[str, Any]
@@ -92,13 +93,14 @@ def assignment_for(pod_set: PodSetAdmission, levels: tuple[str, ...] | None,
                                                sorted(pod_set.topology))
 
 
-def levels_of(pod_set: PodSetAdmission, flavor_topologies: Mapping[str, str | None],
-              topologies: Mapping[str, Topology]) -> tuple[str, ...] | None:
-    """Levels of the topology of the pod set's flavors (None if none or unknown)."""
-    for flavor in dict.fromkeys(pod_set.flavors.values()):
-        name = flavor_topologies.get(flavor)
+def topology_of(flavor_names: Iterable[str], flavors: Mapping[str, FlavorConfig],
+                topologies: Mapping[str, Topology]) -> Topology | None:
+    """The topology of the first of a pod set's flavors that names a known one."""
+    for flavor in dict.fromkeys(flavor_names):
+        config = flavors.get(flavor)
+        name = config.topology_name if config is not None else None
         if name and name in topologies:
-            return topologies[name].levels
+            return topologies[name]
     return None
 
 

@@ -263,10 +263,11 @@ class Writer:
         engine = self.controller.engine
         if admission is None or engine is None:
             return None
-        flavors = {name: f.topology_name for name, f in engine.cache.flavors.items()}
         out: dict[str, Body] = {}
         for ps in admission.pod_sets:
-            levels = topology.levels_of(ps, flavors, engine.topology.topologies)
+            known = topology.topology_of(ps.flavors.values(), engine.cache.flavors,
+                                         engine.topology.topologies)
+            levels = known.levels if known is not None else None
             assignment = topology.assignment_for(ps, levels, engine.topology.nodes)
             if assignment is not None:
                 out[ps.name] = assignment.to_dict()
