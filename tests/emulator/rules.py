@@ -10,8 +10,12 @@ are a short list:
 * custom resources are pruned, defaulted and validated by their CRD schema
   (:mod:`.schema`);
 * a few built-in defaults that controllers read: a namespace is ``Active``,
-  a new pod ``Pending``, a Job gets ``parallelism``/``completions``/
-  ``suspend``/``backoffLimit`` as the real defaulting does;
+  a new pod ``Pending`` with ``terminationGracePeriodSeconds: 30``, a Job gets
+  ``parallelism``/``completions``/``suspend``/``backoffLimit`` as the real
+  defaulting does;
+* updates of pods and Jobs change only what their validation lets change
+  (:mod:`.updates`: a gated pod's nodeSelector only grows, a Job's template
+  only while it is suspended and not started);
 * a CustomResourceDefinition must describe a servable resource
   (:func:`~.resources.types_from_crd`) that does not shadow a built-in, and
   is answered with the ``Established`` status real CRDs reach.
@@ -24,7 +28,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import errors, schema
+from . import errors, schema, updates
 from .resources import CRD_GROUP, CRDError, Registry, ResourceType, types_from_crd
 
 Obj = dict[str, Any]
@@ -59,6 +63,10 @@ def admit(rtype: ResourceType, obj: Obj, old: Obj | None, *, registry: Registry,
     if problems:
         raise errors.invalid(rtype, meta.get("name", ""), problems)
     _DEFAULTERS.get(rtype.key, _no_defaults)(obj, old)
+    if old is not None:
+        problems = updates.check(rtype.key, obj, old)
+        if problems:
+            raise errors.invalid(rtype, meta.get("name", ""), problems)
     if rtype.key == (CRD_GROUP, "customresourcedefinitions"):
         _admit_crd(rtype, obj, old, registry, now)
     return obj
@@ -127,6 +135,9 @@ def _default_namespace(obj: Obj, old: Obj | None) -> None:
 
 def _default_pod(obj: Obj, old: Obj | None) -> None:
     obj.setdefault("status", {}).setdefault("phase", "Pending")
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and spec.get("terminationGracePeriodSeconds") is None:
+        spec["terminationGracePeriodSeconds"] = 30  # (a bare test pod without spec keeps none)
 
 
 def _default_job(obj: Obj, old: Obj | None) -> None:

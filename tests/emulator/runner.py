@@ -257,9 +257,12 @@ class Emulator:
         return self.store.patch(self.resource(api_version, kind), namespace, name, patch_type,
                                 patch, subresource=subresource)
 
-    def delete(self, api_version: str, kind: str, name: str,
-               namespace: str | None = None) -> Obj:
-        return self.store.delete(self.resource(api_version, kind), namespace, name)
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               propagation: str | None = None, grace_period: int | None = None) -> Obj:
+        """DELETE as the API would: ``propagation`` None is the resource's default (Orphan
+        for Jobs); ``grace_period=0`` on a terminating pod is the kubelet removing it."""
+        return self.store.delete(self.resource(api_version, kind), namespace, name,
+                                 propagation=propagation, grace_period=grace_period)
 
     def _type_of(self, obj: Obj) -> ResourceType:
         if not obj.get("apiVersion") or not obj.get("kind"):

@@ -33,7 +33,7 @@ import attrs
 import kmock
 from kmock._internal import rendering  # the Request record kmock's DSL filters on
 
-from . import discovery, errors, tables, watch, webhooks
+from . import deletion, discovery, errors, tables, watch, webhooks
 from .faults import Faults
 from .resources import ResourceType
 from .rules import utc_now
@@ -285,11 +285,14 @@ class KubeEmulator(kmock.KubernetesScaffold):
                                    subresource=route.subresource)
         elif verb == "delete":
             options = request.data if isinstance(request.data, dict) else {}
-            propagation = params.get("propagationPolicy") or \
-                options.get("propagationPolicy") or "Background"
+            propagation = deletion.propagation(
+                rtype.key, params.get("propagationPolicy") or options.get("propagationPolicy"),
+                params.get("orphanDependents", options.get("orphanDependents")))
+            grace = deletion.parse_grace(params.get("gracePeriodSeconds",
+                                                    options.get("gracePeriodSeconds")))
             obj = self.store.delete(rtype, namespace, route.name,
                                     preconditions=options.get("preconditions"),
-                                    propagation=propagation)
+                                    propagation=propagation, grace_period=grace)
         else:
             raise errors.method_not_allowed(f"{request.method.value} is not allowed on "
                                             f"{route.path}")

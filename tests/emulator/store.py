@@ -18,8 +18,9 @@ The rules the real server applies on the way in are here too:
   metadata (and status) changes; custom resources need a resourceVersion on PUT.
 * delete: with finalizers, only ``deletionTimestamp`` is set; the object goes
   when its last finalizer is removed. Dependents (``ownerReferences``) are
-  then deleted too (background propagation), and a namespace takes its objects
-  with it.
+  orphaned, deleted in the background, or deleted first (foreground), as the
+  request or the resource's default asks; pods scheduled to a node terminate
+  gracefully; a namespace takes its objects with it (see :mod:`.deletion`).
 * custom resources are pruned, defaulted and validated by their CRD's schema
   (see :mod:`.schema`); CRDs become servable types (see :mod:`.resources`).
 
@@ -41,7 +42,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from . import errors, patches, rules
+from . import deletion, errors, patches, rules
 from .patches import clone
 from .resources import CRD_GROUP, Registry, ResourceType
 from .rules import meta_of, timestamp, utc_now
@@ -103,6 +104,8 @@ class Store:
         self._log: collections.deque[Event] = collections.deque(maxlen=history)
         self._subscribers: dict[int, tuple[tuple[str, str], str | None, Subscriber]] = {}
         self._ids = itertools.count()
+        #: Owners being deleted in the foreground, by uid, until their blocking dependents go.
+        self._foreground: dict[str, tuple[ResourceType, str | None, str]] = {}
         namespaces = self.registry.get("", "v1", "namespaces")
         assert namespaces is not None
         for name in _DEFAULT_NAMESPACES:
@@ -197,8 +200,10 @@ class Store:
 
     def delete(self, rtype: ResourceType, namespace: str | None, name: str, *,
                preconditions: Mapping[str, Any] | None = None,
-               propagation: str = "Background") -> Obj:
-        """Delete now, or mark for deletion while finalizers remain; returns the last state."""
+               propagation: str | None = None, grace_period: int | None = None) -> Obj:
+        """Delete now, or mark for deletion (finalizers, a pod's grace period, foreground or
+        orphan propagation); returns the last state. ``propagation`` None: the resource's
+        default (see :mod:`.deletion`)."""
         with self._lock:
             obj = self._require(rtype, namespace, name)
             meta = meta_of(obj)
@@ -208,7 +213,8 @@ class Store:
                     raise errors.conflict(rtype, name, f"Precondition failed: {field} in "
                                           f"precondition: {wanted}, {field} in object meta: "
                                           f"{meta.get(field)}")
-            return self._out(rtype, self._delete(rtype, namespace, name, propagation))
+            policy = deletion.propagation(rtype.key, propagation)
+            return self._out(rtype, self._delete(rtype, namespace, name, policy, grace_period))
 
     # --- watching -----------------------------------------------------------------------------
 
@@ -332,9 +338,16 @@ class Store:
         if new == old:
             return self._out(rtype, old)  # a no-op write keeps the resourceVersion
         stored = self._commit(rtype, namespace, name, new, old)
-        if meta_of(stored).get("deletionTimestamp") and self._ready_to_go(rtype, stored):
-            stored = self._finally_delete(rtype, namespace, name, "Background")
-        return self._out(rtype, stored)
+        if self._foreground:  # a dependent that let go of its owner may unblock its deletion
+            for ref in meta_of(old).get("ownerReferences") or []:
+                if not deletion.owned_by(stored, str(ref.get("uid") or ""), blocking=True):
+                    self._settle_foreground(str(ref.get("uid") or ""))
+        current = self._objects[rtype.key].get((namespace, name))
+        if current is None:
+            return self._out(rtype, stored)
+        if meta_of(current).get("deletionTimestamp") and self._ready_to_go(rtype, current):
+            return self._out(rtype, self._finally_delete(rtype, namespace, name, "Background"))
+        return self._out(rtype, current)
 
     def _commit(self, rtype: ResourceType, namespace: str | None, name: str, obj: Obj,
                 old: Obj | None) -> Obj:
@@ -348,30 +361,69 @@ class Store:
         return obj
 
     def _delete(self, rtype: ResourceType, namespace: str | None, name: str,
-                propagation: str) -> Obj:
+                propagation: str, grace: int | None = None) -> Obj:
         namespace = namespace if rtype.namespaced else None
         obj = self._require(rtype, namespace, name)
         meta = meta_of(obj)
+        period = deletion.grace_period(rtype.key, obj, grace)
+        if meta.get("deletionTimestamp"):
+            return self._shorten_grace(rtype, namespace, name, obj, period)
         is_namespace = rtype.key == ("", "namespaces")
-        if not meta.get("deletionTimestamp") and (meta.get("finalizers") or is_namespace):
-            new = clone(obj)
-            new["metadata"].update(deletionTimestamp=timestamp(self._clock()),
-                                   deletionGracePeriodSeconds=0)
-            if is_namespace:
-                new.setdefault("status", {})["phase"] = "Terminating"
-            obj = self._commit(rtype, namespace, name, new, obj)
-            if is_namespace:
-                self._delete_contents(name)
-                obj = self._objects[rtype.key].get((None, name), obj)
-        if (namespace, name) in self._objects[rtype.key] and self._ready_to_go(rtype, obj):
+        gc_finalizer = deletion.GC_FINALIZERS.get(propagation)
+        if period == 0 and gc_finalizer is None and not meta.get("finalizers") \
+                and not is_namespace:
             return self._finally_delete(rtype, namespace, name, propagation)
+        new = clone(obj)
+        when = self._clock() + datetime.timedelta(seconds=period)
+        new["metadata"].update(deletionTimestamp=timestamp(when),
+                               deletionGracePeriodSeconds=period)
+        if gc_finalizer is not None and gc_finalizer not in (meta.get("finalizers") or []):
+            new["metadata"]["finalizers"] = [*(meta.get("finalizers") or []), gc_finalizer]
+        if is_namespace:
+            new.setdefault("status", {})["phase"] = "Terminating"
+        obj = self._commit(rtype, namespace, name, new, obj)
+        uid = str(meta.get("uid") or "")
+        if is_namespace:
+            self._delete_contents(name)
+        elif propagation == deletion.ORPHAN:
+            # The collector's work, done at once: dependents lose their owner reference,
+            # then the orphan finalizer goes.
+            self._orphan_dependents(uid)
+            self._drop_finalizer(rtype, namespace, name, gc_finalizer or "")
+        elif propagation == deletion.FOREGROUND:
+            self._foreground[uid] = (rtype, namespace, name)
+            self._delete_dependents(uid, foreground=True)
+            self._settle_foreground(uid)
+        current = self._objects[rtype.key].get((namespace, name))
+        if current is None:
+            return obj
+        if self._ready_to_go(rtype, current):
+            return self._finally_delete(rtype, namespace, name, propagation)
+        return current
+
+    def _shorten_grace(self, rtype: ResourceType, namespace: str | None, name: str, obj: Obj,
+                       period: int) -> Obj:
+        """Delete an object already being deleted: a pod's grace period may only shrink."""
+        meta = meta_of(obj)
+        if rtype.key == ("", "pods") and period < int(meta.get("deletionGracePeriodSeconds")
+                                                      or 0):
+            new = clone(obj)
+            when = self._clock() + datetime.timedelta(seconds=period)
+            new["metadata"].update(deletionTimestamp=timestamp(when),
+                                   deletionGracePeriodSeconds=period)
+            obj = self._commit(rtype, namespace, name, new, obj)
+        if self._ready_to_go(rtype, obj):
+            return self._finally_delete(rtype, namespace, name, deletion.BACKGROUND)
         return obj
 
     def _ready_to_go(self, rtype: ResourceType, obj: Obj) -> bool:
-        if meta_of(obj).get("finalizers"):
+        meta = meta_of(obj)
+        if meta.get("finalizers"):
             return False
+        if int(meta.get("deletionGracePeriodSeconds") or 0) > 0:
+            return False  # a pod in its grace period: the kubelet removes it
         if rtype.key == ("", "namespaces"):
-            name = meta_of(obj)["name"]
+            name = meta["name"]
             return not any(ns == name for bucket in self._objects.values() for ns, _ in bucket)
         return True
 
@@ -387,8 +439,10 @@ class Store:
             if served:  # all versions share one bucket: drop the custom objects once
                 for (ns, child) in list(self._objects[served[0].key]):
                     self._finally_delete(served[0], ns, child, "Background")
-        if propagation != "Orphan":
+        if propagation != deletion.ORPHAN:
             self._delete_dependents(meta_of(obj).get("uid"))
+        for ref in meta_of(obj).get("ownerReferences") or []:
+            self._settle_foreground(str(ref.get("uid") or ""))
         if namespace is not None:
             ns_obj = self._objects[("", "namespaces")].get((None, namespace))
             ns_type = self.registry.get("", "v1", "namespaces")
@@ -403,15 +457,62 @@ class Store:
                 if ns == namespace and (ns, name) in self._objects[rtype.key]:
                     self._delete(rtype, ns, name, "Background")
 
-    def _delete_dependents(self, uid: str | None) -> None:
-        if not uid:
-            return
+    def _dependents(self, uid: str) -> list[tuple[ResourceType, str | None, str, Obj]]:
+        found = []
         for rtype in self._served_types():
             for (ns, name), obj in list(self._objects.get(rtype.key, {}).items()):
-                owners = meta_of(obj).get("ownerReferences") or []
-                if any(owner.get("uid") == uid for owner in owners) and \
-                        (ns, name) in self._objects[rtype.key]:
-                    self._delete(rtype, ns, name, "Background")
+                if deletion.owned_by(obj, uid):
+                    found.append((rtype, ns, name, obj))
+        return found
+
+    def _delete_dependents(self, uid: str | None, *, foreground: bool = False) -> None:
+        """Delete what ``uid`` owns: blocking dependents of a foreground deletion are
+        themselves deleted in the foreground, the others in the background."""
+        if not uid:
+            return
+        for rtype, ns, name, obj in self._dependents(uid):
+            if (ns, name) in self._objects[rtype.key]:
+                blocking = foreground and deletion.owned_by(obj, uid, blocking=True)
+                self._delete(rtype, ns, name,
+                             deletion.FOREGROUND if blocking else deletion.BACKGROUND)
+
+    def _orphan_dependents(self, uid: str) -> None:
+        for rtype, ns, name, obj in self._dependents(uid):
+            new = clone(obj)
+            deletion.without_owner(new, uid)
+            self._commit(rtype, ns, name, new, obj)
+
+    def _drop_finalizer(self, rtype: ResourceType, namespace: str | None, name: str,
+                        finalizer: str) -> None:
+        obj = self._objects[rtype.key].get((namespace, name))
+        if obj is None or finalizer not in (meta_of(obj).get("finalizers") or []):
+            return
+        new = clone(obj)
+        rest = [f for f in new["metadata"]["finalizers"] if f != finalizer]
+        if rest:
+            new["metadata"]["finalizers"] = rest
+        else:
+            del new["metadata"]["finalizers"]
+        self._commit(rtype, namespace, name, new, obj)
+
+    def _settle_foreground(self, uid: str) -> None:
+        """Finish a foreground deletion once no dependent blocking its owner is left."""
+        waiting = self._foreground.get(uid)
+        if waiting is None:
+            return
+        rtype, namespace, name = waiting
+        obj = self._objects[rtype.key].get((namespace, name))
+        if obj is None or meta_of(obj).get("uid") != uid:
+            del self._foreground[uid]
+            return
+        if any(deletion.owned_by(o, uid, blocking=True)
+               for bucket in self._objects.values() for o in bucket.values()):
+            return
+        del self._foreground[uid]
+        self._drop_finalizer(rtype, namespace, name, deletion.GC_FINALIZERS[deletion.FOREGROUND])
+        obj = self._objects[rtype.key][(namespace, name)]
+        if self._ready_to_go(rtype, obj):
+            self._finally_delete(rtype, namespace, name, deletion.BACKGROUND)
 
     def _served_types(self) -> list[ResourceType]:
         seen: dict[tuple[str, str], ResourceType] = {}

@@ -441,7 +441,7 @@ def test_watches_feed_the_cache_from_an_api_server(k8s_api: Any) -> None:
             assert (used(cache, "a"), used(cache, "b")) == (6, 0)
             k8s_api.create(pod_object("p2", 3, node="b", phase="Running"))
             await until(lambda: used(cache, "b") == 3)
-            k8s_api.delete("v1", "Pod", "p1", namespace="ml")
+            k8s_api.delete("v1", "Pod", "p1", namespace="ml", grace_period=0)  # gone at once
             await until(lambda: used(cache, "a") == 0)
             k8s_api.create(node_object("c", gpus=2))
             await until(lambda: cache.node("c") is not None)

@@ -157,16 +157,17 @@ class TestPatch:
                      content_type=STRATEGIC_PATCH)
         assert reply.status == 415
 
-    def test_strategic_merge_of_a_job_keeps_other_containers(self, k8s_api: Emulator) -> None:
-        k8s_api.create({"apiVersion": "batch/v1", "kind": "Job",
-                        "metadata": {"name": "j", "namespace": "default"},
+    def test_strategic_merge_of_a_deployment_keeps_other_containers(
+            self, k8s_api: Emulator) -> None:
+        k8s_api.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": "d", "namespace": "default"},
                         "spec": {"template": {"spec": {"containers": [
                             {"name": "a", "image": "1"}, {"name": "b", "image": "1"}]}}}})
-        call(k8s_api.url, "PATCH", "/apis/batch/v1/namespaces/default/jobs/j",
+        call(k8s_api.url, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d",
              {"spec": {"template": {"spec": {"containers": [{"name": "b", "image": "2"}]}}}},
              content_type=STRATEGIC_PATCH)
-        job = k8s_api.get("batch/v1", "Job", "j", "default")
-        assert [c["image"] for c in job["spec"]["template"]["spec"]["containers"]] == ["1", "2"]
+        found = k8s_api.get("apps/v1", "Deployment", "d", "default")
+        assert [c["image"] for c in found["spec"]["template"]["spec"]["containers"]] == ["1", "2"]
 
 
 class TestStatusSubresource:
