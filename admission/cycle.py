@@ -18,7 +18,10 @@ numbered script Kueue's scheduler follows:
    gets its victims chosen; they are evicted and the workload is admitted in
    a later cycle, when their quota is free — its usage is held in this
    cycle's snapshot so nothing else takes it meanwhile. Victims already
-   claimed by another preemptor in this cycle make it wait.
+   claimed by another preemptor in this cycle make it wait. Workloads
+   already being evicted (``evicting``: still holding quota while their pods
+   stop) are chosen first, so a preemptor waits for them rather than
+   evicting more.
 
 The cycle never touches the cache, the queues or a store: the engine applies
 the result (assume, evict, block, persist).
@@ -27,6 +30,7 @@ the result (assume, evict, block, persist).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from admission import fairsharing, flavors, partial, preemption
@@ -86,12 +90,13 @@ class _Oracle:
     snapshot: Snapshot
     fair_sharing: bool
     topology: TopologyView | None = None
+    evicting: AbstractSet[str] = frozenset()
 
     def targets(self, cq: ClusterQueueConfig, info: WorkloadInfo,
                 usage: Mapping[FlavorResource, Amount],
                 contested: set[FlavorResource]) -> list[preemption.Target]:
         find = fairsharing.fair_targets if self.fair_sharing else preemption.classical_targets
-        return find(self.snapshot, cq, info, dict(usage), contested)
+        return find(self.snapshot, cq, info, dict(usage), contested, evicting=self.evicting)
 
     def can_preempt_for(self, cq: ClusterQueueConfig, info: WorkloadInfo,
                         fr: FlavorResource, amount: Amount) -> tuple[bool, int]:
@@ -107,9 +112,10 @@ class _Oracle:
 
 def schedule(snapshot: Snapshot, heads: Sequence[Head],
              namespace_labels: Callable[[str], Mapping[str, str]], *,
-             fair_sharing: bool = False, topology: TopologyView | None = None) -> CycleResult:
+             fair_sharing: bool = False, topology: TopologyView | None = None,
+             evicting: AbstractSet[str] = frozenset()) -> CycleResult:
     result = CycleResult()
-    oracle = _Oracle(snapshot, fair_sharing, topology)
+    oracle = _Oracle(snapshot, fair_sharing, topology, evicting)
     # 1. Nominate.
     entries: list[_Entry] = []
     for head in heads:

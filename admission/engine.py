@@ -18,6 +18,13 @@ event to their store.
   and admission checks asking to retry release their quota and wait again.
   Pods-ready evictions back off exponentially; past ``backoffLimitCount``
   the workload is deactivated (``RequeuingLimitExceeded``).
+* **Stopping takes time.** With ``wait_for_stop`` (the Kubernetes operator:
+  pods terminate gracefully) an eviction or a deactivation of a workload
+  holding quota only marks it *Evicting* (event ``EVICTING``): its quota
+  stays counted — a preemptor waits for it — until the adapter reports its
+  pods gone with :meth:`Engine.stopped`; then it is released and requeued
+  (``EVICTED``) or deactivated (``DEACTIVATED``). Preemption prefers victims
+  already being evicted, and evicting one again changes nothing.
 * **Admission checks.** When a ClusterQueue lists AdmissionChecks, a
   workload holding quota stays *QuotaReserved* until every check that
   applies to its flavors is Ready; ``Retry`` releases the quota and requeues
@@ -96,6 +103,8 @@ class Record:
     pods_ready: bool = False
     #: Admission check name -> (state, message), while quota is reserved.
     checks: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: While Evicting because of a deactivation: its (reason, message), applied once stopped.
+    deactivation: tuple[str, str] | None = None
 
 
 @dataclass(eq=False)
@@ -113,6 +122,10 @@ class Engine:
     _unready: dict[str, float] = field(default_factory=dict)
     #: Workloads backing off after a pods-ready eviction -> when they requeue.
     _backing_off: dict[str, float] = field(default_factory=dict)
+    #: Keep an evicted workload's quota until :meth:`stopped` (see the module docstring).
+    wait_for_stop: bool = False
+    #: Workloads in state Evicting.
+    _evicting: set[str] = field(default_factory=set)
 
     # -- configuration -------------------------------------------------------
     def apply(self, obj: ConfigObject) -> None:
@@ -172,6 +185,8 @@ class Engine:
         self.queues.remove(key)
         self._release(key)
         self._stop_timers(record)
+        self._evicting.discard(key)
+        record.deactivation = None
         record.pending_reason = record.pending_message = None
         self._emit(now, record, Kind.FINISHED, message=message)
         return record
@@ -253,16 +268,57 @@ class Engine:
         """Stop a workload holding quota and put it back in its queue.
 
         Pods-ready timeouts back off before the next try; other evictions
-        requeue at once, keeping the workload's place in line.
+        requeue at once, keeping the workload's place in line. With
+        ``wait_for_stop`` the workload only becomes Evicting, holding its quota
+        until :meth:`stopped`; one already Evicting is left as it is.
         """
         record = self._record(key)
+        if record.state is State.EVICTING:
+            return record
+        record.evictions.append(Eviction(now, reason, detail, message))
+        if self.wait_for_stop:
+            self._stop(record, now, reason, detail, message)
+            return record
         record.state = lifecycle.transition(key, record.state, Event.EVICT)
         self._release(key)
+        return self._requeue_evicted(record, now)
+
+    def stopped(self, key: str, now: float) -> Record:
+        """The pods of an Evicting workload are gone: release its quota, then requeue it
+        (or deactivate it, when its eviction was a deactivation). Others are left alone."""
+        record = self._record(key)
+        if record.state is not State.EVICTING:
+            return record
+        self._evicting.discard(key)
+        if record.deactivation is not None:
+            reason, message = record.deactivation
+            record.deactivation = None
+            record.state = lifecycle.transition(key, record.state, Event.DEACTIVATE)
+            self._deactivated(record, now, reason, message)
+            return record
+        record.state = lifecycle.transition(key, record.state, Event.STOPPED)
+        self._release(key)
+        return self._requeue_evicted(record, now)
+
+    def _stop(self, record: Record, now: float, reason: str, detail: str,
+              message: str) -> None:
+        """Begin an eviction that waits for the workload's pods: quota kept, timers off."""
+        key = record.info.key
+        record.state = lifecycle.transition(key, record.state, Event.STOP)
+        self._evicting.add(key)
+        self._stop_timers(record)
+        record.pods_ready = False
+        self._emit(now, record, Kind.EVICTING, reason, detail, message, record.admission)
+
+    def _requeue_evicted(self, record: Record, now: float) -> Record:
+        """The rest of an eviction once the quota is released (its last Eviction)."""
+        key = record.info.key
+        eviction = record.evictions[-1]
+        reason, detail, message = eviction.reason, eviction.detail, eviction.message
         self._stop_timers(record)
         record.admission = record.admitted_at = None
         record.pods_ready = False
         record.checks = {}
-        record.evictions.append(Eviction(now, reason, detail, message))
         self._emit(now, record, Kind.EVICTED, reason, detail, message)
         ready = self.config.wait_for_pods_ready
         if reason == "PodsReadyTimeout" and ready is not None:
@@ -286,19 +342,33 @@ class Engine:
         return record
 
     def deactivate(self, key: str, now: float, reason: str, message: str = "") -> Record:
-        """Take a workload out of scheduling (``spec.active: false``)."""
+        """Take a workload out of scheduling (``spec.active: false``). With
+        ``wait_for_stop``, one holding quota is first Evicting (reason ``Deactivated``)."""
         record = self._record(key)
+        if self.wait_for_stop and record.state in HOLDS_QUOTA:
+            if record.state is not State.EVICTING:
+                record.evictions.append(Eviction(now, "Deactivated", reason, message))
+                self._stop(record, now, "Deactivated", reason, message)
+            record.deactivation = (reason, message)
+            return record
         record.state = lifecycle.transition(key, record.state, Event.DEACTIVATE)
+        self._deactivated(record, now, reason, message)
+        return record
+
+    def _deactivated(self, record: Record, now: float, reason: str, message: str) -> None:
+        key = record.info.key
         self.queues.remove(key)
         self._release(key)
         self._stop_timers(record)
         record.admission = record.admitted_at = None
         record.pending_reason, record.pending_message = reason, message
         self._emit(now, record, Kind.DEACTIVATED, reason, message=message)
-        return record
 
     def activate(self, key: str, now: float) -> Record:
         record = self._record(key)
+        if record.state is State.EVICTING:
+            record.deactivation = None  # stopping anyway; it is requeued once stopped
+            return record
         record.state = lifecycle.transition(key, record.state, Event.ACTIVATE)
         record.requeue_count = 0
         self._enqueue(record)
@@ -307,7 +377,7 @@ class Engine:
     def pods_ready(self, key: str, now: float) -> None:
         """All pods of an admitted workload are running (PodsReady=True)."""
         record = self._record(key)
-        if record.state in HOLDS_QUOTA:
+        if record.state in (State.QUOTA_RESERVED, State.ADMITTED):
             record.pods_ready = True
             self._unready.pop(key, None)
 
@@ -354,8 +424,9 @@ class Engine:
             return CycleResult()
         view = self.topology.view() if self.topology.nodes else None
         result = schedule(self.cache.snapshot(), heads, self.cache.namespace_labels,
-                          fair_sharing=self.config.fair_sharing, topology=view)
-        for preemption in result.preempted:
+                          fair_sharing=self.config.fair_sharing, topology=view,
+                          evicting=frozenset(self._evicting))
+        for preemption in result.preempted:  # (a victim already Evicting stays as it is)
             target, preemptor = preemption.target, preemption.preemptor
             self.evict(target.key, now, "Preempted", target.reason,
                        f"preempted to admit {preemptor.info.key} "
@@ -369,6 +440,9 @@ class Engine:
             self._note(verdict.head.info.key, verdict.reason, verdict.message)
         for head in result.preempting:
             self._note(head.info.key, "Preempting", "waiting for preempted workloads to stop")
+            if self.wait_for_stop:
+                # Its victims keep their quota until they stop; their release unblocks it.
+                self.queues.block(head, "Preempting", "waiting for preempted workloads to stop")
         return result
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[CycleResult]:

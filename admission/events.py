@@ -18,6 +18,9 @@ from quota.workload import Admission
 class Kind(enum.StrEnum):
     QUOTA_RESERVED = "QuotaReserved"  # quota held, admission checks pending
     ADMITTED = "Admitted"
+    #: Evicted (or deactivated) while its pods run: it keeps its quota until the adapter
+    #: reports them gone (engines with ``wait_for_stop``); EVICTED or DEACTIVATED follows.
+    EVICTING = "Evicting"
     EVICTED = "Evicted"  # quota released; the workload waits again (or is deactivated)
     REQUEUED = "Requeued"  # back in its queue after a backoff
     DEACTIVATED = "Deactivated"

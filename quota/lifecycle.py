@@ -9,12 +9,22 @@ States follow Kueue's conditions::
     any live state --deactivate--> Inactive --activate--> Pending
     Pending / QuotaReserved --finish--> Finished (cancelled or deleted)
 
+    QuotaReserved / Admitted --stop--> Evicting --stopped--> Pending (requeued)
+                                          |  --deactivate--> Inactive
+                                          +--finish--> Finished
+
 ``reserve`` takes quota; ``admit`` happens once every admission check is
 Ready (at once when there are none); ``release`` gives quota back before the
 workload ran (a failed write, a check asking to retry); ``evict`` stops a
-running or reserved workload and puts it back in its queue. An illegal
-transition raises :class:`IllegalTransition` and leaves the state unchanged —
-the caller's record is only updated from the returned value.
+running or reserved workload and puts it back in its queue. Where stopping
+takes time — pods on Kubernetes terminate gracefully — an eviction is two
+steps, as in Kueue (``Evicted=True`` while ``QuotaReserved`` stays True):
+``stop`` marks the workload *Evicting*, still holding its quota so nothing
+is admitted onto capacity its pods still use; ``stopped`` (its pods are
+gone) releases the quota and requeues it, or ``deactivate`` ends an
+eviction that was a deactivation. An illegal transition raises
+:class:`IllegalTransition` and leaves the state unchanged — the caller's
+record is only updated from the returned value.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ class State(enum.StrEnum):
     ADMITTED = "Admitted"
     FINISHED = "Finished"
     INACTIVE = "Inactive"
+    #: Evicted, but its pods still run: it keeps its quota until they are gone.
+    EVICTING = "Evicting"
 
 
 class Event(enum.StrEnum):
@@ -39,6 +51,8 @@ class Event(enum.StrEnum):
     FINISH = "finish"
     DEACTIVATE = "deactivate"
     ACTIVATE = "activate"
+    STOP = "stop"
+    STOPPED = "stopped"
 
 
 TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
@@ -57,10 +71,15 @@ TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
     (State.ADMITTED, Event.DEACTIVATE): State.INACTIVE,
     (State.INACTIVE, Event.ACTIVATE): State.PENDING,
     (State.INACTIVE, Event.FINISH): State.FINISHED,
+    (State.QUOTA_RESERVED, Event.STOP): State.EVICTING,
+    (State.ADMITTED, Event.STOP): State.EVICTING,
+    (State.EVICTING, Event.STOPPED): State.PENDING,
+    (State.EVICTING, Event.DEACTIVATE): State.INACTIVE,
+    (State.EVICTING, Event.FINISH): State.FINISHED,
 }
 
 #: States in which a workload holds quota.
-HOLDS_QUOTA: Final = frozenset({State.QUOTA_RESERVED, State.ADMITTED})
+HOLDS_QUOTA: Final = frozenset({State.QUOTA_RESERVED, State.ADMITTED, State.EVICTING})
 
 
 class IllegalTransition(RuntimeError):
