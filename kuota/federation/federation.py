@@ -75,7 +75,7 @@ from multicluster.controller import CONTROLLER_NAME, Dispatcher
 from multicluster.failover import CLUSTER_LOST, MemberState, may_start, member_state, plan_failover
 from multicluster.settings import SettingsError, timeouts_for
 from quota import api
-from quota.lifecycle import HOLDS_QUOTA
+from quota.lifecycle import HOLDS_QUOTA, State
 from quota.workload import WorkloadInfo
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ log = logging.getLogger(__name__)
 Body = dict[str, Any]
 
 KINDS: Final = ("MemberCluster", "MultiClusterConfig")
-_RELEASING: Final = (Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED)
+_RELEASING: Final = (Kind.EVICTING, Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED)
 
 
 class Federation:
@@ -527,7 +527,8 @@ class Federation:
         record = engine.records.get(workload)
         job_key = self.controller.job_of_workload.get(workload)
         job = self.controller.objects.get("Job", job_key) if job_key else None
-        if record is None or record.admission is None or job is None:
+        if record is None or record.state is not State.ADMITTED or record.admission is None \
+                or job is None:  # (an Evicting workload keeps its admission until stopped)
             return None
         if self.writer is None or self.writer.persisted.get(workload) != record.admission:
             return None  # as for a local start: only once the admission is stored

@@ -15,15 +15,28 @@ leading, translates it into engine calls:
   its ``status.admission`` — *restore*: counted in the cache exactly as
   admitted, without a decision. Finished, deactivated and deleted Workloads
   release their quota.
-* Jobs → a Workload is created for each queue-labelled Job; Job completion
-  finishes the Workload; readiness feeds ``waitForPodsReady``; and the Job is
-  started or stopped to match its Workload (see :mod:`kuota.operator.jobs`).
+* Jobs → a Workload is created for each queue-labelled Job that is not
+  being deleted; Job completion finishes the Workload; readiness feeds
+  ``waitForPodsReady``; and the Job is started or stopped to match its
+  Workload (see :mod:`kuota.operator.jobs`). A Job being deleted or gone has
+  its Workload deleted by kuota — the garbage collector does not do it for a
+  Job deleted with the default (orphan) propagation, and a foreground
+  deletion removes the Workload while the Job is still there — and so does a
+  Workload whose Job another one of the same name replaced, or that lost
+  its owner reference.
+* Evictions wait for the pods (the engine runs with ``wait_for_stop``): an
+  Evicting workload keeps its quota until its Job is suspended with no
+  active or terminating pod, or no pod of its group that kuota started is
+  left; then :meth:`Controller.check_stopped` tells the engine.
 * Nodes and Topologies → ``engine.topology`` (capacity, labels, levels) for
   topology-aware flavors; a malformed one is logged and skipped, and what was
   known of it is kept. A Workload restored from its status gets back the
   nodes its ``topologyAssignment`` names, so their capacity stays taken.
 * Pods labelled ``kuota.dev/tas`` → kept per owner (Job or pod group); a gated
   one asks the writer to pin its owner's pods (:mod:`kuota.operator.ungater`).
+* Pod groups → a Workload once enough *live* pods exist (terminating ones do
+  not count); it finishes when its pods end, and is deleted when none is
+  left alive (all gone or being deleted) outside an eviction.
 
 :meth:`Controller.rebuild` builds a fresh engine from the objects when the
 replica starts leading: topologies and nodes, configs, then every Workload
@@ -45,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from admission.engine import Engine, Record
 from kuota.operator import jobs, names, pinning, podgroups, status, topology, webhooks
-from kuota.operator.objects import Objects, key_of, version_of
+from kuota.operator.objects import Objects, being_deleted, key_of, version_of
 from kuota.operator.settings import Options
 from quota import api, convert
 from quota.lifecycle import State
@@ -73,6 +86,7 @@ class Actions(Protocol):
     def pods_ready(self, key: str) -> None: ...
     def adopt(self, key: str, admission: Admission) -> None: ...
     def ungate(self, owner: str) -> None: ...
+    def delete_workload(self, key: str) -> None: ...
 
 
 def epoch(stamp: str | None, default: float) -> float:
@@ -141,6 +155,8 @@ class Controller:
         self.queues_dirty = True
         #: Multi-cluster dispatch (kuota.federation), when the operator runs it.
         self.federation: Federation | None = None
+        #: While rebuilding: events are dropped then, so stops are checked after.
+        self._rebuilding = False
 
     @property
     def leading(self) -> bool:
@@ -197,8 +213,10 @@ class Controller:
 
     def rebuild(self, actions: Actions) -> Engine:
         """Start leading: a fresh engine from the objects, quota held counted before all else."""
-        self.engine = Engine(config=self.options.engine)
+        # Pods take time to stop: evicted workloads hold their quota until they have.
+        self.engine = Engine(config=self.options.engine, wait_for_stop=True)
         self.actions = actions
+        self._rebuilding = True
         self.problems.clear()
         if self.federation is not None:
             self.federation.attach(self.engine)
@@ -227,6 +245,10 @@ class Controller:
         for body in self.objects.all("Pod"):
             self._ingest("Pod", body, False)
         self.engine.drain_outbox()  # restoring decides nothing: there is nothing to write
+        self._rebuilding = False
+        for key, record in list(self.engine.records.items()):
+            if record.state is State.EVICTING:
+                self.check_stopped(key)
         self.queues_dirty = True
         self.on_change()
         return self.engine
@@ -360,13 +382,20 @@ class Controller:
             if record is not None and record.state is not State.FINISHED:
                 self.engine.finish(key, now, "the Workload was deleted")
             self.engine.records.pop(key, None)
-            self.job_of_workload.pop(key, None)
+            # (an orphaned Workload no longer names its Job: the index still does)
+            job_key = self.job_of_workload.pop(key, None) or job_key
             if job_key is not None and self.workload_of_job.get(job_key) == key:
                 del self.workload_of_job[job_key]
                 job = self.objects.get("Job", job_key)
-                if job is not None and jobs.finished(job) is None:
-                    self.actions.create_workload(job_key)
+                if job is not None and jobs.finished(job) is None and not being_deleted(job):
+                    self.actions.create_workload(job_key)  # deleted by hand: it needs one
             self._changed()
+            return
+        if self._job_gone(body):
+            self.actions.delete_workload(key)
+            if record is not None and record.state is not State.FINISHED:
+                self.engine.finish(key, now, "its Job is gone or being deleted")
+                self._changed()
             return
         if job_key is not None:
             self.workload_of_job[job_key] = key
@@ -401,6 +430,43 @@ class Controller:
             self.actions.sync_job(job_key)
         if group_key is not None:
             self.actions.sync_group(group_key)
+
+    def _job_gone(self, body: Body) -> bool:
+        """Whether a Workload stands for a Job that is gone or being deleted: its owner Job
+        is not there (or another Job has its name now), or it was made for a Job (labelled
+        with its uid) but lost its owner reference — the Job was deleted orphaning it."""
+        meta = body.get("metadata") or {}
+        owner = names.owner_job_key(meta)
+        if owner is None:
+            return bool((meta.get("labels") or {}).get(names.JOB_UID_LABEL))
+        job = self.objects.get("Job", owner)
+        return job is None or being_deleted(job) or \
+            (job.get("metadata") or {}).get("uid") != names.job_owner_uid(meta)
+
+    def check_stopped(self, key: str) -> None:
+        """Tell the engine an Evicting workload's pods are gone, once they are: its Job is
+        suspended with no active or terminating pod (or gone), or no pod of its group that
+        kuota started is left."""
+        engine = self.engine
+        record = engine.records.get(key) if engine is not None else None
+        if engine is None or record is None or record.state is not State.EVICTING \
+                or self._rebuilding:
+            return
+        job_key, group_key = self.job_of_workload.get(key), self.group_of_workload.get(key)
+        job = self.objects.get("Job", job_key) if job_key is not None else None
+        if job is not None and not jobs.stopped(job):
+            return
+        if group_key is not None and not podgroups.stopped(self.pods_of(group_key)):
+            return
+        engine.stopped(key, self.clock())
+        self._changed()
+
+    def deactivate(self, key: str, reason: str, message: str) -> None:
+        """Deactivate a workload for a reason found outside the engine (see
+        :func:`kuota.operator.owners.placement_conflict`)."""
+        if self.engine is not None and key in self.engine.records:
+            self.engine.deactivate(key, self.clock(), reason, message)
+            self._changed()
 
     def _check_verdicts(self, key: str, body: Body, record: Record) -> None:
         """Admission check controllers write their verdicts into ``status.admissionChecks``."""
@@ -437,6 +503,13 @@ class Controller:
             state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
             self._restore(info, held, created, state, obj)
             self.actions.adopt(key, held)
+            evicted = obj.status.condition("Evicted")
+            if evicted is not None and evicted.status == "True":
+                # Evicted while its pods were stopping: it is Evicting again, still holding.
+                preempted = obj.status.condition("Preempted")
+                detail = preempted.reason if preempted is not None and \
+                    preempted.status == "True" else ""
+                self.engine.evict(key, now, evicted.reason, detail, evicted.message)
         else:
             self.engine.submit(info)
         self._changed()
@@ -487,11 +560,17 @@ class Controller:
     def _job(self, body: Body, deleted: bool) -> None:
         assert self.engine is not None and self.actions is not None
         key = key_of(body)
-        if deleted or not self.manages((body.get("metadata") or {}).get("namespace")):
-            return  # its Workload goes with it (owner reference); that deletion finishes it
-        if self.job_queue(body) is None:
+        if not self.manages((body.get("metadata") or {}).get("namespace")):
             return
         workload = self.workload_of_job.get(key)
+        mine = self.objects.get("Workload", workload) if workload else None
+        if mine is not None and self._job_gone(mine):
+            # Deleted (or being deleted, or replaced by a Job of the same name): its
+            # Workload goes now, whatever the deletion's propagation.
+            self.actions.delete_workload(workload or "")
+            return
+        if deleted or being_deleted(body) or self.job_queue(body) is None:
+            return
         if workload is None:
             if jobs.finished(body) is None:
                 self.actions.create_workload(key)
@@ -509,6 +588,7 @@ class Controller:
         if record.state is State.ADMITTED and not record.pods_ready and jobs.pods_ready(body):
             self.engine.pods_ready(workload, self.clock())
             self.actions.pods_ready(workload)
+        self.check_stopped(workload)
         self.actions.sync_job(key)
 
 
@@ -535,25 +615,29 @@ class Controller:
             members.add(key_of(body))
             self.group_sizes[group_key] = total
         pods = self.pods_of(group_key)
+        live = [p for p in pods if podgroups.live(p)]
         workload = self.workload_of_group.get(group_key)
         record = self.engine.records.get(workload) if workload else None
         if workload is None:
-            live = [p for p in pods if not podgroups.terminal(p)]
             if len(live) >= total:
                 self.actions.create_group_workload(group_key)
             return
         if record is None or record.state is State.FINISHED:
             return
         ended = podgroups.outcome(pods, total)
-        if ended is None and not pods:
-            ended = ("Failed", "every pod of the group was deleted")
         if ended is not None:
             self.finish_reasons[workload] = ended[0]
             self.engine.finish(workload, self.clock(), ended[1])
             self._changed()
             return
-        if record.state is State.ADMITTED and not record.pods_ready and len(pods) >= total \
-                and all(podgroups.ready(p) for p in pods):
+        self.check_stopped(workload)
+        if not live and record.state is not State.EVICTING:
+            # Every pod is gone or being deleted, and not by an eviction of ours: the
+            # group is no more. Its Workload goes (and its quota with it).
+            self.actions.delete_workload(workload)
+            return
+        if record.state is State.ADMITTED and not record.pods_ready and len(live) >= total \
+                and all(podgroups.ready(p) for p in live):
             self.engine.pods_ready(workload, self.clock())
             self.actions.pods_ready(workload)
         self.actions.sync_group(group_key)

@@ -15,16 +15,31 @@ Pure functions over Job bodies (dicts as the API returns them); no I/O.
 * When it is evicted (or was never admitted) the Job is *stopped*:
   suspended, with the saved template fields put back.
 
-Both are written as JSON merge patches computed from the Job as last seen,
-and are ``None`` when the Job already is as it should be, so replaying a
-decision (after a restart, or a watch event of our own write) writes nothing.
+Kubernetes lets a Job's pod template change (its scheduling directives:
+nodeSelector, tolerations, node affinity, template labels) only while the Job
+is suspended and ``status.startTime`` is unset (``pkg/registry/batch/job``:
+``AllowMutableSchedulingDirectives``); a Job that ran keeps its startTime
+after suspension — the Job controller clears it itself only from 1.36
+(``MutableSchedulingDirectivesForSuspendedJobs``). So, as Kueue does, a Job
+that ran is stopped in steps, one write each, every step read again from the
+Job as last seen (:func:`stop_write`): suspend it; wait until the Job
+controller reports no active and no terminating pod (1.36 also refuses the
+template change before that, and the Workload's quota is released only
+then); clear ``startTime`` through the ``status`` subresource (allowed on a
+suspended Job); put the saved template back. Starting it again
+(:func:`start_write`) clears a startTime left over first.
+
+Writes are JSON merge patches computed from the Job as last seen, and are
+``None`` when the Job already is as it should be, so replaying a decision
+(after a restart, or a watch event of our own write) writes nothing.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from kuota.operator import names
 from quota import convert
@@ -220,37 +235,82 @@ def start_patch(job: Body, admission: Admission, flavors: Mapping[str, FlavorCon
     }
 
 
-def stop_patch(job: Body) -> Body | None:
-    """The next merge patch towards a stopped ``job``; None once it is stopped and restored.
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One write towards the Job its Workload asks for."""
 
-    Two steps, as Kubernetes requires: first suspend; then, once the Job
-    controller has noticed (``status.startTime`` cleared), restore the
-    template — its scheduling fields may only change on a suspended Job that
-    is not running.
-    """
-    meta = job.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
-    spec = job.get("spec") or {}
-    touched = names.ORIGINAL_ANNOTATION in annotations or names.ADMISSION_ANNOTATION in annotations
-    if spec.get("suspend") is not True:
-        return {"spec": {"suspend": True}}
-    if not touched or (job.get("status") or {}).get("startTime"):
+    #: What it does: ``start``, ``suspend``, ``reset`` (clear startTime), ``restore``.
+    step: Literal["start", "suspend", "reset", "restore"]
+    patch: Body
+    #: ``status`` for the startTime reset; None for the Job itself.
+    subresource: str | None = None
+
+
+def pods_left(job: Body) -> int:
+    """Pods the Job controller still counts: active, and terminating (tracked from 1.29)."""
+    status = job.get("status") or {}
+    return int(status.get("active") or 0) + int(status.get("terminating") or 0)
+
+
+def stopped(job: Body) -> bool:
+    """Suspended, and none of its pods is left running or terminating."""
+    return (job.get("spec") or {}).get("suspend") is True and pods_left(job) == 0
+
+
+def _reset() -> Write:
+    return Write("reset", {"status": {"startTime": None}}, "status")
+
+
+def start_write(job: Body, admission: Admission, flavors: Mapping[str, FlavorConfig],
+                workload_count: int) -> Write | None:
+    """The next write that starts ``job`` under ``admission``; None once it runs so (or
+    while the pods of its previous run are still going)."""
+    patch = start_patch(job, admission, flavors, workload_count)
+    if patch is None:
         return None
-    patch_spec: Body = {"suspend": True}
-    if touched:
-        original = original_fields(job)
-        current = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
-        selector: Body = {k: None for k in current if k not in original["nodeSelector"]}
-        selector.update(original["nodeSelector"])
-        patch_spec["template"] = {"spec": {"nodeSelector": selector or None,
-                                           "tolerations": original["tolerations"] or None}}
-        template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
-        if names.TOPOLOGY_LABEL in (template_labels or {}):
-            patch_spec["template"]["metadata"] = {"labels": {names.TOPOLOGY_LABEL: None}}
-        if original.get("parallelism") is not None:
-            patch_spec["parallelism"] = original["parallelism"]
-    patch: Body = {"spec": patch_spec}
-    if touched:
-        patch["metadata"] = {"annotations": {names.ORIGINAL_ANNOTATION: None,
-                                             names.ADMISSION_ANNOTATION: None}}
-    return patch
+    if (job.get("spec") or {}).get("suspend") is not True:
+        # Running under another admission (or started by someone else): its template
+        # cannot change before it is suspended.
+        return Write("suspend", {"spec": {"suspend": True}})
+    if pods_left(job):
+        return None
+    if (job.get("status") or {}).get("startTime"):
+        return _reset()
+    return Write("start", patch)
+
+
+def stop_write(job: Body) -> Write | None:
+    """The next write towards a stopped ``job``; None once it is stopped and restored (or
+    while the Job controller still stops its pods)."""
+    spec = job.get("spec") or {}
+    if spec.get("suspend") is not True:
+        return Write("suspend", {"spec": {"suspend": True}})
+    if pods_left(job):
+        return None
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    if names.ORIGINAL_ANNOTATION not in annotations \
+            and names.ADMISSION_ANNOTATION not in annotations:
+        return None  # never started by kuota: nothing to put back
+    if (job.get("status") or {}).get("startTime"):
+        return _reset()
+    return Write("restore", restore_patch(job))
+
+
+def restore_patch(job: Body) -> Body:
+    """The merge patch putting back what :func:`start_patch` changed (and its annotations)."""
+    spec = job.get("spec") or {}
+    original = original_fields(job)
+    current = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    selector: Body = {k: None for k in current if k not in original["nodeSelector"]}
+    selector.update(original["nodeSelector"])
+    template: Body = {"spec": {"nodeSelector": selector or None,
+                               "tolerations": original["tolerations"] or None}}
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+    if names.TOPOLOGY_LABEL in (template_labels or {}):
+        template["metadata"] = {"labels": {names.TOPOLOGY_LABEL: None}}
+    patch_spec: Body = {"suspend": True, "template": template}
+    if original.get("parallelism") is not None:
+        patch_spec["parallelism"] = original["parallelism"]
+    return {"metadata": {"annotations": {names.ORIGINAL_ANNOTATION: None,
+                                         names.ADMISSION_ANNOTATION: None}},
+            "spec": patch_spec}

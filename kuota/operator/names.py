@@ -116,12 +116,21 @@ DEFAULT_QUEUE: Final = "default"
 COMPONENT: Final = "kuota-operator"
 
 
-def job_owner(meta: Mapping[str, Any]) -> str | None:
-    """The name of the Job among an object's owner references (``metadata``), if any."""
+def _job_ref(meta: Mapping[str, Any]) -> Mapping[str, Any]:
     for ref in meta.get("ownerReferences") or []:
         if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
-            return str(ref.get("name") or "") or None
-    return None
+            return dict(ref)
+    return {}
+
+
+def job_owner(meta: Mapping[str, Any]) -> str | None:
+    """The name of the Job among an object's owner references (``metadata``), if any."""
+    return str(_job_ref(meta).get("name") or "") or None
+
+
+def job_owner_uid(meta: Mapping[str, Any]) -> str | None:
+    """The uid of the Job among an object's owner references, if any."""
+    return str(_job_ref(meta).get("uid") or "") or None
 
 
 def owner_job_key(meta: Mapping[str, Any]) -> str | None:

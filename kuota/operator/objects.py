@@ -27,6 +27,12 @@ def key_of(body: Body) -> str:
     return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
 
 
+def being_deleted(body: Body) -> bool:
+    """Whether the object is marked for deletion (it stays visible while finalizers, a
+    foreground deletion or a pod's grace period hold it)."""
+    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def version_of(body: Body) -> str:
     return str((body.get("metadata") or {}).get("resourceVersion") or "")
 

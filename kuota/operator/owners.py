@@ -6,12 +6,25 @@
   Workload: started (unsuspended / ungated, with the flavors' node labels
   and tolerations) only when the engine holds it *Admitted* and that very
   admission is stored in the Workload's status; stopped otherwise. A Job is
-  stopped by suspending it and restoring its template; pods that kuota let
-  run are deleted when their group is evicted (a pod cannot be gated
-  again), and their replacements wait gated like the first ones.
+  stopped by suspending it and restoring its template, in the steps
+  :mod:`kuota.operator.jobs` explains; pods that kuota let run are deleted
+  when their group is evicted (a pod cannot be gated again) — once: a
+  terminating pod is left to die — and their replacements wait gated like
+  the first ones.
+* A Job being deleted (or gone) never gets a Workload, and the one it had
+  is deleted here (:func:`delete_workload`), whatever propagation the
+  deletion used: ``batch/v1`` Jobs orphan their dependents by default, and
+  a foreground deletion deletes the Workload while the Job still exists.
+  Pod groups have no owner the garbage collector could follow at all.
 
 Each write carries the resourceVersion it was computed from and is
-recomputed after a 409.
+recomputed after a 409. A write the API server refuses otherwise (a 422, a
+403...) is never dropped while the Workload holds quota: it is reported — a
+Warning Event on the Job and on its Workload, and the log — and tried again
+with a growing delay (:meth:`Writer.retry`). A group's pod that can never
+take its admission's nodeSelector (a key it already has with another value:
+a gated pod's nodeSelector may only gain keys) deactivates the Workload —
+see :func:`placement_conflict`.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from kuota.operator import jobs, names, podgroups
 from kuota.operator.client import ApiError
+from kuota.operator.objects import being_deleted
 from quota.lifecycle import State
 
 if TYPE_CHECKING:
@@ -73,7 +87,8 @@ def admitted_record(writer: Writer, workload: str | None) -> Record | None:
 async def create_job_workload(writer: Writer, job_key: str) -> None:
     controller = writer.controller
     job = controller.objects.get("Job", job_key)
-    if job is None or job_key in controller.workload_of_job or controller.engine is None:
+    if job is None or job_key in controller.workload_of_job or controller.engine is None \
+            or being_deleted(job):
         return
     queue = controller.job_queue(job)
     if queue is None:
@@ -84,21 +99,26 @@ async def create_job_workload(writer: Writer, job_key: str) -> None:
                                             priority_class=priority_class), job)
 
 
-def _job_patch(writer: Writer, job_key: str, job: Body) -> Body | None:
+def _job_write(writer: Writer, job_key: str, job: Body) -> jobs.Write | None:
     controller = writer.controller
     engine = controller.engine
     workload = controller.workload_of_job.get(job_key)
-    if engine is None or controller.job_queue(job) is None or jobs.finished(job) is not None:
+    if engine is None or controller.job_queue(job) is None or jobs.finished(job) is not None \
+            or being_deleted(job):
         return None
     record = engine.records.get(workload) if workload else None
     if record is not None and record.state is State.FINISHED:
         return None
     running = admitted_record(writer, workload)
     if running is not None and running.admission is not None \
-            and running.admission.cluster is None:  # dispatched: a copy runs in the member
+            and running.admission.cluster is None:  # not dispatched: it runs here
         count = running.info.pod_sets[0].count if running.info.pod_sets else 0
-        return jobs.start_patch(job, running.admission, engine.cache.flavors, count)
-    return jobs.stop_patch(job)
+        return jobs.start_write(job, running.admission, engine.cache.flavors, count)
+    return jobs.stop_write(job)
+
+
+_ANNOUNCED = {"start": ("Started", "Admitted: the Job may run"),
+              "suspend": ("Suspended", "Suspended by kuota until its Workload is admitted")}
 
 
 async def sync_job(writer: Writer, job_key: str) -> None:
@@ -108,28 +128,93 @@ async def sync_job(writer: Writer, job_key: str) -> None:
     for _ in range(controller.options.conflict_retries + 1):
         if job is None:
             return
-        patch = _job_patch(writer, job_key, job)
-        if patch is None:
+        write = _job_write(writer, job_key, job)
+        if write is None:
+            writer.succeeded(f"job:{job_key}")
             return
-        patch.setdefault("metadata", {})["resourceVersion"] = \
-            job["metadata"].get("resourceVersion")
+        patch = dict(write.patch)
+        patch["metadata"] = {**(patch.get("metadata") or {}),
+                             "resourceVersion": job["metadata"].get("resourceVersion")}
         try:
-            stored = await writer.client.patch(names.JOBS, name, patch, namespace)
+            stored = await writer.client.patch(names.JOBS, name, patch, namespace,
+                                               subresource=write.subresource)
         except ApiError as exc:
+            if exc.not_found:
+                return
             if not exc.conflict:
-                log.warning("Job %s not updated: %s", job_key, exc)
+                _refused(writer, job_key, job, write, exc)
                 return
             writer.metrics.conflicts.inc()
             job = await writer.client.find(names.JOBS, name, namespace)
             if job is not None:
                 controller.observe("Job", job)
             continue
+        writer.succeeded(f"job:{job_key}")
         controller.observe("Job", stored)
-        started = patch["spec"].get("suspend") is False
-        writer.event(stored, "Normal", "Started" if started else "Suspended",
-                     "Admitted: the Job may run" if started
-                     else "Suspended by kuota until its Workload is admitted")
+        if write.step in _ANNOUNCED:
+            writer.event(stored, "Normal", *_ANNOUNCED[write.step])
         return
+
+
+def _refused(writer: Writer, job_key: str, job: Body, write: jobs.Write, exc: ApiError) -> None:
+    """The API server refused a write to a Job: say so where users look, and try again."""
+    controller = writer.controller
+    workload = controller.workload_of_job.get(job_key)
+    what = {"start": "started", "suspend": "suspended", "reset": "reset (status.startTime)",
+            "restore": "restored"}[write.step]
+    reason = "JobNotStarted" if write.step == "start" else "JobNotStopped"
+    message = f"Job {job_key} could not be {what}: {exc}"
+    delay = writer.retry(f"job:{job_key}", lambda: writer.sync_job(job_key))
+    log.warning("%s; trying again in %.0fs", message, delay)
+    if writer.report(f"job:{job_key}", message):
+        writer.event(job, "Warning", reason, f"{message}; kuota tries again")
+        writer.event(controller.objects.get("Workload", workload) if workload else None,
+                     "Warning", reason, f"{message}; kuota tries again")
+
+
+async def delete_workload(writer: Writer, key: str) -> None:
+    """Delete a Workload whose owner is gone or being deleted (the quota it holds is
+    released when its deletion is seen). Guarded by its uid: a Workload of the same name
+    made since is left alone."""
+    body = writer.controller.objects.get("Workload", key)
+    if body is None:
+        return
+    namespace, name = _split(key)
+    options = {"propagationPolicy": "Background",
+               "preconditions": {"uid": body["metadata"].get("uid")}}
+    try:
+        await writer.client.request("DELETE", names.WORKLOADS.path(namespace, name), options)
+    except ApiError as exc:
+        if exc.not_found or exc.conflict:  # gone already, or another Workload by now
+            return
+        raise
+    log.info("Workload %s deleted: what it stands for is gone or being deleted", key)
+
+
+def placement_conflict(writer: Writer, workload: str | None, pod: Body, message: str) -> None:
+    """A gated pod can never take the nodeSelector its admission needs: deactivate the
+    Workload (its quota is released once its running pods are gone).
+
+    Why deactivate rather than keep waiting or requeue: the pod stays gated for ever (the
+    API server refuses the change every time), so holding the quota would block others for
+    nothing; requeued, the same admission would be found again and fail again. Deactivated,
+    the Workload says why (Warning Events on the pod and on the Workload, ``Evicted`` with
+    the message) and waits for its user to fix the pod or its template and set
+    ``spec.active`` back to true.
+    """
+    controller = writer.controller
+    engine = controller.engine
+    record = engine.records.get(workload) if engine is not None and workload else None
+    if record is None or record.state not in (State.QUOTA_RESERVED, State.ADMITTED):
+        return  # deactivated already (or holding nothing to give back)
+    meta = pod.get("metadata") or {}
+    text = f"pod {meta.get('namespace')}/{meta.get('name')} cannot be placed: {message}"
+    log.warning("Workload %s: %s; deactivating it", workload, text)
+    writer.event(pod, "Warning", "NodeSelectorConflict", text)
+    writer.event(controller.objects.get("Workload", record.info.key), "Warning",
+                 "NodeSelectorConflict", text)
+    controller.deactivate(record.info.key, "NodeSelectorConflict",
+                          f"{text}; fix it and set spec.active to true again")
 
 
 # -- pod groups ------------------------------------------------------------------------------
@@ -138,7 +223,7 @@ async def create_group_workload(writer: Writer, group_key: str) -> None:
     controller = writer.controller
     if group_key in controller.workload_of_group or controller.engine is None:
         return
-    pods = [p for p in controller.pods_of(group_key) if not podgroups.terminal(p)]
+    pods = [p for p in controller.pods_of(group_key) if podgroups.live(p)]
     total = controller.group_sizes.get(group_key, 0)
     if not pods or len(pods) < total:
         return
@@ -161,7 +246,15 @@ async def sync_group(writer: Writer, group_key: str) -> None:
     if engine is None or record is None or record.state is State.FINISHED:
         return
     running = admitted_record(writer, workload)
-    for pod in controller.pods_of(group_key):
+    # Terminating pods are on their way out: nothing to start, delete or announce again.
+    pods = [p for p in controller.pods_of(group_key) if not being_deleted(p)]
+    if running is not None and running.admission is not None:
+        for pod in pods:  # the gang starts whole or not at all
+            problem = podgroups.start_conflict(pod, running.admission, engine.cache.flavors)
+            if problem is not None:
+                placement_conflict(writer, workload, pod, problem)
+                return
+    for pod in pods:
         namespace, name = _split(f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}")
         try:
             if running is not None and running.admission is not None:
@@ -170,14 +263,18 @@ async def sync_group(writer: Writer, group_key: str) -> None:
                     patch["metadata"]["resourceVersion"] = pod["metadata"]["resourceVersion"]
                     stored = await writer.client.patch(names.PODS, name, patch, namespace)
                     controller.observe("Pod", stored)
-            elif not podgroups.gated(pod) and not podgroups.terminal(pod) and \
-                    names.ADMISSION_ANNOTATION in (pod["metadata"].get("annotations") or {}):
-                await writer.client.delete(names.PODS, name, namespace)
+            elif podgroups.started(pod) and not podgroups.terminal(pod):
+                stored = await writer.client.delete(names.PODS, name, namespace)
+                if being_deleted(stored):  # still there, terminating (else its last state)
+                    controller.observe("Pod", stored)
                 writer.event(pod, "Normal", "Stopped",
                              "Deleted by kuota: its pod group's Workload was evicted")
         except ApiError as exc:
             if exc.conflict:  # the pod changed: its watch event syncs the group again
                 writer.metrics.conflicts.inc()
                 continue
+            if exc.status == 422 and running is not None:
+                placement_conflict(writer, workload, pod, exc.message)
+                return
             if not exc.not_found:
                 log.warning("pod %s/%s not updated: %s", namespace, name, exc)

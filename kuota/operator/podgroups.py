@@ -10,6 +10,12 @@ pods that differ in anything the quota or the flavor choice reads). When
 the Workload is admitted every pod gets its flavor's node labels and
 tolerations and loses the gate — all of them, together.
 
+Pods take time to die: a deleted pod that ran stays, *terminating*
+(``deletionTimestamp`` set), for its grace period. A terminating pod is no
+longer a member of its group — it neither completes a group nor counts as
+ready — but it still runs: an evicted group is *stopped* (:func:`stopped`)
+only once no pod kuota started is left running or terminating.
+
 Pure functions over pod bodies; the writer applies the patches.
 """
 
@@ -20,7 +26,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kuota.operator import jobs, names, status
+from kuota.operator import jobs, names, pinning, status
+from kuota.operator.objects import being_deleted
 from quota import convert
 from quota.api import API_VERSION
 from quota.config import FlavorConfig
@@ -70,6 +77,22 @@ def terminal(pod: Body) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def live(pod: Body) -> bool:
+    """A member of its group: neither ended nor being deleted."""
+    return not terminal(pod) and not being_deleted(pod)
+
+
+def started(pod: Body) -> bool:
+    """Let run by kuota (ungated under an admission)."""
+    return not gated(pod) and names.ADMISSION_ANNOTATION in (
+        (pod.get("metadata") or {}).get("annotations") or {})
+
+
+def stopped(pods: Iterable[Body]) -> bool:
+    """No pod kuota started is left running or terminating (ended ones are done)."""
+    return not any(started(p) and not terminal(p) for p in pods)
+
+
 def ready(pod: Body) -> bool:
     return (pod.get("status") or {}).get("phase") == "Succeeded" or status.is_true(pod, "Ready")
 
@@ -109,6 +132,16 @@ def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: 
             "metadata": {"name": workload_name(group_key), "namespace": namespace,
                          "labels": {names.POD_GROUP_LABEL: group}},
             "spec": workload_spec}
+
+
+def start_conflict(pod: Body, admission: Admission,
+                   flavors: Mapping[str, FlavorConfig]) -> str | None:
+    """Why a gated pod cannot be started under ``admission``: its nodeSelector has a key of
+    its flavor's node labels with another value (None: it can be)."""
+    if not gated(pod):
+        return None
+    labels, _ = jobs.node_constraints(admission, flavors, shape(pod))
+    return pinning.conflict(pod, labels)
 
 
 def start_patch(pod: Body, admission: Admission,

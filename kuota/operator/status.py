@@ -3,7 +3,9 @@
 * Workload status follows Kueue's conditions: ``QuotaReserved`` (with
   ``status.admission``, and a pod set's ``topologyAssignment`` when it was
   placed on topology domains — see :mod:`kuota.operator.topology`),
-  ``Admitted``, ``Evicted`` and ``Preempted`` (with Kueue's reasons),
+  ``Admitted``, ``Evicted`` and ``Preempted`` (with Kueue's reasons; while
+  its pods stop an evicted workload is ``Evicted`` *and* still
+  ``QuotaReserved``),
   ``Requeued``, ``PodsReady``, ``Finished``. A waiting workload gets
   ``QuotaReserved=False`` with the engine's reason and message, which is how
   ``kubectl describe`` tells a user why it waits.
@@ -26,7 +28,7 @@ from typing import Any
 
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
-from quota.lifecycle import State
+from quota.lifecycle import HOLDS_QUOTA, State
 from quota.resources import Amount, FlavorResource, format_amount
 from quota.workload import Admission
 
@@ -127,6 +129,14 @@ def workload_status(current: Body, event: WorkloadEvent,
             updates.append(condition("Requeued", False, "Admitted", "", at))
         if any(c.get("type") == "Preempted" for c in conditions):
             updates.append(condition("Preempted", False, "Admitted", "", at))
+    elif event.kind is Kind.EVICTING:
+        # As Kueue: Evicted while QuotaReserved and the admission stay until the pods are
+        # gone (the EVICTED or DEACTIVATED that follows clears them).
+        message = event.message or event.reason
+        updates.append(condition("Evicted", True, event.reason, message, at))
+        if event.reason == "Preempted":
+            updates.append(condition("Preempted", True, event.detail or "Preempted", message, at))
+        updates.append(condition("PodsReady", False, "Evicted", message, at))
     elif event.kind in (Kind.EVICTED, Kind.DEACTIVATED):
         patch["admission"] = None
         if (current.get("status") or {}).get("clusterName"):
@@ -251,8 +261,7 @@ def local_queue_tallies(engine: Engine) -> dict[str, Tally]:
         tally = tallies.setdefault(f"{info.namespace}/{info.queue_name}", Tally())
         if record.state is State.PENDING:
             tally.pending += 1
-        elif record.admission is not None and record.state in (State.QUOTA_RESERVED,
-                                                               State.ADMITTED):
+        elif record.admission is not None and record.state in HOLDS_QUOTA:
             tally.reserved.append(record.admission)
             if record.state is State.ADMITTED:
                 tally.admitted.append(record.admission)

@@ -12,6 +12,15 @@ sees, not what the engine may decide next — asks
 each pod once: the domain's labels merged into ``spec.nodeSelector`` and the
 gate removed, guarded by the pod's resourceVersion. A conflict is left to the
 pod's next watch event, which asks again.
+
+A gated pod's nodeSelector may only gain keys. A pod whose nodeSelector
+already names a level of the assignment with a value no domain has (set by
+its template, or added to it by an admission plugin such as
+PodNodeSelector) can never be pinned: it is found before any write
+(:func:`kuota.operator.pinning.unplaceable`) and, like a patch the API
+server refuses anyway (422), handed to
+:func:`kuota.operator.owners.placement_conflict`, which deactivates the
+Workload with Warning Events on the pod and on the Workload.
 """
 
 from __future__ import annotations
@@ -72,12 +81,21 @@ async def ungate(writer: Writer, owner: str) -> None:
         assignment = assignments.get(ps.name)
         levels = assignment.levels if assignment is not None else None
         domains = list(assignment.domains()) if assignment is not None else None
+        for pod in members:
+            problem = pinning.unplaceable(pod, levels, domains) \
+                if pinning.gated(pod) and not pinning.gone(pod) else None
+            if problem is not None:
+                owners.placement_conflict(writer, workload, pod, problem)
+                return
         for pod, chosen in pinning.plan(members, levels, domains):
-            await _release(writer, pod, chosen)
+            if not await _release(writer, workload, pod, chosen):
+                return
 
 
-async def _release(writer: Writer, pod: Body, chosen: dict[str, str]) -> None:
-    """Remove the topology gate and pin the pod to ``chosen`` node labels, in one patch."""
+async def _release(writer: Writer, workload: str | None, pod: Body,
+                   chosen: dict[str, str]) -> bool:
+    """Remove the topology gate and pin the pod to ``chosen`` node labels, in one patch.
+    False when the API server refused it for good (the Workload is deactivated)."""
     meta = pod["metadata"]
     namespace, name = meta.get("namespace") or "default", meta["name"]
     spec = pod.get("spec") or {}
@@ -92,9 +110,13 @@ async def _release(writer: Writer, pod: Body, chosen: dict[str, str]) -> None:
     except ApiError as exc:
         if exc.conflict:  # the pod changed: its watch event asks again
             writer.metrics.conflicts.inc()
+        elif exc.status == 422:  # found by the server, not by unplaceable(): as final
+            owners.placement_conflict(writer, workload, pod, exc.message)
+            return False
         elif not exc.not_found:
             log.warning("pod %s/%s not ungated: %s", namespace, name, exc)
-        return
+        return True
     writer.controller.observe("Pod", stored)
     where = ", ".join(f"{k}={v}" for k, v in chosen.items()) or "no topology domain"
     writer.event(stored, "Normal", "TopologyUngated", f"Pinned to {where}")
+    return True

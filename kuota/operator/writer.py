@@ -23,7 +23,15 @@ nothing and a Job that someone unsuspended early is suspended again.
 
 Writes run as tasks chained per object (never two at once for one
 Workload or Job) under a limit on concurrent requests; Events have their own
-smaller limit so they never delay a decision.
+smaller limit so they never delay a decision. A write the API server refuses
+is tried again later (:meth:`Writer.retry`: 1 s, doubling up to a minute)
+and reported once per distinct refusal (:meth:`Writer.report`).
+
+An eviction is written in two steps (see :mod:`quota.lifecycle`):
+``EVICTING`` sets ``Evicted=True`` (and ``Preempted``) while the Workload
+keeps ``QuotaReserved`` and its admission, and stops its Job or pods; once
+the controller sees them gone (:meth:`Controller.check_stopped`) ``EVICTED``
+clears the admission and requeues it.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
 from kuota.operator.objects import key_of
-from quota.lifecycle import HOLDS_QUOTA, State
+from quota.lifecycle import State
 from quota.workload import Admission
 
 log = logging.getLogger(__name__)
@@ -48,6 +56,8 @@ Body = dict[str, Any]
 
 #: Engine reasons that say nothing more than "not tried yet": not worth a status write.
 _UNINFORMATIVE = {"Pending"}
+#: Delays between tries of a refused write: the first, and the longest.
+RETRY_FIRST, RETRY_MAX = 1.0, 60.0
 
 
 class Superseded(Exception):
@@ -77,6 +87,11 @@ class Writer:
         self.persisted: dict[str, Admission] = {}
         #: Workload key -> (reason, message) last written for a waiting workload.
         self._pending_written: dict[str, tuple[str, str]] = {}
+        #: Refused writes: key -> consecutive refusals, the timer of the next try, and the
+        #: refusal last reported.
+        self._refusals: dict[str, int] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._reported: dict[str, str] = {}
 
     # -- scheduling writes -------------------------------------------------------------------
     def _chain(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
@@ -121,6 +136,39 @@ class Writer:
     def cancel(self) -> None:
         for task in [*self._chains.values(), *self._tasks]:
             task.cancel()
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+    # -- refused writes ----------------------------------------------------------------------
+    def retry(self, key: str, again: Callable[[], None]) -> float:
+        """Call ``again`` later; the delay doubles with each refusal of ``key`` in a row.
+        Returns the delay."""
+        count = self._refusals[key] = self._refusals.get(key, 0) + 1
+        delay = min(RETRY_MAX, RETRY_FIRST * 2.0 ** (count - 1))
+        previous = self._timers.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+
+        def fire() -> None:
+            self._timers.pop(key, None)
+            again()
+
+        self._timers[key] = asyncio.get_running_loop().call_later(delay, fire)
+        return delay
+
+    def report(self, key: str, message: str) -> bool:
+        """Whether ``message`` is news for ``key`` (so worth an Event): not reported since
+        the last success."""
+        if self._reported.get(key) == message:
+            return False
+        self._reported[key] = message
+        return True
+
+    def succeeded(self, key: str) -> None:
+        """A write for ``key`` went through: the next refusal starts over."""
+        self._refusals.pop(key, None)
+        self._reported.pop(key, None)
 
     # -- Actions (what ingestion asks for) ---------------------------------------------------
     def adopt(self, key: str, admission: Admission) -> None:
@@ -142,6 +190,9 @@ class Writer:
 
     def ungate(self, owner: str) -> None:
         self._coalesced(f"ungate:{owner}", functools.partial(ungater.ungate, self, owner))
+
+    def delete_workload(self, key: str) -> None:
+        self._once(f"delete:{key}", functools.partial(owners.delete_workload, self, key))
 
     def _once(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
         """Run ``make`` unless the same creation is already under way."""
@@ -224,7 +275,7 @@ class Writer:
             return
         if event.kind is Kind.ADMITTED and event.admission is not None:
             self.persisted[key] = event.admission
-        elif event.kind in (Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED):
+        elif event.kind in (Kind.EVICTING, Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED):
             self.persisted.pop(key, None)
         if event.kind is Kind.DEACTIVATED and event.reason != "InactiveWorkload":
             await self._deactivate(key)
@@ -241,6 +292,8 @@ class Writer:
                           f"group:{group_key}" if group_key else None):
                 if owner is not None and owner in controller.topology_pods:
                     self.ungate(owner)
+        elif event.kind is Kind.EVICTING:
+            controller.check_stopped(key)  # an owner that never ran is stopped already
         self._announce(event, job_key)
 
     async def _deactivate(self, key: str) -> None:
@@ -293,7 +346,8 @@ class Writer:
     def _forget(self, event: WorkloadEvent) -> None:
         engine = self.controller.engine
         record = engine.records.get(event.key) if engine is not None else None
-        if engine is None or record is None or record.state not in HOLDS_QUOTA \
+        if engine is None or record is None \
+                or record.state not in (State.QUOTA_RESERVED, State.ADMITTED) \
                 or record.admission is not event.admission:
             return
         log.warning("could not persist the admission of %s; giving its quota back", event.key)
@@ -401,7 +455,8 @@ class Writer:
         elif event.kind is Kind.QUOTA_RESERVED and event.admission is not None:
             self.event(workload, "Normal", "QuotaReserved",
                        f"Quota reserved in ClusterQueue {event.admission.cluster_queue}")
-        elif event.kind is Kind.EVICTED:
+        elif event.kind is Kind.EVICTING and event.reason != "Deactivated":
+            # Announced when it is decided; Deactivated is announced when it is done.
             reason = "Preempted" if event.reason == "Preempted" else "Evicted"
             text = f"{event.reason}{'/' + event.detail if event.detail else ''}: {event.message}"
             self.event(workload, "Normal", reason, text)

@@ -15,6 +15,7 @@ from kuota.federation.federation import Federation
 from kuota.federation.member import Observation
 from kuota.operator.settings import Options
 from multicluster.controller import Dispatcher
+from quota.lifecycle import State
 
 Body = dict[str, Any]
 API = "kuota.dev/v1alpha1"
@@ -138,7 +139,7 @@ def test_a_job_that_cannot_be_copied_is_reported_once_until_it_changes() -> None
     fed, controller = federation("a")
     writer = fed.writer = Writer()  # type: ignore[assignment]
     admission = object()
-    controller.engine.records["ns/w"] = SimpleNamespace(admission=admission)
+    controller.engine.records["ns/w"] = SimpleNamespace(admission=admission, state=State.ADMITTED)
     writer.persisted["ns/w"] = admission
     controller.job_of_workload["ns/w"] = "ns/job"
     job: Body = {"metadata": {"name": "job", "namespace": "ns", "resourceVersion": "1"},

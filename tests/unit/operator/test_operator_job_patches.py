@@ -129,13 +129,24 @@ def merge(target: Any, patch: Any) -> Any:
     return result
 
 
+STARTED_AT = "2026-01-01T00:00:00Z"
+
+
+def run(body: dict[str, Any], write: jobs.Write | None) -> dict[str, Any]:
+    """``body`` after ``write``, as the API server stores it (merge patch, status or not)."""
+    assert write is not None
+    if write.subresource == "status":
+        return dict(body, status=merge(body.get("status") or {}, write.patch["status"]))
+    return merge(body, write.patch)
+
+
 class TestStartAndStop:
     def test_start_injects_flavor_constraints_and_stop_restores(self) -> None:
         before = job(parallelism=4, node_selector={"disk": "ssd"},
                      tolerations=[{"key": "x", "operator": "Exists"}])
-        patch = jobs.start_patch(before, admission(2), FLAVORS, 4)
-        assert patch is not None
-        started = merge(before, patch)
+        write = jobs.start_write(before, admission(2), FLAVORS, 4)
+        assert write is not None and write.step == "start"
+        started = run(before, write)
         pod = started["spec"]["template"]["spec"]
         assert started["spec"]["suspend"] is False
         assert started["spec"]["parallelism"] == 2  # partial admission
@@ -143,29 +154,91 @@ class TestStartAndStop:
         assert pod["tolerations"] == [{"key": "x", "operator": "Exists"}, SPOT_TOLERATION]
         saved = json.loads(started["metadata"]["annotations"][names.ORIGINAL_ANNOTATION])
         assert saved["parallelism"] == 4
-        assert jobs.start_patch(started, admission(2), FLAVORS, 4) is None  # idempotent
+        assert jobs.start_write(started, admission(2), FLAVORS, 4) is None  # idempotent
 
-        suspended = merge(started, jobs.stop_patch(started))
+        suspended = run(started, jobs.stop_write(started))
         assert suspended["spec"]["suspend"] is True
         assert suspended["spec"]["template"] == started["spec"]["template"]  # not yet
-        running = dict(suspended, status={"startTime": "2026-01-01T00:00:00Z"})
-        assert jobs.stop_patch(running) is None  # the Job controller has not stopped it yet
-        stopped = merge(suspended, jobs.stop_patch(suspended))
+        stopped = run(suspended, jobs.stop_write(suspended))
         assert stopped["spec"] == before["spec"]
         assert stopped["metadata"]["annotations"] == {}
-        assert jobs.stop_patch(stopped) is None
+        assert jobs.stop_write(stopped) is None
+
+    def test_a_job_that_ran_is_stopped_in_steps_as_its_pods_go(self) -> None:
+        """Suspend; wait for the Job controller; clear startTime; restore — then start again
+        under another flavor (Kubernetes 1.34 refuses the template change before)."""
+        before = job(parallelism=2, node_selector={"disk": "ssd"})
+        running = run(before, jobs.start_write(before, admission(2), FLAVORS, 2))
+        running["status"] = {"startTime": STARTED_AT, "active": 2}
+        steps = []
+
+        def step(current: dict[str, Any]) -> dict[str, Any]:
+            write = jobs.stop_write(current)
+            steps.append(write.step if write else None)
+            return run(current, write) if write else current
+
+        current = step(running)
+        current = step(current)  # the Job controller has not deleted the pods yet
+        current = step(dict(current, status={"startTime": STARTED_AT, "terminating": 2}))
+        current = step(dict(current, status={"startTime": STARTED_AT}))  # gone
+        current = step(step(current))
+        assert steps == ["suspend", None, None, "reset", "restore", None]
+        assert current["spec"] == before["spec"] and "startTime" not in current["status"]
+        again = run(current, jobs.start_write(current, admission(2, {"cpu": "gpu"}), FLAVORS, 2))
+        assert again["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "ssd",
+                                                                     "gpu": "a100"}
+
+    @pytest.mark.parametrize(("suspend", "status", "touched", "want_step"), [
+        (False, {}, True, "suspend"),
+        (False, {"startTime": STARTED_AT, "active": 2}, False, "suspend"),
+        (True, {"startTime": STARTED_AT, "active": 2}, True, None),  # pods still running
+        (True, {"startTime": STARTED_AT, "terminating": 1}, True, None),  # still dying
+        (True, {"startTime": STARTED_AT}, True, "reset"),
+        (True, {}, True, "restore"),
+        (True, {"startTime": STARTED_AT}, False, None),  # never started by kuota
+        (True, {}, False, None),
+    ])
+    def test_the_next_stop_step(self, suspend: bool, status: dict[str, Any], touched: bool,
+                                want_step: str | None) -> None:
+        body = job(suspend=suspend, annotations={
+            names.ADMISSION_ANNOTATION: "team;main:1:cpu=spot"} if touched else {})
+        body["status"] = status
+        write = jobs.stop_write(body)
+        assert (write.step if write else None) == want_step
+
+    @pytest.mark.parametrize(("suspend", "status", "want_step"), [
+        (True, {}, "start"),
+        (True, {"startTime": STARTED_AT}, "reset"),  # ran before: clear its startTime first
+        (True, {"startTime": STARTED_AT, "active": 1}, None),  # its last pods still run
+        (False, {}, "suspend"),  # unsuspended by someone else: its template is locked
+    ])
+    def test_the_next_start_step(self, suspend: bool, status: dict[str, Any],
+                                 want_step: str | None) -> None:
+        body = dict(job(suspend=suspend), status=status)
+        write = jobs.start_write(body, admission(1), FLAVORS, 1)
+        assert (write.step if write else None) == want_step
+
+    @pytest.mark.parametrize(("suspend", "status", "want"), [
+        (True, {}, True),
+        (True, {"active": 0, "terminating": 0}, True),
+        (True, {"active": 1}, False),
+        (True, {"terminating": 2}, False),
+        (False, {}, False),
+    ])
+    def test_stopped(self, suspend: bool, status: dict[str, int], want: bool) -> None:
+        assert jobs.stopped(dict(job(suspend=suspend), status=status)) is want
 
     def test_a_job_asking_for_topology_labels_its_pods_while_it_runs(self) -> None:
         before = job(parallelism=2)
         before["spec"]["template"]["metadata"]["annotations"] = {
             "kueue.x-k8s.io/podset-required-topology": "rack"}
-        started = merge(before, jobs.start_patch(before, admission(2), FLAVORS, 2))
+        started = run(before, jobs.start_write(before, admission(2), FLAVORS, 2))
         assert started["spec"]["template"]["metadata"]["labels"] == \
             {"a": "b", names.TOPOLOGY_LABEL: "true"}
-        suspended = merge(started, jobs.stop_patch(started))
-        stopped = merge(suspended, jobs.stop_patch(suspended))
+        suspended = run(started, jobs.stop_write(started))
+        stopped = run(suspended, jobs.stop_write(suspended))
         assert stopped["spec"]["template"]["metadata"] == before["spec"]["template"]["metadata"]
-        plain = merge(job(), jobs.start_patch(job(), admission(1), FLAVORS, 1))
+        plain = run(job(), jobs.start_write(job(), admission(1), FLAVORS, 1))
         assert plain["spec"]["template"]["metadata"]["labels"] == {"a": "b"}
 
     def test_flavors_of_every_resource_are_combined(self) -> None:
@@ -176,7 +249,8 @@ class TestStartAndStop:
         assert "parallelism" in started["spec"] and started["spec"]["parallelism"] == 1
 
     def test_a_job_running_without_admission_is_suspended(self) -> None:
-        assert jobs.stop_patch(job(suspend=False)) == {"spec": {"suspend": True}}
+        write = jobs.stop_write(job(suspend=False))
+        assert write == jobs.Write("suspend", {"spec": {"suspend": True}})
 
 
 class TestJobState:
