@@ -73,12 +73,18 @@ def from_object(obj: api.Workload) -> WorkloadView:
     status = obj.status
     key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
     state, reason, message = State.PENDING.value, "", ""
-    for type_, state_ in (("Finished", State.FINISHED), ("Admitted", State.ADMITTED),
-                          ("QuotaReserved", State.QUOTA_RESERVED)):
+    for type_, state_ in (("Finished", State.FINISHED), ("Evicted", State.EVICTING),
+                          ("Admitted", State.ADMITTED), ("QuotaReserved", State.QUOTA_RESERVED)):
         if status.is_true(type_):
             state = state_.value
             break
-    if state == State.PENDING.value:
+    if state == State.EVICTING.value and not status.is_true("QuotaReserved"):
+        state = State.PENDING.value  # evicted and released: waiting again
+    if state == State.EVICTING.value:  # evicted, its pods still stopping: quota held
+        condition = status.condition("Evicted")
+        if condition is not None:
+            reason, message = condition.reason, condition.message
+    elif state == State.PENDING.value:
         condition = status.condition("QuotaReserved")
         if condition is not None:
             reason, message = condition.reason, condition.message

@@ -383,11 +383,11 @@ class Controller:
                 self.engine.finish(key, now, "the Workload was deleted")
             self.engine.records.pop(key, None)
             # (an orphaned Workload no longer names its Job: the index still does)
-            job_key = self.job_of_workload.pop(key, None) or job_key
-            if job_key is not None and self.workload_of_job.get(job_key) == key:
-                del self.workload_of_job[job_key]
-                job = self.objects.get("Job", job_key)
-                if job is not None and jobs.finished(job) is None and not being_deleted(job):
+            indexed = self.job_of_workload.pop(key, None) or job_key
+            if indexed is not None and self.workload_of_job.get(indexed) == key:
+                del self.workload_of_job[indexed]
+                if job_key is not None and not self._job_gone(body) \
+                        and jobs.finished(self.objects.get("Job", job_key) or {}) is None:
                     self.actions.create_workload(job_key)  # deleted by hand: it needs one
             self._changed()
             return
@@ -564,11 +564,15 @@ class Controller:
             return
         workload = self.workload_of_job.get(key)
         mine = self.objects.get("Workload", workload) if workload else None
-        if mine is not None and self._job_gone(mine):
+        if workload is not None and mine is not None and self._job_gone(mine):
             # Deleted (or being deleted, or replaced by a Job of the same name): its
             # Workload goes now, whatever the deletion's propagation.
-            self.actions.delete_workload(workload or "")
-            return
+            self.actions.delete_workload(workload)
+            if deleted or being_deleted(body):
+                return
+            del self.workload_of_job[key]  # replaced: the new Job gets its own
+            self.job_of_workload.pop(workload, None)
+            workload = None
         if deleted or being_deleted(body) or self.job_queue(body) is None:
             return
         if workload is None:

@@ -31,6 +31,15 @@ DECISION = {
 }
 
 
+def _condition(type_: str, status: str, reason: str, message: str = "") -> dict[str, Any]:
+    return {"type": type_, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": "2025-01-01T00:00:00Z"}
+
+
+ADMITTED = [_condition("QuotaReserved", "True", "QuotaReserved"),
+            _condition("Admitted", "True", "Admitted")]
+
+
 def _workload(name: str, status: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
             "metadata": {"name": name, "namespace": "ml"},
@@ -52,14 +61,16 @@ def kubeconfig(k8s_api: Emulator, tmp_path: Path) -> str:
         "admission": {"clusterQueue": "team", "podSetAssignments": [
             {"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"},
              "count": 1}]},
-        "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
-                        "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"},
-                       {"type": "Admitted", "status": "True", "reason": "Admitted",
-                        "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}]}))
+        "conditions": ADMITTED}))
     k8s_api.create(_workload("waiting", {
-        "conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
-                        "message": "insufficient quota for cpu in flavor default",
-                        "lastTransitionTime": "2025-01-01T00:00:00Z"}]}))
+        "conditions": [_condition("QuotaReserved", "False", "Pending",
+                                  "insufficient quota for cpu in flavor default")]}))
+    k8s_api.create(_workload("stopping", {
+        "admission": {"clusterQueue": "team", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"},
+             "count": 1}]},
+        "conditions": [*ADMITTED, _condition("Evicted", "True", "Preempted",
+                                             "preempted to admit ml/high")]}))
     return str(write_kubeconfig(k8s_api.url, tmp_path / "kubeconfig"))
 
 
@@ -74,6 +85,9 @@ CASES = [
     {"argv": ["why", "ml/waiting"], "want_status": 0,
      "want_out": ["no multi-cluster dispatch decision yet: it is still pending",
                   "insufficient quota for cpu in flavor default"]},
+    # evicted, its pods still stopping: it holds its quota until they are gone
+    {"argv": ["describe", "workload", "ml/stopping"], "want_status": 0,
+     "want_out": ["Evicting", "Preempted", "preempted to admit ml/high"]},
     {"argv": ["why", "ml/absent"], "want_status": 1, "want_err": "Workload ml/absent not found"},
 ]
 

@@ -9,6 +9,7 @@ ungates each with the nodeSelector of its host.
 
 from __future__ import annotations
 
+import json
 import pathlib
 from collections import Counter
 from typing import Any
@@ -59,10 +60,15 @@ def submit(cluster: Emulator, job: Body) -> None:
     assert reply.status == 201 and reply.data["spec"]["suspend"] is True, reply.data
 
 
-def create_pods(cluster: Emulator, job_name: str) -> list[str]:
-    """Play the Job controller: one pod per completion index, from the started template."""
+def create_pods(cluster: Emulator, job_name: str,
+                added: dict[str, str] | None = None) -> list[str]:
+    """Play the Job controller: one pod per completion index, from the started template
+    (``added``: nodeSelector keys an admission plugin such as PodNodeSelector adds)."""
     job = h.get_job(cluster, job_name)
-    template = job["spec"]["template"]
+    template = json.loads(json.dumps(job["spec"]["template"]))
+    if added:
+        spec = template["spec"]
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **added}
     made = []
     for index in range(job["spec"]["parallelism"]):
         meta = template.get("metadata") or {}
@@ -182,3 +188,40 @@ class TestTopology:
             assert len({s[RACK] for s in selectors}) == 1  # one rack
             assert all(s["pool"] == "tas" for s in selectors)  # the flavor's label kept
             assert max(Counter(s[HOST] for s in selectors).values()) <= 2  # 4 CPUs per host
+
+
+class TestNodeSelectorConflicts:
+    def test_a_pod_that_cannot_take_its_domain_deactivates_its_workload(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup(cluster)
+        with h.Running(cluster, certs):
+            submit(cluster, tas_job("pinned", 2))
+            h.wait(cluster, lambda: h.running(cluster, "pinned"), "the Job to start")
+            rack = assignment(cluster, "pinned")[0][0][0]
+            other = "r2" if rack == "r1" else "r1"
+            pods = create_pods(cluster, "pinned", added={RACK: other})
+
+            wl = h.wait(cluster, lambda: (w := h.workload_of(cluster, "pinned"))
+                        and w["spec"].get("active") is False and w, "the Workload deactivated")
+            h.wait(cluster, lambda: not h.running(cluster, "pinned"), "the Job to stop")
+            wl = h.workload_of(cluster, "pinned")
+            evicted = h.condition(wl, "Evicted")
+            assert evicted is not None and evicted["reason"] == "Deactivated"
+            assert f"{RACK}={other}" in evicted["message"]
+            assert "spec.active" in evicted["message"]
+            h.wait(cluster, lambda: not h.is_true(h.workload_of(cluster, "pinned"),
+                                                  "QuotaReserved"), "the quota released")
+
+            def warnings(name: str) -> list[str]:
+                return [e["message"] for e in cluster.list("v1", "Event", "default")
+                        if e["involvedObject"]["name"] == name
+                        and e["reason"] == "NodeSelectorConflict"]
+
+            h.wait(cluster, lambda: warnings(pods[0]) or warnings(pods[1]),
+                   "a Warning Event on the pod")
+            assert len(h.wait(cluster, lambda: warnings(wl["metadata"]["name"]),
+                              "a Warning Event on the Workload")) == 1
+            assert all(pod_of(cluster, p)["spec"].get("schedulingGates") for p in pods)
+            refused = [r for r in cluster.handler if r.method.value == "PATCH"
+                       and "/pods/" in r.url.path and cluster.status_of(r) == 422]
+            assert refused == []  # found before writing, not by the API server

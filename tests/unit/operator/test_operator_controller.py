@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kuota.operator import jobs
 from kuota.operator.controller import Controller
 from kuota.operator.settings import Options
@@ -22,6 +24,7 @@ class FakeActions:
         self.problems: list[tuple[str, str]] = []
         self.adopted: dict[str, Admission] = {}
         self.ready: list[str] = []
+        self.deleted: list[str] = []
 
     def create_workload(self, job_key: str) -> None:
         self.created.append(job_key)
@@ -37,6 +40,15 @@ class FakeActions:
 
     def adopt(self, key: str, admission: Admission) -> None:
         self.adopted[key] = admission
+
+    def delete_workload(self, key: str) -> None:
+        self.deleted.append(key)
+
+    def create_group_workload(self, group_key: str) -> None:
+        self.created.append(f"group:{group_key}")
+
+    def sync_group(self, group_key: str) -> None: ...
+    def ungate(self, owner: str) -> None: ...
 
 
 _rv = iter(range(100, 100_000))
@@ -180,3 +192,126 @@ class TestJobsAndWorkloads:
         controller, actions = leading(*queues("4"), ("Workload", bad))
         assert controller.engine is not None and "ns/bad" not in controller.engine.records
         assert actions.problems and "podSets[0].count" in actions.problems[0][1]
+
+
+def job(uid: str = "u-1", **meta_extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": meta("train", "ns", uid=uid, labels={"kuota.dev/queue-name": "main"},
+                             **meta_extra),
+            "spec": {"parallelism": 2, "suspend": False, "template": {"spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}}
+
+
+def job_workload(*, evicted: bool = False) -> dict[str, Any]:
+    """The Workload kuota made for job(), admitted (and, with ``evicted``, being evicted)."""
+    body = jobs.workload_for(job(), queue="main", priority=0, priority_class=None)
+    body["metadata"].update(resourceVersion=str(next(_rv)),
+                            creationTimestamp="2026-01-01T00:00:00Z")
+    body["status"] = workload("x", 2, admitted=True)["status"]
+    if evicted:
+        body["status"]["conditions"].append(
+            {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "room"})
+    return body
+
+
+WL = "ns/job-train-u-1"
+
+
+class TestJobsGoing:
+    @pytest.mark.parametrize(("how", "want_created"), [
+        ("deleted", []),
+        ("being deleted", []),  # foreground, or a finalizer: the Job is still there
+        ("orphaned", []),  # deleted with the default propagation: the GC freed the Workload
+        ("replaced", ["ns/train"]),  # a new Job of the same name gets its own Workload
+    ])
+    def test_the_workload_of_a_job_going_away_is_deleted(self, how: str,
+                                                         want_created: list[str]) -> None:
+        controller, actions = leading(*queues("4"), ("Job", job()), ("Workload", job_workload()))
+        assert controller.engine is not None
+        assert controller.engine.records[WL].state is State.ADMITTED
+        gone = job_workload()
+        if how == "deleted":
+            controller.observe("Job", job(), deleted=True)
+        elif how == "being deleted":
+            controller.observe("Job", job(deletionTimestamp="2026-01-01T00:00:00Z",
+                                          finalizers=["foregroundDeletion"]))
+        elif how == "replaced":
+            controller.observe("Job", job(uid="u-2"))
+        else:  # the garbage collector stripped its owner reference
+            del gone["metadata"]["ownerReferences"]
+            controller.observe("Workload", gone)
+            assert controller.engine.records[WL].state is State.FINISHED  # released at once
+        assert actions.deleted == [WL]
+        controller.observe("Workload", gone, deleted=True)  # the deletion is seen
+        assert WL not in controller.engine.records
+        assert controller.engine.cache.holding(WL) is None
+        assert actions.created == want_created
+
+    def test_a_job_being_deleted_gets_no_workload(self) -> None:
+        controller, actions = leading(*queues("4"))
+        controller.observe("Job", job(deletionTimestamp="2026-01-01T00:00:00Z"))
+        assert actions.created == []
+
+    def test_a_restart_deletes_workloads_whose_job_is_gone(self) -> None:
+        controller, actions = leading(*queues("4"), ("Workload", job_workload()))
+        assert actions.deleted == [WL]
+        assert controller.engine is not None and controller.engine.cache.holding(WL) is None
+
+
+class TestEvictingAcrossRestarts:
+    @pytest.mark.parametrize(("status", "want_state", "want_held"), [
+        ({"active": 2}, State.EVICTING, True),  # its pods still run
+        ({"active": 0, "terminating": 1}, State.EVICTING, True),
+        ({}, State.PENDING, False),  # stopped while the operator was away
+    ])
+    def test_an_evicted_workload_is_restored_holding_until_its_pods_go(
+            self, status: dict[str, int], want_state: State, want_held: bool) -> None:
+        suspended = job()
+        suspended["spec"]["suspend"] = True
+        suspended["status"] = status
+        controller, _ = leading(*queues("4"), ("Job", suspended),
+                                ("Workload", job_workload(evicted=True)))
+        engine = controller.engine
+        assert engine is not None
+        assert engine.records[WL].state is want_state
+        assert (engine.cache.holding(WL) is not None) is want_held
+        if want_held:
+            gone = dict(suspended, metadata=dict(suspended["metadata"],
+                                                 resourceVersion=str(next(_rv))), status={})
+            controller.observe("Job", gone)
+            assert engine.records[WL].state is State.PENDING
+        assert [e.kind.value for e in engine.drain_outbox()] == ["Evicted"]
+
+
+def group_pod(name: str, *, terminating: bool = False) -> dict[str, Any]:
+    extra: dict[str, Any] = {"labels": {"kuota.dev/pod-group-name": "g",
+                                        "kuota.dev/queue-name": "main"},
+                             "annotations": {"kuota.dev/pod-group-total-count": "2"}}
+    if terminating:
+        extra["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta(name, "ns", **extra),
+            "spec": {"containers": [{"name": "c"}]}}
+
+
+class TestGroups:
+    def test_terminating_pods_do_not_complete_a_group(self) -> None:
+        controller, actions = leading(*queues("4"))
+        controller.observe("Pod", group_pod("a", terminating=True))
+        controller.observe("Pod", group_pod("b"))
+        assert actions.created == []
+        controller.observe("Pod", group_pod("c"))
+        assert actions.created == ["group:ns/g"]
+
+    @pytest.mark.parametrize("last", ["deleted", "terminating"])
+    def test_a_group_without_live_pods_loses_its_workload(self, last: str) -> None:
+        body = workload("group-g", 2)
+        body["metadata"]["labels"] = {"kuota.dev/pod-group": "g"}
+        controller, actions = leading(*queues("4"), ("Pod", group_pod("a")),
+                                      ("Pod", group_pod("b")), ("Workload", body))
+        controller.observe("Pod", group_pod("a"), deleted=True)
+        assert actions.deleted == []
+        if last == "deleted":
+            controller.observe("Pod", group_pod("b"), deleted=True)
+        else:
+            controller.observe("Pod", group_pod("b", terminating=True))
+        assert actions.deleted == ["ns/group-g"]

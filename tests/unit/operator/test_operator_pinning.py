@@ -16,16 +16,22 @@ GATE = {"name": names.TOPOLOGY_GATE}
 
 def pod(name: str, *, index: int | None = None, at: str = "2026-01-01T00:00:00Z",
         on: tuple[str, str] | None = None, phase: str = "Pending",
-        other_gates: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A pod: gated unless ``on`` names the (rack, host) it was pinned to."""
+        other_gates: tuple[str, ...] = (), terminating: bool = False,
+        selector: dict[str, str] | None = None) -> dict[str, Any]:
+    """A pod: gated unless ``on`` names the (rack, host) it was pinned to; ``selector``:
+    nodeSelector keys it has from its template (or an admission plugin)."""
     annotations = {} if index is None else {names.COMPLETION_INDEX: str(index)}
     spec: dict[str, Any] = {"schedulingGates": [{"name": g} for g in other_gates]}
     if on is None:
         spec["schedulingGates"].append(GATE)
     else:
         spec["nodeSelector"] = {"pool": "tas", RACK: on[0], HOST: on[1]}
-    return {"metadata": {"name": name, "creationTimestamp": at, "annotations": annotations},
-            "spec": spec, "status": {"phase": phase}}
+    if selector:
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **selector}
+    meta: dict[str, Any] = {"name": name, "creationTimestamp": at, "annotations": annotations}
+    if terminating:
+        meta["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
 
 
 @dataclass
@@ -77,6 +83,30 @@ CASES = [
          [pod("p7", index=7), pod("p3", index=3)],
          [(("r1", "n1"), 1), (("r1", "n2"), 1)],
          {"p3": "n1", "p7": "n2"}),
+    Case("a terminating pod takes no room: its replacement goes there at once",
+         [pod("dying", on=("r1", "n1"), terminating=True), pod("kept", on=("r1", "n2")),
+          pod("replacement")],
+         [(("r1", "n1"), 1), (("r1", "n2"), 1)],
+         {"replacement": "n1"}),
+    Case("by rank, a terminating pod leaves its index to its replacement",
+         [pod("p0", index=0, on=("r1", "n1")), pod("p1", index=1, on=("r1", "n2"),
+                                                   terminating=True),
+          pod("p1-again", index=1)],
+         [(("r1", "n1"), 1), (("r1", "n2"), 1)],
+         {"p1-again": "n2"}),
+    Case("a gated terminating pod is not pinned",
+         [pod("dying", terminating=True), pod("b")], [(("r1", "n1"), 2)],
+         {"b": "n1"}),
+    Case("greedy skips domains a pod's nodeSelector contradicts",
+         [pod("a", selector={RACK: "r2"}), pod("b")],
+         [(("r1", "n1"), 1), (("r2", "n3"), 1)],
+         {"a": "n3", "b": "n1"}),
+    Case("by rank, a slot the pod contradicts: greedy instead",
+         [pod("p0", index=0, selector={HOST: "n2"}), pod("p1", index=1)],
+         [(("r1", "n1"), 1), (("r1", "n2"), 1)],
+         {"p0": "n2", "p1": "n1"}),
+    Case("a pod agreeing with no domain stays gated",
+         [pod("a", selector={RACK: "r9"})], [(("r1", "n1"), 1)], {}),
     Case("no assignment: every gated pod is ungated without a selector",
          [pod("a"), pod("b", on=("r1", "n1"))], None,
          {"a": ""}),
@@ -109,3 +139,22 @@ def test_a_malformed_index_is_no_index() -> None:
     labelled = pod("q")
     labelled["metadata"]["labels"] = {names.COMPLETION_INDEX: "4"}
     assert pinning.completion_index(labelled) == 4
+
+
+@pytest.mark.parametrize(("selector", "domains", "want_problem"), [
+    ({}, [(("r1", "n1"), 1)], None),
+    ({RACK: "r1"}, [(("r1", "n1"), 1)], None),  # agrees: only a key it already has
+    ({RACK: "r2"}, [(("r1", "n1"), 1), (("r2", "n3"), 1)], None),  # one domain would do
+    ({RACK: "r9"}, [(("r1", "n1"), 1), (("r2", "n3"), 1)], f"{RACK}=r9"),
+    ({HOST: "n9"}, [(("r1", "n1"), 1)], f"{HOST}=n9"),
+    ({RACK: "r9"}, None, None),  # no assignment: nothing is added to the pod
+])
+def test_unplaceable(selector: dict[str, str],
+                     domains: list[tuple[tuple[str, ...], int]] | None,
+                     want_problem: str | None) -> None:
+    levels = LEVELS if domains is not None else None
+    got = pinning.unplaceable(pod("p", selector=selector), levels, domains)
+    if want_problem is None:
+        assert got is None
+    else:
+        assert got is not None and want_problem in got and "may only gain keys" in got

@@ -15,7 +15,8 @@ GATE = {"name": "kuota.dev/admission"}
 
 
 def pod(name: str, *, cpu: str = "1", total: str | None = "3", gated: bool = True,
-        phase: str | None = None, kueue: bool = False) -> dict[str, Any]:
+        phase: str | None = None, kueue: bool = False, started: bool = False,
+        terminating: bool = False, selector: dict[str, str] | None = None) -> dict[str, Any]:
     prefix = "kueue.x-k8s.io" if kueue else "kuota.dev"
     annotations = {} if total is None else {f"{prefix}/pod-group-total-count": total}
     body: dict[str, Any] = {
@@ -28,6 +29,12 @@ def pod(name: str, *, cpu: str = "1", total: str | None = "3", gated: bool = Tru
         body["spec"]["schedulingGates"] = [GATE]
     if phase:
         body["status"] = {"phase": phase}
+    if started:  # ungated by kuota under an admission
+        body["metadata"]["annotations"]["kuota.dev/admission"] = "team"
+    if terminating:
+        body["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    if selector:
+        body["spec"]["nodeSelector"] = selector
     return body
 
 
@@ -89,3 +96,46 @@ class TestWorkload:
         pods = [pod(f"p{i}", phase=phase) for i, phase in enumerate(phases)]
         got = podgroups.outcome(pods, 3)
         assert (got[0] if got else None) == want
+
+
+class TestDyingPods:
+    @pytest.mark.parametrize(("body", "want_live", "want_started"), [
+        (pod("a"), True, False),
+        (pod("a", gated=False, started=True), True, True),
+        (pod("a", gated=False, started=True, terminating=True), False, True),
+        (pod("a", gated=False, started=True, phase="Failed"), False, True),
+        (pod("a", gated=False), True, False),  # ungated, but not by kuota
+    ])
+    def test_live_and_started(self, body: dict[str, Any], want_live: bool,
+                              want_started: bool) -> None:
+        assert (podgroups.live(body), podgroups.started(body)) == (want_live, want_started)
+
+    @pytest.mark.parametrize(("pods", "want"), [
+        ([], True),
+        ([pod("gated")], True),  # never ran
+        ([pod("a", gated=False, started=True)], False),
+        ([pod("a", gated=False, started=True, terminating=True)], False),  # still dying
+        ([pod("a", gated=False, started=True, phase="Succeeded"), pod("b")], True),
+    ])
+    def test_stopped(self, pods: list[dict[str, Any]], want: bool) -> None:
+        assert podgroups.stopped(pods) is want
+
+
+class TestStartConflicts:
+    @pytest.mark.parametrize(("selector", "want_problem"), [
+        (None, None),
+        ({"tier": "fast"}, None),  # already there: nothing changes
+        ({"zone": "a"}, None),  # another key: the flavor's is added beside it
+        ({"tier": "slow"}, "tier=slow"),  # the API server would refuse the change
+    ])
+    def test_start_conflict(self, selector: dict[str, str] | None,
+                            want_problem: str | None) -> None:
+        worker = pod("w1", selector=selector)
+        admission = Admission("team", (PodSetAdmission(podgroups.shape(worker), 1,
+                                                       {"cpu": "fast"}, {"cpu": 1000}),))
+        flavors = {"fast": FlavorConfig("fast", {"tier": "fast"})}
+        got = podgroups.start_conflict(worker, admission, flavors)
+        if want_problem is None:
+            assert got is None
+        else:
+            assert got is not None and want_problem in got

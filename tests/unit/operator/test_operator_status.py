@@ -40,6 +40,14 @@ class TestWorkloadStatus:
           "PodsReady": ("False", "Evicted")}, False),
         (WorkloadEvent(10, "ns/w", Kind.FINISHED, "Failed", message="boom"),
          {"Finished": ("True", "Failed")}, None),
+        # Evicting: its pods still stop, so QuotaReserved and the admission are kept.
+        (WorkloadEvent(10, "ns/w", Kind.EVICTING, "Preempted", "InClusterQueue", "to admit x",
+                       ADMISSION),
+         {"Evicted": ("True", "Preempted"), "Preempted": ("True", "InClusterQueue"),
+          "PodsReady": ("False", "Evicted")}, None),
+        (WorkloadEvent(10, "ns/w", Kind.EVICTING, "Deactivated", "InactiveWorkload", "off",
+                       ADMISSION),
+         {"Evicted": ("True", "Deactivated"), "PodsReady": ("False", "Evicted")}, None),
     ])
     def test_conditions_per_event(self, event: WorkloadEvent,
                                   want_conditions: dict[str, tuple[str, str]],
