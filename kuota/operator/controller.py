@@ -412,16 +412,17 @@ class Controller:
             (previous.get("spec") or {}).get("active", True) is not False
         if record is None or (record.state is State.FINISHED
                               and conditions.get("Finished") != "True"):
-            if conditions.get("Finished") != "True" and active:
+            # (an inactive one still holding quota is being stopped: it is counted until then)
+            if conditions.get("Finished") != "True" and (active or _holds_quota(body)):
                 self._new_workload(key, body)
         elif conditions.get("Finished") == "True" and record.state is not State.FINISHED:
             self.engine.finish(key, now, "the Workload was marked finished")
             self._changed()
-        elif not active and record.state is not State.INACTIVE \
-                and record.state is not State.FINISHED:
+        elif not active and record.state not in (State.INACTIVE, State.FINISHED) \
+                and record.deactivation is None:  # (not already being deactivated)
             self.engine.deactivate(key, now, "InactiveWorkload", "spec.active is false")
             self._changed()
-        elif active and not was_active and record.state is State.INACTIVE:
+        elif active and not was_active and record.state in (State.INACTIVE, State.EVICTING):
             self.engine.activate(key, now)
             self._changed()
         elif record.state is State.QUOTA_RESERVED:
@@ -503,9 +504,14 @@ class Controller:
             state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
             self._restore(info, held, created, state, obj)
             self.actions.adopt(key, held)
+            # Evicted or deactivated while its pods were stopping: Evicting again, holding.
             evicted = obj.status.condition("Evicted")
-            if evicted is not None and evicted.status == "True":
-                # Evicted while its pods were stopping: it is Evicting again, still holding.
+            evicting = evicted is not None and evicted.status == "True"
+            if not spec.active:
+                self.engine.deactivate(key, now, "InactiveWorkload",
+                                       evicted.message if evicted and evicting
+                                       else "spec.active is false")
+            elif evicted is not None and evicting:
                 preempted = obj.status.condition("Preempted")
                 detail = preempted.reason if preempted is not None and \
                     preempted.status == "True" else ""

@@ -283,6 +283,24 @@ class TestEvictingAcrossRestarts:
         assert [e.kind.value for e in engine.drain_outbox()] == ["Evicted"]
 
 
+    def test_an_inactive_workload_still_holding_quota_is_counted_until_stopped(
+            self) -> None:
+        running = job()
+        running["status"] = {"active": 2}
+        off = job_workload(evicted=True)
+        off["spec"]["active"] = False
+        controller, _ = leading(*queues("4"), ("Job", running), ("Workload", off))
+        engine = controller.engine
+        assert engine is not None
+        assert engine.records[WL].state is State.EVICTING and engine.cache.holding(WL)
+        stopped = dict(running, metadata=dict(running["metadata"],
+                                              resourceVersion=str(next(_rv))),
+                       spec=dict(running["spec"], suspend=True), status={})
+        controller.observe("Job", stopped)
+        assert engine.records[WL].state is State.INACTIVE
+        assert engine.cache.holding(WL) is None
+
+
 def group_pod(name: str, *, terminating: bool = False) -> dict[str, Any]:
     extra: dict[str, Any] = {"labels": {"kuota.dev/pod-group-name": "g",
                                         "kuota.dev/queue-name": "main"},
