@@ -185,9 +185,11 @@ async def delete_workload(writer: Writer, key: str) -> None:
     try:
         await writer.client.request("DELETE", names.WORKLOADS.path(namespace, name), options)
     except ApiError as exc:
-        if exc.not_found or exc.conflict:  # gone already, or another Workload by now
+        if not exc.not_found and not exc.conflict:  # (else: gone, or another one by now)
+            delay = writer.retry(f"delete:{key}", lambda: writer.delete_workload(key))
+            log.warning("Workload %s not deleted (trying again in %.0fs): %s", key, delay, exc)
             return
-        raise
+    writer.succeeded(f"delete:{key}")
     log.info("Workload %s deleted: what it stands for is gone or being deleted", key)
 
 

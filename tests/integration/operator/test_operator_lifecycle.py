@@ -152,6 +152,22 @@ class TestDeletingAJob:
             assert h.workload_of(cluster, "first") is None
 
 
+    def test_a_failed_workload_deletion_is_tried_again(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        cluster.apply(h.flavor("default"), h.cluster_queue("team", quotas={"default": {"cpu": 2}}),
+                      h.local_queue("main", "team"))
+        with h.Running(cluster, certs):
+            call(cluster.url, "POST", JOBS, h.job("first", parallelism=2))
+            h.wait(cluster, lambda: h.running(cluster, "first"), "the Job to start")
+            fault = cluster.faults.fail(status=500, times=1, plural="workloads",
+                                        verbs={"delete"})
+            call(cluster.url, "DELETE", f"{JOBS}/first")  # orphans the Workload
+            h.wait(cluster, lambda: h.workload_of(cluster, "first") is None and not [
+                w for w in cluster.list(h.API, "Workload", "default")],
+                "the Workload deleted after all")
+            assert fault.hits == 1
+
+
 def group_pod(name: str, *, group: str = "g", total: int = 2, cpu: str = "1",
               priority_class: str | None = None) -> Body:
     labels = {"kuota.dev/pod-group-name": group, "kuota.dev/queue-name": "main"}
