@@ -21,6 +21,7 @@ from tests.integration.operator.harness import (
 )
 
 Body = dict[str, Any]
+GPU = "nvidia.com/gpu"
 
 __all__ = ["API", "cluster_queue", "condition", "flavor", "is_true", "job", "job_finished",
            "local_queue", "priority_class", "queue_usage", "workload_of"]
@@ -31,7 +32,7 @@ def job(name: str, namespace: str, *, queue: str | None = "main", cpu: str = "1"
         fail: bool = False, priority_class: str | None = None,
         node_selector: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
         pod_labels: dict[str, str] | None = None, pod_annotations: dict[str, str] | None = None,
-        scheduler_name: str | None = None, backoff_limit: int = 0) -> Body:
+        scheduler_name: str | None = None, backoff_limit: int = 0, gpu: int = 0) -> Body:
     """A Job whose pods run for ``run_for`` on kwok nodes, then succeed (or ``fail``)."""
     labels: dict[str, str] = {}
     if queue is not None:
@@ -44,9 +45,12 @@ def job(name: str, namespace: str, *, queue: str | None = "main", cpu: str = "1"
         pod_meta["annotations"]["kuota.dev/test-exit"] = "fail"
     if pod_labels:
         pod_meta["labels"] = dict(pod_labels)
+    resources: Body = {"requests": {"cpu": cpu}}
+    if gpu:  # an extended resource: requests must equal limits
+        resources = {"requests": {"cpu": cpu, GPU: str(gpu)}, "limits": {GPU: str(gpu)}}
     pod: Body = {"restartPolicy": "Never",
                  "containers": [{"name": "main", "image": "registry.example/fake:1",
-                                 "resources": {"requests": {"cpu": cpu}}}]}
+                                 "resources": resources}]}
     if node_selector:
         pod["nodeSelector"] = dict(node_selector)
     if scheduler_name:
