@@ -224,6 +224,10 @@ class ControlPlane:
             f"--secure-port={self.api_port}",
             f"--tls-cert-file={cert}", f"--tls-private-key-file={key}",
             f"--client-ca-file={self.ca.cert}",
+            # Without a front-proxy CA every component logs an error about it each second.
+            f"--requestheader-client-ca-file={self.ca.cert}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-allowed-names=front-proxy-client",
             f"--token-auth-file={tokens}",
             "--authorization-mode=Node,RBAC",
             # On top of the defaults, as hardened clusters (and OpenShift) run it: an owner
@@ -353,13 +357,14 @@ class ControlPlane:
         """Create kwok nodes (see :func:`node`) and wait until they are Ready."""
         self.kubectl("apply", "-f", "-", input=json.dumps({
             "apiVersion": "v1", "kind": "List", "items": list(nodes)}))
-        names = [n["metadata"]["name"] for n in nodes]
+        names = {n["metadata"]["name"] for n in nodes}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            out = self.kubectl("get", "nodes", *names, "-o",
-                               "jsonpath={range .items[*]}{.metadata.name}="
-                               "{.status.conditions[?(@.type=='Ready')].status} {end}").stdout
-            if out.split() and all(part.endswith("=True") for part in out.split()):
+            listed = json.loads(self.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+            ready = {n["metadata"]["name"] for n in listed
+                     if any(c["type"] == "Ready" and c["status"] == "True"
+                            for c in (n.get("status") or {}).get("conditions") or [])}
+            if names <= ready:
                 return
             time.sleep(0.3)
         raise StartError(f"kwok nodes {names} not Ready:\n{self.logs()}")

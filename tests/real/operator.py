@@ -83,8 +83,10 @@ class OperatorProcess:
     """
 
     def __init__(self, installation: Installation, workdir: pathlib.Path,
-                 *args: str, env: dict[str, str] | None = None) -> None:
+                 *args: str, env: dict[str, str] | None = None,
+                 cert_dir: pathlib.Path | None = None) -> None:
         self.installation = installation
+        self.cert_dir = cert_dir or installation.cert_dir
         self.workdir = workdir
         self.args = list(args)
         self.env = env or {}
@@ -106,7 +108,7 @@ class OperatorProcess:
             OPERATOR_NAMESPACE, "kuota-operator", self.workdir / "operator.kubeconfig")
         argv = [*_kuota_command(), "operator", "--lease", "none",
                 "--webhook-listen", f"127.0.0.1:{self.installation.webhook_port}",
-                "--webhook-cert-dir", str(self.installation.cert_dir),
+                "--webhook-cert-dir", str(self.cert_dir),
                 "--probes", f"127.0.0.1:{self.probes}", "--status-interval", "0.5",
                 *self.args]
         env = dict(os.environ, KUBECONFIG=str(kubeconfig), **self.env)

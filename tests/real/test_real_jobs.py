@@ -91,8 +91,9 @@ class TestJobLifecycle:
                  for p in sorted((ROOT / "manifests" / "crds").glob("*.yaml"))]
         assert len(kinds) >= 10
         for plural in kinds:
-            out = control_plane.kubectl("explain", f"{plural}.spec").stdout
+            out = control_plane.kubectl("explain", plural).stdout
             assert "DESCRIPTION" in out and "FIELDS" in out, (plural, out)
+            assert "<empty>" not in out.split("FIELDS")[0], (plural, out)  # described
         deep = control_plane.kubectl(
             "explain", "clusterqueues.spec.resourceGroups.flavors.resources.nominalQuota").stdout
         assert "DESCRIPTION" in deep
