@@ -346,11 +346,16 @@ class ControlPlane:
                          f"{timeout:.0f} s\n{self.logs()}")
 
     def service_account_kubeconfig(self, namespace: str, name: str, path: pathlib.Path,
-                                   *, seconds: int = 3600) -> pathlib.Path:
-        """A kubeconfig holding a real bound token of ``namespace/name`` (TokenRequest)."""
+                                   *, seconds: int = 3600, server: str | None = None
+                                   ) -> pathlib.Path:
+        """A kubeconfig holding a real bound token of ``namespace/name`` (TokenRequest).
+
+        ``server`` replaces the API server's URL (a proxy in front of it, say).
+        """
         token = self.kubectl("-n", namespace, "create", "token", name,
                              f"--duration={seconds}s").stdout.strip()
-        path.write_text(yaml.safe_dump(kubeconfig(self.url, self.ca.cert, token, name)))
+        path.write_text(yaml.safe_dump(kubeconfig(server or self.url, self.ca.cert, token,
+                                                  name)))
         return path
 
     def add_nodes(self, *nodes: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.cluster.kube import Kube
 from tests.integration.operator.harness import (
     API,
     cluster_queue,
@@ -23,8 +24,21 @@ from tests.integration.operator.harness import (
 Body = dict[str, Any]
 GPU = "nvidia.com/gpu"
 
-__all__ = ["API", "cluster_queue", "condition", "flavor", "is_true", "job", "job_finished",
-           "local_queue", "priority_class", "queue_usage", "workload_of"]
+__all__ = [
+    "API",
+    "cluster_queue",
+    "condition",
+    "event_counts",
+    "flavor",
+    "is_true",
+    "job",
+    "job_finished",
+    "local_queue",
+    "priority_class",
+    "queue_usage",
+    "running_cpu",
+    "workload_of",
+]
 
 
 def job(name: str, namespace: str, *, queue: str | None = "main", cpu: str = "1",
@@ -90,3 +104,20 @@ def queue_usage(cq: Body | None) -> dict[tuple[str, str], str]:
             usage[(flavor_usage["name"], resource["name"])] = str(resource.get("total"))
     return usage
 
+
+def running_cpu(kube: Kube, namespace: str) -> int:
+    """How many one-cpu pods are bound and not yet ended or terminating."""
+    pods = kube.list("v1", "Pod", namespace)
+    return sum(1 for p in pods if p["spec"].get("nodeName")
+               and (p.get("status") or {}).get("phase") in ("Pending", "Running")
+               and not p["metadata"].get("deletionTimestamp"))
+
+
+def event_counts(kube: Kube, namespace: str, reason: str, kind: str) -> dict[str, int]:
+    """How often each object of ``kind`` got an Event with ``reason`` (repeats counted)."""
+    counts: dict[str, int] = {}
+    for event in kube.list("v1", "Event", namespace,
+                           field_selector=f"reason={reason},involvedObject.kind={kind}"):
+        name = event["involvedObject"]["name"]
+        counts[name] = counts.get(name, 0) + int(event.get("count") or 1)
+    return counts

@@ -84,9 +84,10 @@ class OperatorProcess:
 
     def __init__(self, installation: Installation, workdir: pathlib.Path,
                  *args: str, env: dict[str, str] | None = None,
-                 cert_dir: pathlib.Path | None = None) -> None:
+                 cert_dir: pathlib.Path | None = None, api_url: str | None = None) -> None:
         self.installation = installation
         self.cert_dir = cert_dir or installation.cert_dir
+        self.api_url = api_url  # e.g. a fault proxy in front of the API server
         self.workdir = workdir
         self.args = list(args)
         self.env = env or {}
@@ -105,7 +106,8 @@ class OperatorProcess:
     def start(self) -> None:
         plane = self.installation.plane
         kubeconfig = plane.service_account_kubeconfig(
-            OPERATOR_NAMESPACE, "kuota-operator", self.workdir / "operator.kubeconfig")
+            OPERATOR_NAMESPACE, "kuota-operator", self.workdir / "operator.kubeconfig",
+            server=self.api_url)
         argv = [*_kuota_command(), "operator", "--lease", "none",
                 "--webhook-listen", f"127.0.0.1:{self.installation.webhook_port}",
                 "--webhook-cert-dir", str(self.cert_dir),

@@ -22,22 +22,6 @@ JOBS = 50
 QUOTA = 10
 
 
-def _running_cpu(kube: Kube, namespace: str) -> int:
-    pods = kube.list("v1", "Pod", namespace)
-    return sum(1 for p in pods if p["spec"].get("nodeName")
-               and (p.get("status") or {}).get("phase") in ("Pending", "Running")
-               and not p["metadata"].get("deletionTimestamp"))
-
-
-def _event_counts(kube: Kube, namespace: str, reason: str, kind: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for event in kube.list("v1", "Event", namespace,
-                           field_selector=f"reason={reason},involvedObject.kind={kind}"):
-        name = event["involvedObject"]["name"]
-        counts[name] = counts.get(name, 0) + int(event.get("count") or 1)
-    return counts
-
-
 def test_a_killed_operator_restarts_without_admitting_anything_twice(
         control_plane: ControlPlane, kube: Kube, namespace: str,
         operator: OperatorProcess) -> None:
@@ -58,11 +42,11 @@ def test_a_killed_operator_restarts_without_admitting_anything_twice(
 
     def sample() -> None:
         nonlocal peak
-        peak = max(peak, _running_cpu(kube, namespace))
+        peak = max(peak, b.running_cpu(kube, namespace))
 
     # Kill it once some Jobs run and most still wait.
     deadline = time.monotonic() + 60
-    while _running_cpu(kube, namespace) < QUOTA // 2 and time.monotonic() < deadline:
+    while b.running_cpu(kube, namespace) < QUOTA // 2 and time.monotonic() < deadline:
         sample()
         time.sleep(0.2)
     operator.restart(kill=True)
@@ -79,7 +63,7 @@ def test_a_killed_operator_restarts_without_admitting_anything_twice(
     assert {b.job_finished(j) for j in jobs} == {"Complete"}
     assert all((j.get("status") or {}).get("succeeded") == 1 and
                not (j.get("status") or {}).get("failed") for j in jobs)
-    started = _event_counts(kube, namespace, "Started", "Job")
+    started = b.event_counts(kube, namespace, "Started", "Job")
     assert started == {f"j{i:02d}": 1 for i in range(JOBS)}, started
     workloads = kube.list(b.API, "Workload", namespace)
     assert len(workloads) == JOBS
