@@ -26,7 +26,8 @@ It carries decisions out, from the engine's events (:meth:`events`):
   that may still hold a copy has confirmed its deletion or is lost
   (:func:`multicluster.failover.may_start`): never two running copies;
 * **follow** — every observation copies the status of our copies home to the
-  local Jobs (:func:`.remote_job.status_patch`); a Complete or Failed copy
+  local Jobs through their status subresource (:func:`.job_status.status_patch`:
+  rebuilt so that the API server accepts it); a Complete or Failed copy
   finishes the local Job and so its Workload, through the usual Job handling;
 * **clean up** — a workload evicted, deactivated, finished or deleted has its
   copy deleted; any copy found for a workload not dispatched to that member
@@ -63,7 +64,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
-from kuota.federation import member_view, pool_copy, pool_member, reconcile, remote_job, tasks
+from kuota.federation import (
+    job_status,
+    member_view,
+    pool_copy,
+    pool_member,
+    reconcile,
+    remote_job,
+    tasks,
+)
 from kuota.federation.create_failures import REFUSED, CreateFailures
 from kuota.federation.member import Observation, refusal_of
 from kuota.federation.member_view import Member
@@ -437,7 +446,8 @@ class Federation:
         job = self.controller.objects.get("Job", job_key) if job_key else None
         if writer is None or job is None:
             return
-        patch = remote_job.status_patch(job, remote)
+        patch = job_status.status_patch(job, remote,
+                                        now=status.timestamp(self.controller.clock()))
         if patch is None:
             return
         namespace, name = job["metadata"].get("namespace"), job["metadata"]["name"]
