@@ -7,8 +7,9 @@ package carries the decision out and watches it, for the Kubernetes operator:
   flavors injected, unsuspended, without its queue label and ``managedBy``,
   named like the local Job and labelled with where it came from;
 * :mod:`.job_status` — the remote Job's status made into one the manager's API
-  server accepts on the local Job (pure), which kuota alone writes
-  (``spec.managedBy: kuota.dev/multicluster``);
+  server accepts on the local Job (pure), which kuota alone writes;
+* :mod:`.managed_by` — ``spec.managedBy: kuota.dev/multicluster``: which new
+  Jobs the webhook gives it, and the refusal of a Job without it (pure);
 * :mod:`.member` — what the operator needs from any member (observe its nodes
   and our copies, create a copy, delete a copy), as plain values;
 * :mod:`.kubernetes_member` — that interface over the ``kubernetes`` client;

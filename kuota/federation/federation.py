@@ -21,6 +21,9 @@ every rebuild) and feeds it:
 
 It carries decisions out, from the engine's events (:meth:`events`):
 
+* **refuse** — a Job without ``spec.managedBy: kuota.dev/multicluster``
+  (:mod:`.managed_by`) has its check Rejected, so its workload is deactivated
+  with the reason, instead of being dispatched and fought over;
 * **dispatch** — an ADMITTED event with ``admission.cluster`` makes the copy
   (:func:`.remote_job.build`) in that member, but only once every other member
   that may still hold a copy has confirmed its deletion or is lost
@@ -66,6 +69,7 @@ from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
 from kuota.federation import (
     job_status,
+    managed_by,
     member_view,
     pool_copy,
     pool_member,
@@ -131,7 +135,8 @@ class Federation:
     def attach(self, engine: Engine) -> None:
         """A new engine (the replica starts leading): a fresh dispatcher, fed from the objects."""
         dispatcher = Dispatcher(flavors=lambda: engine.cache.flavors,
-                                assign=engine.assign_cluster, annotations=self._annotations)
+                                assign=engine.assign_cluster, annotations=self._annotations,
+                                refuse=self._refusal)
         engine.controllers[CONTROLLER_NAME] = dispatcher
         self.dispatcher = dispatcher
         self.members.clear()
@@ -250,6 +255,12 @@ class Federation:
         job_key = self.controller.job_of_workload.get(info.key)
         return pool_copy.dispatch_hints(objects.get("Workload", info.key),
                                         objects.get("Job", job_key) if job_key else None)
+
+    def _refusal(self, info: WorkloadInfo) -> str | None:
+        """Why a workload cannot be dispatched: its Job is not managed by kuota."""
+        job_key = self.controller.job_of_workload.get(info.key)
+        job = self.controller.objects.get("Job", job_key) if job_key else None
+        return None if job is None else managed_by.refusal(job)
 
     # -- engine events in --------------------------------------------------------------------
     def events(self, events: list[WorkloadEvent]) -> None:

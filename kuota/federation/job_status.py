@@ -7,7 +7,7 @@ subresource), where the operator's usual Job handling finishes the Workload.
 
 **Who writes the local Job's status.** A Job created into a ClusterQueue with
 a ``kuota.dev/multicluster`` check carries ``spec.managedBy:
-kuota.dev/multicluster`` (:data:`MANAGED_BY`, set by kuota's webhook at
+kuota.dev/multicluster`` (:mod:`.managed_by`, set by kuota's webhook at
 creation; the field is immutable), so the manager's own Job controller skips
 it and kuota is the only writer — as Kueue's MultiKueue does with
 ``kueue.x-k8s.io/multikueue``. A Job without it is run by the manager's Job
@@ -48,22 +48,13 @@ import datetime
 from collections.abc import Mapping
 from typing import Any, Final
 
-from multicluster.controller import CONTROLLER_NAME
+from kuota.federation.managed_by import MANAGED_BY, managed_by
 
 Body = dict[str, Any]
 
-#: ``spec.managedBy`` of a Job kuota dispatches: the manager's Job controller skips it.
-MANAGED_BY: Final = CONTROLLER_NAME
-#: ``spec.managedBy`` naming the built-in Job controller (the same as none).
-JOB_CONTROLLER: Final = "kubernetes.io/job-controller"
 #: Terminal condition -> the interim condition the API server wants before it.
 INTERIM: Final = {"Complete": "SuccessCriteriaMet", "Failed": "FailureTarget"}
 _COUNTS: Final = ("succeeded", "failed")
-
-
-def managed_by(job: Mapping[str, Any]) -> str | None:
-    value = (job.get("spec") or {}).get("managedBy")
-    return value if isinstance(value, str) else None
 
 
 def is_true(status: Mapping[str, Any], kind: str) -> bool:

@@ -18,7 +18,7 @@ member. :func:`build` makes that copy from the local Job and its admission:
   Workload it stands for (``kuota.dev/origin-workload: ns/name``) and the
   member it was sent to (``kuota.dev/member``);
 * without ``spec.managedBy``: the local Job names kuota there
-  (:data:`.job_status.MANAGED_BY`) so that the manager's Job controller leaves
+  (:data:`.managed_by.MANAGED_BY`) so that the manager's Job controller leaves
   it alone; the copy must be run by the member's Job controller.
 
 Going back, :func:`.job_status.status_patch` turns the copy's status into one

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from kuota.federation.job_status import JOB_CONTROLLER, MANAGED_BY, status_patch
+from kuota.federation.job_status import status_patch
+from kuota.federation.managed_by import JOB_CONTROLLER, MANAGED_BY
 from tests.emulator import jobs as server_rules
 from tests.emulator.patches import merge_patch
 
