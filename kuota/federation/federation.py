@@ -8,7 +8,8 @@ every rebuild) and feeds it:
 * **configs** — MultiClusterConfig objects (``set_config``);
 * **members** — each Kubernetes MemberCluster is observed every
   ``member_interval`` seconds by an rq task (:mod:`.tasks`): its nodes, what
-  others' pods request there, and our copies. A success is a health check: the
+  others' pods request there (both followed by watches, :mod:`.member_watch`),
+  and our copies. A success is a health check: the
   member becomes ``Active`` and ``dispatcher.set_member`` gets its nodes (plus
   what the dispatcher itself placed there); a failure makes it inactive with
   reason ``Unreachable``. The MemberCluster's status gets the condition,
@@ -71,6 +72,7 @@ from kuota.federation import (
     job_status,
     managed_by,
     member_view,
+    member_watch,
     pool_copy,
     pool_member,
     reconcile,
@@ -187,6 +189,8 @@ class Federation:
             runner, self.runner = self.runner, None
             if runner is not None:
                 await asyncio.to_thread(runner.stop)
+            # the members' watches serve this leadership only; a new one lists afresh
+            await asyncio.to_thread(member_watch.close_all)
 
     # -- objects in --------------------------------------------------------------------------
     def observe(self, kind: str, body: Body, deleted: bool) -> None:
