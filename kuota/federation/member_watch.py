@@ -196,6 +196,8 @@ class Informer(Generic[T]):
         self.lists += 1
 
     def _open(self) -> Any:
+        if self._stop.is_set():  # closed while listing: do not start another watch
+            raise WatchError(f"the watch of {self.what} was closed")
         seconds = self._rng.randint(*WATCH_SECONDS)
         try:
             response = self._call(watch=True, resource_version=self._version,
