@@ -99,6 +99,11 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                 raise kopf.AdmissionError(str(exc), code=422) from exc
             if suspend:
                 patch.spec["suspend"] = True
+            manager = webhooks.job_managed_by(
+                dict(body), default_queue=operator.options.default_queue,
+                queue_exists=controller.queue_exists, lookup=controller.objects.get)
+            if manager is not None:  # dispatched: the manager's Job controller keeps off it
+                patch.spec["managedBy"] = manager
 
         @kopf.on.mutate("", "v1", "pods", id="gate-pods", operations=["CREATE"],
                         registry=registry)

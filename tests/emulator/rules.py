@@ -12,6 +12,8 @@ are a short list:
 * a few built-in defaults that controllers read: a namespace is ``Active``,
   a new pod ``Pending``, a Job gets ``parallelism``/``completions``/
   ``suspend``/``backoffLimit`` as the real defaulting does;
+* a Job's ``spec.managedBy`` and its status writes follow the Job registry's
+  rules (:mod:`.jobs`);
 * a CustomResourceDefinition must describe a servable resource
   (:func:`~.resources.types_from_crd`) that does not shadow a built-in, and
   is answered with the ``Established`` status real CRDs reach.
@@ -24,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import errors, schema
+from . import errors, jobs, schema
 from .resources import CRD_GROUP, CRDError, Registry, ResourceType, types_from_crd
 
 Obj = dict[str, Any]
@@ -56,6 +58,8 @@ def admit(rtype: ResourceType, obj: Obj, old: Obj | None, *, registry: Registry,
     if rtype.custom:
         obj, schema_problems = schema.admit(obj, rtype.schema)
         problems += schema_problems
+    if rtype.key == ("batch", "jobs"):
+        problems += jobs.problems(obj, old)
     if problems:
         raise errors.invalid(rtype, meta.get("name", ""), problems)
     _DEFAULTERS.get(rtype.key, _no_defaults)(obj, old)

@@ -115,6 +115,11 @@ class KubeEmulator(kmock.KubernetesScaffold):
         # Deliberately no kmock fallback reactions: the emulation is the fallback (_handle).
         self._running.set()
 
+    @property
+    def requests_served(self) -> int:
+        """How many requests reached the emulator so far (kept or not, for benchmarks)."""
+        return self._count
+
     # --- lifecycle hooks used by the runner (called in the server's event loop) -----------
 
     def pause(self) -> None:
@@ -252,8 +257,8 @@ class KubeEmulator(kmock.KubernetesScaffold):
                 render=lambda obj: self._render(rtype, obj, as_table, params),
             )
         if verb == "list":
-            items, rv = self.store.list_objects(rtype, namespace, [self._matcher(params, None)])
-            return _json(self._list(rtype, items, rv, params, as_table))
+            return _json(self._list(rtype, namespace, self._matcher(params, None), params,
+                                    as_table))
         if verb == "create" and route.name is None:
             body = self._body(request, rtype)
             target_ns = (namespace or (body.get("metadata") or {}).get("namespace")) \
@@ -330,24 +335,32 @@ class KubeEmulator(kmock.KubernetesScaffold):
                                 metadata={"resourceVersion": obj["metadata"]["resourceVersion"]})
         return obj
 
-    def _list(self, rtype: ResourceType, items: list[Obj], rv: int, params: dict[str, str],
-              as_table: bool) -> Obj:
-        start = 0
+    def _list(self, rtype: ResourceType, namespace: str | None, matches: Matcher,
+              params: dict[str, str], as_table: bool) -> Obj:
+        after: tuple[str, str] | None = None
+        first: int | None = None
         if params.get("continue"):
             try:
                 token = json.loads(base64.urlsafe_b64decode(params["continue"]))
-                start = next((i for i, item in enumerate(items)
-                              if _position(item) > tuple(token["after"])), len(items))
-            except (ValueError, KeyError, TypeError) as exc:
+                after, first = (str(token["after"][0]), str(token["after"][1])), int(token["rv"])
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
                 raise errors.bad_request(f"invalid continue token: {exc}") from exc
+            if self.store.compacted(first):
+                # etcd compacted the revision the list started at (the real server's words)
+                raise errors.gone("The provided continue parameter is too old to display a "
+                                  "consistent list result. You can start a new list without "
+                                  "the continue parameter.")
         limit = int(params.get("limit") or 0)
-        page = items[start:start + limit] if limit > 0 else items[start:]
+        page, rv, more = self.store.list_page(rtype, namespace, [matches], after=after,
+                                              limit=max(limit, 0))
+        # Every page carries the first page's version: a watch from it sees every change
+        # made while the pages were read.
+        rv = rv if first is None else first
         metadata: dict[str, Any] = {"resourceVersion": str(rv)}
-        if limit > 0 and start + limit < len(items):
-            after = list(_position(page[-1]))
-            metadata["continue"] = base64.urlsafe_b64encode(
-                json.dumps({"after": after}).encode()).decode()
-            metadata["remainingItemCount"] = len(items) - start - limit
+        if more:
+            metadata["continue"] = base64.urlsafe_b64encode(json.dumps(
+                {"after": list(_position(page[-1])), "rv": rv}).encode()).decode()
+            metadata["remainingItemCount"] = more
         page = [dict(item, apiVersion=rtype.api_version, kind=rtype.kind) for item in page]
         if as_table:
             return tables.table(rtype, page, now=self.clock(), metadata=metadata,

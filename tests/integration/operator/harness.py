@@ -27,6 +27,7 @@ from kuota.operator.handlers import WebhookOptions, build_registry
 from kuota.operator.loop import Operator
 from kuota.operator.settings import Options
 from tests.emulator import Emulator
+from tests.emulator.samples import finished_job_status
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 API = "kuota.dev/v1alpha1"
@@ -205,9 +206,8 @@ def running(api: Emulator, name: str, namespace: str = "default") -> bool:
 
 def complete(api: Emulator, name: str, namespace: str = "default") -> None:
     """Play the Job controller: the Job succeeded."""
-    api.patch("batch/v1", "Job", name, {"status": {
-        "succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}},
-        namespace=namespace, subresource="status")
+    api.patch("batch/v1", "Job", name, {"status": finished_job_status()},
+              namespace=namespace, subresource="status")
 
 
 def wait(api: Emulator, predicate: Callable[[], Any], what: str, timeout: float = 15) -> Any:
