@@ -217,7 +217,7 @@ class ControlPlane:
         tokens = pki_dir / "tokens.csv"
         tokens.write_text(f'{ADMIN_TOKEN},kuota-test-admin,admin,"system:masters"\n'
                           f"{SCHEDULER_TOKEN},system:kube-scheduler,scheduler\n")
-        apiserver = self._process("kube-apiserver", [
+        self._process("kube-apiserver", [
             self.binaries.path("kube-apiserver"),
             f"--etcd-servers={self.etcd_url}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
@@ -242,9 +242,13 @@ class ControlPlane:
             "--profiling=false",
             f"--cert-dir={pki_dir / 'generated'}",
             "--v=1"])
-        apiserver.wait_until(
+        self.wait_api_ready()
+
+    def wait_api_ready(self, timeout: float = 60) -> None:
+        """Wait for the API server's /readyz (after a start or a restart)."""
+        self.processes["kube-apiserver"].wait_until(
             lambda: _get(f"{self.url}/readyz", token=ADMIN_TOKEN, context=self._context)[0] == 200,
-            60)
+            timeout)
 
     def _write_kubeconfigs(self) -> None:
         self.admin_kubeconfig.write_text(yaml.safe_dump(

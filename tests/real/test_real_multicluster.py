@@ -127,8 +127,7 @@ def test_jobs_run_in_a_real_member_and_fail_over_to_another(
                               what="the copy dispatched to the emulated member", timeout=60)
             finally:
                 member_plane.processes["kube-apiserver"].start()
-            member_plane.processes["kube-apiserver"].wait_until(
-                lambda: member.find("v1", "Namespace", ns) is not None, 60)
+            member_plane.wait_api_ready()
 
             def real_copy_running() -> bool:
                 return any((p.get("status") or {}).get("phase") == "Running"
