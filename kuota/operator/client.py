@@ -10,14 +10,13 @@ retry) from a missing object (404) and from everything else.
 **Transient failures are retried here**, so call sites need not: ``429
 TooManyRequests`` (API Priority and Fairness sheds load this way, with a
 ``Retry-After``), ``500``/``502``/``503``/``504`` and lost connections or
-timeouts. The pause before attempt *n* is ``pause * 2**(n-2)`` capped at
-``max_pause``, times a random factor in [½, 1] (jitter: replicas and
-requests that failed together do not come back together), and never less
-than the server's ``Retry-After``. Retrying is bounded by attempts and by a
-time budget, so no caller waits forever: when either is spent — or the
-server asks for a longer pause than the budget has left — the last failure
-is raised as an :class:`ApiError` that says so, and the caller's own
-requeue takes over (see :mod:`kuota.operator.writer`).
+timeouts, paced by a :class:`~kuota.operator.retries.RetryPolicy` (capped
+exponential backoff with jitter, never shorter than the server's
+``Retry-After``). Retrying is bounded by attempts and by a time budget, so
+no caller waits forever: when either is spent — or the server asks for a
+longer pause than the budget has left — the last failure is raised as an
+:class:`ApiError` that says so, and the caller's own requeue takes over
+(see :mod:`kuota.operator.writer`).
 
 **Which requests may be repeated.** Every verb kuota sends is safe to repeat
 after an answer that did not come: PATCHes carry the ``resourceVersion``
@@ -57,13 +56,13 @@ import ssl
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import kopf
 
 from kuota.operator.names import Res
+from kuota.operator.retries import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +75,9 @@ RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: Failures worth trying the same work again later (after this client gave up): the server
 #: was unreachable (0), overloaded or failing, or our token was stale.
 TRANSIENT_STATUSES = RETRIED_STATUSES | {0, 401, 408}
+
+
+DEFAULT_RETRY = RetryPolicy()
 
 
 class ApiError(Exception):
@@ -114,28 +116,6 @@ class ApiError(Exception):
                          f"{elapsed:.1f}s)", retry_after=self.retry_after, sent=self.sent)
         final.attempts = attempts
         return final
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long one request keeps trying through transient failures."""
-
-    #: Attempts at most, the first included (1: never repeat).
-    attempts: int = 8
-    #: The pause before the second attempt; doubled for each further one.
-    pause: float = 0.25
-    #: The longest pause between two attempts (a Retry-After may ask for more).
-    max_pause: float = 8.0
-    #: Seconds from the first attempt after which no further attempt starts.
-    budget: float = 30.0
-
-    def backoff(self, attempt: int, rng: random.Random) -> float:
-        """The pause after failed attempt number ``attempt`` (1-based), jittered."""
-        doubled: float = self.pause * 2.0 ** (attempt - 1)
-        return min(self.max_pause, doubled) * rng.uniform(0.5, 1.0)
-
-
-NO_RETRY = RetryPolicy(attempts=1)
 
 
 def retry_after(headers: Mapping[str, str], payload: Any) -> float | None:
@@ -277,7 +257,7 @@ class Client:
     """
 
     def __init__(self, info: kopf.ConnectionInfo, *, timeout: float = 30.0,
-                 connections: int = 64, retry: RetryPolicy = RetryPolicy(),
+                 connections: int = 64, retry: RetryPolicy = DEFAULT_RETRY,
                  login: Callable[[], kopf.ConnectionInfo | None] | None = None,
                  on_retry: Callable[[str], None] | None = None,
                  rng: random.Random | None = None) -> None:
@@ -368,7 +348,7 @@ class Client:
             return None  # it may have been written: a repeat would write it twice
         if attempt >= policy.attempts:
             return None
-        pause = max(policy.backoff(attempt, self._rng), failure.retry_after or 0.0)
+        pause = policy.backoff(attempt, self._rng, failure.retry_after)
         if elapsed + pause > policy.budget:
             return None  # the server asks for more patience than this request has left
         return pause

@@ -43,12 +43,11 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
     state: dict[str, Any] = {}
 
     def credentials(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
-        # kopf runs startup handlers before logging in: both ask here, the first one reads.
-        if "info" not in state:
-            state["info"] = connection or kopf.login_with_service_account(settings=settings) \
-                or kopf.login_with_kubeconfig(settings=settings)
-        info: kopf.ConnectionInfo | None = state["info"]
-        return info
+        # Read anew at every call: kopf logs in again after a 401 and so does our client
+        # (kuota.operator.client), and either needs the token file as it is now — the
+        # kubelet replaces a projected service-account token long before it expires.
+        return connection or kopf.login_with_service_account(settings=settings) \
+            or kopf.login_with_kubeconfig(settings=settings)
 
     @kopf.on.login(registry=registry)
     def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
@@ -69,7 +68,7 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
         info = credentials(settings)
         if info is None:
             raise kopf.PermanentError("no credentials: no service account and no kubeconfig")
-        await operator.start(info)
+        await operator.start(info, login=lambda: credentials(settings))
         if probe_addr is not None:
             state["probes"] = await probes.serve(operator, *probe_addr)
 

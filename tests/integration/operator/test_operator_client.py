@@ -18,8 +18,9 @@ import kmock
 import kopf
 import pytest
 
-from kuota.operator.client import ApiError, Client, RetryPolicy
+from kuota.operator.client import ApiError, Client
 from kuota.operator.names import Res
+from kuota.operator.retries import RetryPolicy
 from tests.emulator import Emulator
 from tests.emulator.faults import ALL_VERBS, RESET
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kuota.operator.client import ApiError, RetryPolicy, retry_after
+from kuota.operator.client import ApiError, retry_after
+from kuota.operator.retries import RetryPolicy
 
 
 class TestBackoff:
