@@ -69,9 +69,10 @@ class Running:
 
     def __init__(self, api: Emulator, certs: pathlib.Path, *, lease: str | None = None,
                  identity: str = "", webhook: dict[str, Any] | None = None,
-                 **options: Any) -> None:
-        """``webhook``: overrides of the :class:`WebhookOptions`; ``options``: of the
-        operator's :class:`Options`."""
+                 server: str | None = None, **options: Any) -> None:
+        """``webhook``: overrides of the :class:`WebhookOptions`; ``server``: where the
+        operator reaches the API (default ``api.url``; e.g. a fault proxy in front of it);
+        ``options``: overrides of the operator's :class:`Options`."""
         self.api = api
         cert, key = certificate(certs)
         defaults: dict[str, Any] = {"status_interval": 0.2, "lease_name": lease,
@@ -81,7 +82,7 @@ class Running:
         self.operator = Operator(Options(**defaults))
         self.webhook_port = free_port()
         self.registry = build_registry(
-            self.operator, kopf.ConnectionInfo(server=api.url),
+            self.operator, kopf.ConnectionInfo(server=server or api.url),
             webhook=WebhookOptions(**{"addr": "127.0.0.1", "port": self.webhook_port,
                                       "certfile": str(cert), "pkeyfile": str(key),
                                       "host": "127.0.0.1", "managed": "kuota.dev",

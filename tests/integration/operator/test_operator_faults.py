@@ -22,6 +22,7 @@ from kuota.operator.retries import RetryPolicy
 from tests.emulator import Emulator
 from tests.emulator.clients import call
 from tests.emulator.faults import ALL_VERBS, RESET, WRITE_VERBS
+from tests.faultproxy import FaultProxy
 from tests.integration.operator import harness as h
 
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
@@ -162,3 +163,24 @@ class TestThrottledServer:
             for name in names:
                 job = h.get_job(cluster, name)
                 assert job["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "batch"}
+
+    def test_jobs_are_admitted_through_a_throttling_proxy(self, cluster: Emulator,
+                                                          certs: pathlib.Path) -> None:
+        """The same through tests/faultproxy.py, as the real tier runs it in front of a
+        real API server."""
+        setup_queue(cluster, 3)
+        names = [f"j{n}" for n in range(5)]
+        with FaultProxy(cluster.url) as proxy, h.Running(cluster, certs, server=proxy.url):
+            proxy.faults.fail(status=429, times=None, rate=0.15, retry_after=1,
+                              verbs=ALL_VERBS)
+            proxy.faults.fail(status=503, times=None, rate=0.1, verbs=WRITE_VERBS, after=True)
+            for name in names:
+                submit(cluster, h.job(name))
+
+            def started() -> int:
+                return sum(h.running(cluster, name) for name in names)
+
+            h.wait(cluster, lambda: started() == 3, "the quota to fill", timeout=40)
+            h.settle(0.5)
+            assert started() == 3
+            assert proxy.failed > 0 and proxy.forwarded > 0
