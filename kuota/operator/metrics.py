@@ -65,7 +65,8 @@ class Metrics:
         self.cycles = Counter("kuota_operator_cycles_total", "Admission cycles run", registry=r)
         self.api_retries = Counter("kuota_operator_api_retries_total",
                                    "API requests repeated after a transient failure, by the "
-                                   "status that failed (0: no answer; 401: logged in again)",
+                                   "status that failed (Unreachable, NoAnswer: no status; "
+                                   "401: logged in again)",
                                    ["reason"], registry=r)
         self.requeued = Counter("kuota_operator_writes_requeued_total",
                                 "Writes queued again after the API client gave up, by kind "

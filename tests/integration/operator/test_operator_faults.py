@@ -7,17 +7,24 @@ admitted up to the quota, completed, the rest admitted, all finished — while
 a share of *all* requests (the operator's, kopf's and the test's own) answer
 429 with Retry-After, 503, lose their connection, or lose their answer after
 the write landed; at the end every write must have landed exactly as without
-faults.
+faults. ``TestLease`` checks the Elector's attempts stay within the time
+that keeps a single leader.
 """
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
+import time
+from collections.abc import Callable
 from typing import Any
 
 import kmock
+import kopf
 import pytest
 
+from kuota.operator.client import Client
+from kuota.operator.leader import Elector
 from kuota.operator.retries import RetryPolicy
 from tests.emulator import Emulator
 from tests.emulator.clients import call
@@ -102,7 +109,7 @@ class TestRequeued:
                                         cluster.list("v1", "Event", "default")),
                    "the warning Event")
             h.settle(1.0)  # many requeue periods
-            creates = [r for r in cluster.handler["create", WORKLOAD_REQUESTS]]
+            creates = list(cluster.handler["create", WORKLOAD_REQUESTS])
             assert len(creates) == 1 and requeued(running, "create") == 0
             assert h.workload_of(cluster, "refused") is None
 
@@ -154,7 +161,7 @@ class TestThrottledServer:
                    "the queue's usage to be written", timeout=30)
             assert all(f.hits > 0 for f in faults), [f.hits for f in faults]
             assert sum(running.operator.metrics.api_retries.labels(reason)._value.get()
-                       for reason in ("429", "503", "0")) > 0
+                       for reason in ("429", "503", "NoAnswer")) > 0
             workloads = cluster.list(h.API, "Workload", "default")
             owners = sorted(wl["metadata"]["ownerReferences"][0]["name"] for wl in workloads)
             assert owners == names  # one Workload per Job, even with repeated creates
@@ -184,3 +191,44 @@ class TestThrottledServer:
             h.settle(0.5)
             assert started() == 3
             assert proxy.failed > 0 and proxy.forwarded > 0
+
+
+class TestLease:
+    """The Elector's attempts end within (duration - renew) / 3, retries included."""
+
+    @staticmethod
+    def attempt(api: Emulator, *, before: Callable[[], None] = lambda: None,
+                ) -> tuple[bool, float, float]:
+        """One try_acquire by a fresh Elector: (won, seconds taken, its deadline)."""
+        async def main() -> tuple[bool, float, float]:
+            client = Client(kopf.ConnectionInfo(server=api.url))
+            elector = Elector(client, name="l", namespace="kuota-system", identity="me",
+                              duration=3.0, renew=0.6)
+            try:
+                before()
+                started = time.monotonic()
+                won = await elector.try_acquire()
+                return won, time.monotonic() - started, elector.deadline
+            finally:
+                api.resume()
+                await client.close()
+
+        return asyncio.run(main())
+
+    def test_a_hung_api_server_costs_the_lease_in_time(self, cluster: Emulator) -> None:
+        won, took, deadline = self.attempt(cluster, before=cluster.pause)
+        assert not won and deadline == pytest.approx(0.8)
+        assert took < deadline + 0.3
+
+    def test_a_throttled_renewal_is_repeated_within_the_deadline(self,
+                                                                  cluster: Emulator) -> None:
+        fault = cluster.faults.fail(status=503, times=2, plural="leases", verbs=ALL_VERBS)
+        won, took, deadline = self.attempt(cluster)
+        assert won and fault.hits == 2 and took < deadline
+
+    def test_a_retry_after_beyond_the_deadline_gives_up_at_once(self,
+                                                                 cluster: Emulator) -> None:
+        cluster.faults.fail(status=429, times=None, retry_after=5, plural="leases",
+                            verbs=ALL_VERBS)
+        won, took, _ = self.attempt(cluster)
+        assert not won and took < 0.3

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kuota.operator.client import ApiError, retry_after
-from kuota.operator.retries import RetryPolicy
+from kuota.operator.retries import RetryPolicy, backoff
 
 
 class TestBackoff:
@@ -29,6 +29,17 @@ class TestBackoff:
         pauses = [policy.backoff(attempt, rng) for _ in range(200)]
         assert all(want_low <= p <= want_high for p in pauses)
         assert len({round(p, 6) for p in pauses}) > 100  # spread, not one value
+
+
+    @pytest.mark.parametrize(("retry_after", "want"), [
+        (None, (0.05, 0.1)),
+        (3.0, (3.0, 3.0)),    # the server asks for longer: believed
+        (0.01, (0.05, 0.1)),  # for shorter: the backoff still applies
+    ])
+    def test_retry_after_is_a_floor(self, retry_after: float | None,
+                                    want: tuple[float, float]) -> None:
+        got = backoff(1, base=0.1, cap=1.0, rng=random.Random(5), retry_after=retry_after)
+        assert want[0] <= got <= want[1]
 
 
 class TestRetryAfter:
