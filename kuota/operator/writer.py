@@ -94,6 +94,8 @@ class Writer:
         self._queued_syncs: set[str] = set()
         self._creating: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Pauses before work is queued again: cancelled with the rest, never waited for.
+        self._timers: set[asyncio.Task[None]] = set()
         #: Work key -> consecutive failures (sets the pause before its next try).
         self._failures: dict[str, int] = {}
         self._rng = random.Random()
@@ -152,7 +154,9 @@ class Writer:
             await asyncio.sleep(pause)
             again()
 
-        self._background(later())
+        timer = asyncio.get_running_loop().create_task(later())
+        self._timers.add(timer)
+        timer.add_done_callback(self._timers.discard)
 
     def _background(self, coro: Awaitable[None]) -> None:
         async def run() -> None:
@@ -168,13 +172,14 @@ class Writer:
         task.add_done_callback(self._tasks.discard)
 
     async def drain(self, timeout: float = 10.0) -> None:
-        """Wait for the writes in flight (used on shutdown and by tests)."""
+        """Wait for the writes in flight (used on shutdown and by tests); not for the work
+        waiting to be queued again."""
         pending = [*self._chains.values(), *self._tasks]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
 
     def cancel(self) -> None:
-        for task in [*self._chains.values(), *self._tasks]:
+        for task in [*self._chains.values(), *self._tasks, *self._timers]:
             task.cancel()
 
     # -- Actions (what ingestion asks for) ---------------------------------------------------
