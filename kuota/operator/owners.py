@@ -11,7 +11,8 @@
   again), and their replacements wait gated like the first ones.
 
 Each write carries the resourceVersion it was computed from and is
-recomputed after a 409.
+recomputed after a 409. Other refusals are raised: the writer queues the
+sync again after a backoff when they are transient.
 """
 
 from __future__ import annotations
@@ -117,8 +118,7 @@ async def sync_job(writer: Writer, job_key: str) -> None:
             stored = await writer.client.patch(names.JOBS, name, patch, namespace)
         except ApiError as exc:
             if not exc.conflict:
-                log.warning("Job %s not updated: %s", job_key, exc)
-                return
+                raise  # the writer queues the sync again if it may pass
             writer.metrics.conflicts.inc()
             job = await writer.client.find(names.JOBS, name, namespace)
             if job is not None:
@@ -161,6 +161,7 @@ async def sync_group(writer: Writer, group_key: str) -> None:
     if engine is None or record is None or record.state is State.FINISHED:
         return
     running = admitted_record(writer, workload)
+    failed: ApiError | None = None
     for pod in controller.pods_of(group_key):
         namespace, name = _split(f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}")
         try:
@@ -181,3 +182,6 @@ async def sync_group(writer: Writer, group_key: str) -> None:
                 continue
             if not exc.not_found:
                 log.warning("pod %s/%s not updated: %s", namespace, name, exc)
+                failed = exc  # the other pods first; then the writer queues the sync again
+    if failed is not None:
+        raise failed

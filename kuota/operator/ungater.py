@@ -11,7 +11,8 @@ sees, not what the engine may decide next — asks
 :func:`kuota.operator.pinning.plan` which gated pods go where, and patches
 each pod once: the domain's labels merged into ``spec.nodeSelector`` and the
 gate removed, guarded by the pod's resourceVersion. A conflict is left to the
-pod's next watch event, which asks again.
+pod's next watch event, which asks again; other refusals are raised, and the
+writer queues the owner's ungating again when they are transient.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ async def ungate(writer: Writer, owner: str) -> None:
         return  # not admitted (yet, or any more): the pods keep their gate
     assignments = stored_assignments(body)
     pods = controller.topology_pods_of(owner)
+    failed: ApiError | None = None
     for ps in running.admission.pod_sets:
         # A group's pod is pinned once started (its admission gate lifted, its podSet
         # recorded): pinning first would change the shape its start is computed from.
@@ -73,7 +75,13 @@ async def ungate(writer: Writer, owner: str) -> None:
         levels = assignment.levels if assignment is not None else None
         domains = list(assignment.domains()) if assignment is not None else None
         for pod, chosen in pinning.plan(members, levels, domains):
-            await _release(writer, pod, chosen)
+            try:
+                await _release(writer, pod, chosen)
+            except ApiError as exc:
+                log.warning("pod %s not ungated: %s", pod["metadata"].get("name"), exc)
+                failed = exc  # the other pods first; then the writer queues this again
+    if failed is not None:
+        raise failed
 
 
 async def _release(writer: Writer, pod: Body, chosen: dict[str, str]) -> None:
@@ -93,7 +101,7 @@ async def _release(writer: Writer, pod: Body, chosen: dict[str, str]) -> None:
         if exc.conflict:  # the pod changed: its watch event asks again
             writer.metrics.conflicts.inc()
         elif not exc.not_found:
-            log.warning("pod %s/%s not ungated: %s", namespace, name, exc)
+            raise
         return
     writer.controller.observe("Pod", stored)
     where = ", ".join(f"{k}={v}" for k, v in chosen.items()) or "no topology domain"

@@ -34,7 +34,7 @@ import kmock
 from kmock._internal import rendering  # the Request record kmock's DSL filters on
 
 from . import discovery, errors, tables, watch, webhooks
-from .faults import Faults
+from .faults import RESET, Fault, Faults
 from .resources import ResourceType
 from .rules import utc_now
 from .selectors import Matcher, SelectorError, field_value, parse_fields, parse_labels
@@ -93,6 +93,15 @@ def _json(data: Any, status: int = 200) -> aiohttp.web.Response:
     return aiohttp.web.json_response(data, status=status)
 
 
+class _Reset(Exception):
+    """An injected fault that answers nothing: the connection is to be closed."""
+
+
+def _failure(fault: Fault, route: Route) -> Exception:
+    assert route.plural is not None
+    return _Reset() if fault.status == RESET else fault.error(route.plural, route.name)
+
+
 @attrs.define(kw_only=True)
 class KubeEmulator(kmock.KubernetesScaffold):
     """A kmock handler that emulates a Kubernetes API server over a :class:`Store`."""
@@ -144,6 +153,11 @@ class KubeEmulator(kmock.KubernetesScaffold):
             await self._running.wait()
             request = self._record(raw_request, body)
             response = await self._handle(request)
+        except _Reset:
+            # Close the connection under the request: the client sees a reset, no status.
+            if raw_request.transport is not None:
+                raw_request.transport.abort()
+            response = aiohttp.web.Response(status=499)  # recorded; never reaches the client
         except kmock.KubernetesError as exc:
             response = await self._render_error(exc)
         except Exception as exc:
@@ -188,7 +202,7 @@ class KubeEmulator(kmock.KubernetesScaffold):
             fault = self.faults.take(verb, route.group, route.plural, route.namespace,
                                      route.name, route.subresource)
             if fault is not None:
-                raise fault.error(route.plural, route.name)
+                raise _failure(fault, route)
         if self._payloads:  # reactions added with kmock's DSL win over the emulation
             try:
                 return await super()._handle(request)
@@ -196,7 +210,22 @@ class KubeEmulator(kmock.KubernetesScaffold):
                 pass
         if route.plural is None:
             return self._discovery(request, route)
-        return await self._resource(request, route, verb)
+        response = await self._resource(request, route, verb)
+        if route.group is not None and verb != "watch" and response.status < 400:
+            # The request was carried out; an ``after`` fault loses its answer.
+            fault = self.faults.take(verb, route.group, route.plural, route.namespace,
+                                     route.name, route.subresource, after=True)
+            if fault is not None:
+                raise _failure(fault, route)
+        return response
+
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        response = await super()._render_error(exc)
+        details = exc.details if isinstance(exc, kmock.KubernetesError) else None
+        if isinstance(details, dict) and details.get("retryAfterSeconds") is not None:
+            # As the API server does (its 429s from API Priority and Fairness, for one).
+            response.headers["Retry-After"] = str(details["retryAfterSeconds"])
+        return response
 
     # --- discovery and other non-resource paths -------------------------------------------
 
