@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench crds clean setup
+.PHONY: demo test test-fast test-real cluster-bins lint bench crds clean setup
 
 setup: $(STAMP)
 
@@ -17,8 +17,23 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/kuota demo
 
+# The whole suite: the fast tier (emulator, Redis) and the real tier (tests/real, marked
+# `cluster`: a real control plane per pinned Kubernetes version, skipped when its binaries
+# are not built; `make cluster-bins` builds them). loadgroup keeps each control plane's
+# tests on one worker.
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m 'not slow and not cluster' tests
+
+test-real: $(STAMP) cluster-bins
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m cluster tests/real
+
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok built from
+# Go modules into ~/.cache/kuota (KUOTA_CACHE); idempotent, cold 20-45 min per version.
+cluster-bins:
+	bash hack/cluster/build-bins.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -21,8 +21,11 @@ member values it holds and then:
   verdicts to apply with :meth:`Engine.set_check`.
 
 A malformed hint annotation is a Rejected verdict (it cannot get better by
-waiting); a missing MultiClusterConfig or an unknown flavor keeps the check
-Pending until the configuration arrives.
+waiting), and so is a workload the adapter says it cannot carry out at all
+(``refuse``: the operator refuses a Job the manager's Job controller would
+fight over, see :mod:`kuota.federation.managed_by`); a missing
+MultiClusterConfig or an unknown flavor keeps the check Pending until the
+configuration arrives.
 
 When a dispatched workload finishes or is evicted, the engine's outbox
 consumer calls :meth:`Dispatcher.released`, which takes its pods off the
@@ -100,16 +103,23 @@ def _no_annotations(info: WorkloadInfo) -> Mapping[str, str]:
     return {}
 
 
+def _no_refusal(info: WorkloadInfo) -> str | None:
+    return None
+
+
 class Dispatcher:
     """Runs ``kuota.dev/multicluster`` admission checks; see the module docstring."""
 
     def __init__(self, *, flavors: Callable[[], Mapping[str, FlavorConfig]],
                  assign: Callable[[str, str], None] | None = None,
                  annotations: Callable[[WorkloadInfo], Mapping[str, str]] = _no_annotations,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None,
+                 refuse: Callable[[WorkloadInfo], str | None] = _no_refusal) -> None:
         self._flavors = flavors
         self._assign = assign
         self._annotations = annotations
+        #: Why the adapter cannot dispatch a workload at all (None: it can).
+        self._refuse = refuse
         self._registry = registry
         self.configs: dict[str, DispatchConfig] = {}
         self.members: dict[str, ClusterInfo] = {}
@@ -241,6 +251,9 @@ class Dispatcher:
         if kind != CONFIG_KIND or not name:
             return REJECTED, (f"{where}: spec.parameters must name a {CONFIG_KIND} "
                               f"(got kind {kind!r}, name {name!r})")
+        refusal = self._refuse(info)
+        if refusal is not None:
+            return REJECTED, refusal
         config = self.configs.get(name)
         if config is None:
             return PENDING, f"{where}: {CONFIG_KIND} {name} is not known (yet)"

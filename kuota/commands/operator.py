@@ -78,7 +78,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--webhook-listen", type=_address, metavar="HOST:PORT",
                         help="serve the Job-suspending webhook over HTTPS here")
     parser.add_argument("--webhook-cert-dir", type=pathlib.Path, metavar="DIR",
-                        help="directory with tls.crt and tls.key (e.g. a cert-manager Secret)")
+                        help="directory with tls.crt and tls.key, and optionally ca.crt (e.g. "
+                             "a mounted cert-manager Secret); renewals are taken up without "
+                             "a restart")
     parser.add_argument("--webhook-managed", metavar="NAME",
                         help="let kopf keep the webhook configuration NAME up to date "
                              "(instead of the one in manifests/)")
@@ -147,15 +149,18 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     webhook = None
     if args.webhook_listen is not None:
-        cert = key = None
+        cert = key = ca = None
         if args.webhook_cert_dir is not None:
             cert, key = args.webhook_cert_dir / "tls.crt", args.webhook_cert_dir / "tls.key"
             if not cert.exists() or not key.exists():
                 print(f"kuota operator: {args.webhook_cert_dir} needs tls.crt and tls.key")
                 return 2
+            if (args.webhook_cert_dir / "ca.crt").exists():
+                ca = args.webhook_cert_dir / "ca.crt"
         addr, port = args.webhook_listen
         webhook = WebhookOptions(addr=addr, port=port, certfile=str(cert) if cert else None,
-                                 pkeyfile=str(key) if key else None, host=args.webhook_host,
+                                 pkeyfile=str(key) if key else None,
+                                 cafile=str(ca) if ca else None, host=args.webhook_host,
                                  managed=args.webhook_managed)
     operator = Operator(options_from(args))
     registry = build_registry(operator, webhook=webhook, probe_addr=args.probes)

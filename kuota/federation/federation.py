@@ -8,7 +8,8 @@ every rebuild) and feeds it:
 * **configs** — MultiClusterConfig objects (``set_config``);
 * **members** — each Kubernetes MemberCluster is observed every
   ``member_interval`` seconds by an rq task (:mod:`.tasks`): its nodes, what
-  others' pods request there, and our copies. A success is a health check: the
+  others' pods request there (both followed by watches, :mod:`.member_watch`),
+  and our copies. A success is a health check: the
   member becomes ``Active`` and ``dispatcher.set_member`` gets its nodes (plus
   what the dispatcher itself placed there); a failure makes it inactive with
   reason ``Unreachable``. The MemberCluster's status gets the condition,
@@ -21,12 +22,16 @@ every rebuild) and feeds it:
 
 It carries decisions out, from the engine's events (:meth:`events`):
 
+* **refuse** — a Job without ``spec.managedBy: kuota.dev/multicluster``
+  (:mod:`.managed_by`) has its check Rejected, so its workload is deactivated
+  with the reason, instead of being dispatched and fought over;
 * **dispatch** — an ADMITTED event with ``admission.cluster`` makes the copy
   (:func:`.remote_job.build`) in that member, but only once every other member
   that may still hold a copy has confirmed its deletion or is lost
   (:func:`multicluster.failover.may_start`): never two running copies;
 * **follow** — every observation copies the status of our copies home to the
-  local Jobs (:func:`.remote_job.status_patch`); a Complete or Failed copy
+  local Jobs through their status subresource (:func:`.job_status.status_patch`:
+  rebuilt so that the API server accepts it); a Complete or Failed copy
   finishes the local Job and so its Workload, through the usual Job handling;
 * **clean up** — a workload evicted, deactivated, finished or deleted has its
   copy deleted; any copy found for a workload not dispatched to that member
@@ -63,7 +68,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
-from kuota.federation import member_view, pool_copy, pool_member, reconcile, remote_job, tasks
+from kuota.federation import (
+    job_status,
+    managed_by,
+    member_view,
+    member_watch,
+    pool_copy,
+    pool_member,
+    reconcile,
+    remote_job,
+    tasks,
+)
 from kuota.federation.create_failures import REFUSED, CreateFailures
 from kuota.federation.member import Observation, refusal_of
 from kuota.federation.member_view import Member
@@ -122,7 +137,8 @@ class Federation:
     def attach(self, engine: Engine) -> None:
         """A new engine (the replica starts leading): a fresh dispatcher, fed from the objects."""
         dispatcher = Dispatcher(flavors=lambda: engine.cache.flavors,
-                                assign=engine.assign_cluster, annotations=self._annotations)
+                                assign=engine.assign_cluster, annotations=self._annotations,
+                                refuse=self._refusal)
         engine.controllers[CONTROLLER_NAME] = dispatcher
         self.dispatcher = dispatcher
         self.members.clear()
@@ -173,6 +189,8 @@ class Federation:
             runner, self.runner = self.runner, None
             if runner is not None:
                 await asyncio.to_thread(runner.stop)
+            # the members' watches serve this leadership only; a new one lists afresh
+            await asyncio.to_thread(member_watch.close_all)
 
     # -- objects in --------------------------------------------------------------------------
     def observe(self, kind: str, body: Body, deleted: bool) -> None:
@@ -241,6 +259,12 @@ class Federation:
         job_key = self.controller.job_of_workload.get(info.key)
         return pool_copy.dispatch_hints(objects.get("Workload", info.key),
                                         objects.get("Job", job_key) if job_key else None)
+
+    def _refusal(self, info: WorkloadInfo) -> str | None:
+        """Why a workload cannot be dispatched: its Job is not managed by kuota."""
+        job_key = self.controller.job_of_workload.get(info.key)
+        job = self.controller.objects.get("Job", job_key) if job_key else None
+        return None if job is None else managed_by.refusal(job)
 
     # -- engine events in --------------------------------------------------------------------
     def events(self, events: list[WorkloadEvent]) -> None:
@@ -437,7 +461,8 @@ class Federation:
         job = self.controller.objects.get("Job", job_key) if job_key else None
         if writer is None or job is None:
             return
-        patch = remote_job.status_patch(job, remote)
+        patch = job_status.status_patch(job, remote,
+                                        now=status.timestamp(self.controller.clock()))
         if patch is None:
             return
         namespace, name = job["metadata"].get("namespace"), job["metadata"]["name"]

@@ -4,15 +4,12 @@ Connection: a kubeconfig document (from a Secret's ``data.kubeconfig`` or a
 file, read by the operator) becomes an ``ApiClient``; clients are cached per
 kubeconfig, so the worker thread keeps its connections alive between tasks.
 
-Every call has a short timeout (:data:`TIMEOUT`): a member that does not
-answer fails the task quickly, and the task's retries and the member's health
-take it from there. Usage on the member's nodes is summed from the bound,
-non-terminal pods that this manager did not send (those are counted by the
-dispatcher already), with :func:`placement.objects.pod_requests`. The pods
-this manager did send are summed per copy instead (:attr:`Copy.usage`; a pod
-belongs to the Job its ``ownerReference`` names, or failing that its
-``job-name`` label), so a manager that did not place them itself (it
-restarted) can count them.
+Every call has a short timeout (:data:`.member_watch.TIMEOUT`): a member
+that does not answer fails the task quickly, and the task's retries and the
+member's health take it from there. An observation reads the member's mirror
+(:mod:`.member_watch`: its nodes and pods listed in pages once, then watched)
+after listing this manager's copies there, which is also the health check;
+:mod:`.observation` says what is counted.
 """
 
 from __future__ import annotations
@@ -26,15 +23,10 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from kuota.federation.member import Body, Copy, Observation, add_pod, refused
-from kuota.federation.remote_job import ORIGIN_LABEL, workload_of
-from kuota.operator import names
-from placement.model import Node
-from placement.objects import ObjectError, node_from_object, pod_requests
+from kuota.federation import member_watch
+from kuota.federation.member import Body, Observation, refused
+from kuota.federation.member_watch import TIMEOUT
 
-#: (connect, read) seconds for each request to a member.
-TIMEOUT: Final = (3.0, 10.0)
-_TERMINAL: Final = ("Succeeded", "Failed")
 #: Answers to a create that retrying the same request cannot change: bad request, forbidden
 #: (an admission webhook, a ResourceQuota, RBAC), invalid on that cluster.
 REFUSALS: Final = frozenset({400, 403, 422})
@@ -43,9 +35,13 @@ _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 
 
+def digest_of(kubeconfig: Body) -> str:
+    return hashlib.sha256(json.dumps(kubeconfig, sort_keys=True).encode()).hexdigest()
+
+
 def api_client(kubeconfig: Body) -> Any:
     """A cached ``ApiClient`` for one kubeconfig document."""
-    digest = hashlib.sha256(json.dumps(kubeconfig, sort_keys=True).encode()).hexdigest()
+    digest = digest_of(kubeconfig)
     with _clients_lock:
         found = _clients.get(digest)
         if found is None:
@@ -63,63 +59,13 @@ class KubernetesMember:
     """The :class:`~kuota.federation.member.MemberAdapter` of one Kubernetes member."""
 
     def __init__(self, kubeconfig: Body) -> None:
+        self._key = digest_of(kubeconfig)
         self._api = api_client(kubeconfig)
         self.core = k8s.CoreV1Api(self._api)
         self.batch = k8s.BatchV1Api(self._api)
 
-    def _plain(self, obj: Any) -> Body:
-        result: Body = self._api.sanitize_for_serialization(obj)
-        return result
-
     def observe(self, origin: str) -> Observation:
-        problems: list[str] = []
-        nodes: dict[str, Node] = {}
-        for raw in self._plain(self.core.list_node(_request_timeout=TIMEOUT)).get("items") or []:
-            raw.setdefault("spec", {})
-            raw.setdefault("status", {})
-            raw.setdefault("metadata", {}).setdefault("labels", {})
-            raw["spec"].setdefault("taints", [])
-            raw["status"].setdefault("allocatable", {})
-            try:
-                node = node_from_object(raw)
-            except ObjectError as exc:
-                problems.append(str(exc))
-                continue
-            nodes[node.name] = node
-        pods = self._plain(self.core.list_pod_for_all_namespaces(_request_timeout=TIMEOUT))
-        used: dict[str, dict[str, int]] = {}
-        #: Job key (ns/name) -> node -> what that copy's pods request there.
-        ours: dict[str, dict[str, dict[str, int]]] = {}
-        for pod in pods.get("items") or []:
-            meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-            where = spec.get("nodeName")
-            if (not where or where not in nodes
-                    or (pod.get("status") or {}).get("phase") in _TERMINAL):
-                continue
-            try:
-                requests = pod_requests(spec, f"pod {meta.get('namespace')}/{meta.get('name')}")
-            except ObjectError as exc:
-                problems.append(str(exc))
-                continue
-            if (meta.get("labels") or {}).get(ORIGIN_LABEL) == origin:
-                job = _job_of(meta)
-                if job is None:
-                    continue
-                add_pod(ours.setdefault(job, {}).setdefault(where, {}), requests)
-            else:
-                add_pod(used.setdefault(where, {}), requests)
-        observed = tuple(
-            node.with_requested(used.get(node.name) or {})
-            for node in nodes.values())
-        listed = self._plain(self.batch.list_job_for_all_namespaces(
-            label_selector=f"{ORIGIN_LABEL}={origin}", _request_timeout=TIMEOUT))
-        copies = []
-        for job in listed.get("items") or []:
-            meta = job.get("metadata") or {}
-            namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
-            copies.append(Copy(namespace, name, workload_of(job) or "", job,
-                               ours.get(f"{namespace}/{name}", {})))
-        return Observation(observed, tuple(copies), tuple(problems))
+        return member_watch.mirror(self._key, self._api, origin).observe()
 
     def create(self, body: Body) -> str:
         namespace = body["metadata"]["namespace"]
@@ -165,10 +111,3 @@ def _api_error(exc: ApiException) -> str:
     except (ValueError, AttributeError):
         message = str(exc.body or "")[:300]
     return f"{exc.status} {exc.reason}" + (f": {message}" if message else "")
-
-
-def _job_of(meta: Body) -> str | None:
-    """``ns/name`` of the Job owning a pod (:func:`kuota.operator.names.pod_job`)."""
-    name = names.pod_job(meta)
-    return f"{meta.get('namespace') or 'default'}/{name}" if name else None
-

@@ -19,18 +19,20 @@ the admitted pod count:
   so the ClusterAffinity filter keeps the Job off pool members
   (:data:`POOL_LABEL`), instead of sending it somewhere it can never run.
 * :func:`job_status` — what the operator copies home: a Job-shaped body whose
-  ``status`` (``active``, ``succeeded``, ``failed``, times, and the
-  ``Complete``/``Failed`` condition once the copy finished) goes through the
-  same :func:`kuota.federation.remote_job.status_patch` as a Kubernetes copy's.
+  ``status`` reads as a 1.31+ Job controller would write it (``active``,
+  ``succeeded``, ``failed``, ``startTime``; once the copy finished,
+  ``SuccessCriteriaMet`` + ``Complete`` with ``completionTime``, or
+  ``FailureTarget`` + ``Failed``) and goes through the same
+  :func:`kuota.federation.job_status.status_patch` as a Kubernetes copy's.
 """
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, Final
 
 from kuota.federation.remote_job import workload_of
+from kuota.operator.status import timestamp
 from kuota.service.dispatched_spec import DispatchedPodSet, DispatchedSpec, SpecError, check
 from multicluster.hints import CLUSTER_SELECTOR
 from queueing.store import Outcome, WorkloadRecord
@@ -112,9 +114,7 @@ def refusal(job: Mapping[str, Any]) -> str | None:
 
 
 def _time(at: float | None) -> str | None:
-    if at is None:
-        return None
-    return datetime.datetime.fromtimestamp(at, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return None if at is None else timestamp(at)
 
 
 def job_status(record: WorkloadRecord, spec: DispatchedSpec) -> Body:
@@ -127,23 +127,21 @@ def job_status(record: WorkloadRecord, spec: DispatchedSpec) -> Body:
                     "failed": record.failures + (1 if record.outcome is Outcome.FAILED else 0)}
     if record.admitted_at is not None and (running or record.state is State.FINISHED):
         status["startTime"] = _time(record.admitted_at)
-    conditions = []
     if record.state is State.FINISHED:
         at = _time(record.finished_at)
         if record.outcome is Outcome.SUCCEEDED:
             status["succeeded"] = spec.pods
             status["completionTime"] = at
-            conditions.append({"type": "Complete", "status": "True", "reason": "Succeeded",
-                               "message": record.message or "all pods exited 0",
-                               "lastTransitionTime": at})
+            kinds, reason = ("SuccessCriteriaMet", "Complete"), "Succeeded"
+            message = record.message or "all pods exited 0"
         else:
-            conditions.append({"type": "Failed", "status": "True",
-                               "reason": record.reason or record.outcome.value or "Failed",
-                               "message": f"on pool {spec.pool}: "
-                                          f"{record.message or 'the copy failed'}",
-                               "lastTransitionTime": at})
-    if conditions:
-        status["conditions"] = conditions
+            kinds = ("FailureTarget", "Failed")
+            reason = record.reason or record.outcome.value or "Failed"
+            message = f"on pool {spec.pool}: {record.message or 'the copy failed'}"
+        # As the Job controller (1.31+) writes it: the interim condition, then the terminal.
+        status["conditions"] = [{"type": kind, "status": "True", "reason": reason,
+                                 "message": message, "lastTransitionTime": at}
+                                for kind in kinds]
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"namespace": namespace, "name": name,
                          "annotations": {"kuota.dev/origin-workload": spec.workload,

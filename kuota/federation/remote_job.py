@@ -1,4 +1,4 @@
-"""The copy of a Job that a member cluster runs, and what its status means at home (pure).
+"""The copy of a Job that a member cluster runs (pure).
 
 Under multi-cluster dispatch the local Job never runs: it stays suspended in
 the manager (as under Kueue's MultiKueue) and a *copy* runs in the chosen
@@ -16,12 +16,13 @@ member. :func:`build` makes that copy from the local Job and its admission:
   (the manager lists its copies by it, and leaves its pods out of the member's
   free capacity, since the dispatcher already counts them), annotated with the
   Workload it stands for (``kuota.dev/origin-workload: ns/name``) and the
-  member it was sent to (``kuota.dev/member``).
+  member it was sent to (``kuota.dev/member``);
+* without ``spec.managedBy``: the local Job names kuota there
+  (:data:`.managed_by.MANAGED_BY`) so that the manager's Job controller leaves
+  it alone; the copy must be run by the member's Job controller.
 
-Going back, :func:`status_patch` is the merge patch that copies the remote
-Job's progress (``active``, ``ready``, ``succeeded``, ``failed``, start and
-completion times, and its ``Complete``/``Failed`` conditions) onto the local
-Job's status, where the operator's usual Job handling finishes the Workload.
+Going back, :func:`.job_status.status_patch` turns the copy's status into one
+the manager's API server accepts on the local Job.
 """
 
 from __future__ import annotations
@@ -39,9 +40,6 @@ Body = dict[str, Any]
 ORIGIN_LABEL: Final = "kuota.dev/origin"
 ORIGIN_WORKLOAD_ANNOTATION: Final = "kuota.dev/origin-workload"
 MEMBER_ANNOTATION: Final = "kuota.dev/member"
-#: Fields of a Job's status copied back to the local Job.
-COPIED_STATUS: Final = ("active", "ready", "succeeded", "failed", "startTime",
-                        "completionTime")
 #: Metadata the API server owns; a copy must not carry the local values.
 _SERVER_FIELDS: Final = ("uid", "resourceVersion", "creationTimestamp", "generation",
                          "managedFields", "ownerReferences", "selfLink", "deletionTimestamp",
@@ -85,9 +83,12 @@ def build(job: Body, admission: Admission, flavors: Mapping[str, FlavorConfig], 
     elif original.get("parallelism") is not None:
         spec["parallelism"] = original["parallelism"]
     spec["suspend"] = False
-    # The member's Job controller makes its own selector and labels for the copy.
+    # The member's Job controller makes its own selector and labels for the copy, and runs
+    # it: the managedBy that keeps the manager's controller off the local Job must not
+    # keep the member's off the copy.
     spec.pop("selector", None)
     spec.pop("manualSelector", None)
+    spec.pop("managedBy", None)
     tmeta = template.setdefault("metadata", {})
     tlabels = {k: v for k, v in (tmeta.get("labels") or {}).items()
                if k not in _CONTROLLER_LABELS}
@@ -111,21 +112,3 @@ def workload_of(remote: Body) -> str | None:
     value = annotations.get(ORIGIN_WORKLOAD_ANNOTATION)
     return value if isinstance(value, str) and "/" in value else None
 
-
-def status_patch(local: Body, remote: Body) -> Body | None:
-    """The merge patch copying ``remote``'s progress onto ``local``'s status; None if equal."""
-    theirs = remote.get("status") or {}
-    ours = local.get("status") or {}
-    patch: Body = {}
-    for field in COPIED_STATUS:
-        if theirs.get(field) != ours.get(field) and theirs.get(field) is not None:
-            patch[field] = theirs[field]
-    terminal = [dict(c) for c in theirs.get("conditions") or []
-                if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"]
-    if terminal:
-        kept = [c for c in ours.get("conditions") or []
-                if c.get("type") not in ("Complete", "Failed")]
-        wanted = kept + terminal
-        if wanted != list(ours.get("conditions") or []):
-            patch["conditions"] = wanted
-    return {"status": patch} if patch else None

@@ -16,6 +16,7 @@ from typing import Any
 import kopf
 
 from kuota.operator import names, probes, webhooks
+from kuota.operator.certs import ReloadingWebhookServer, ServingCertificate
 from kuota.operator.loop import Operator
 
 
@@ -27,12 +28,33 @@ class WebhookOptions:
     port: int = 9443
     certfile: str | None = None
     pkeyfile: str | None = None
+    #: The CA that issued ``certfile`` (cert-manager's ``ca.crt``): the managed
+    #: configuration's ``caBundle``; None: the certificate itself.
+    cafile: str | None = None
+    #: How often the certificate files are checked for a renewal (seconds).
+    reload_interval: float = 10.0
+    #: With a managed configuration and no CA: seconds between publishing a renewed
+    #: certificate's trust and serving it (:mod:`kuota.operator.certs`).
+    trust_delay: float = 2.0
     #: Host name in the URL kopf writes into a managed webhook configuration.
     host: str | None = None
     #: Name of a webhook configuration kopf keeps up to date (None: manifests provide it).
     managed: str | None = None
     #: Serve plain HTTP (only for tests behind something that terminates TLS).
     insecure: bool = False
+
+
+def webhook_server(options: WebhookOptions) -> kopf.WebhookServer:
+    """kopf's HTTPS server for the webhooks; with certificate files, one that takes up
+    their renewals without a restart (:mod:`kuota.operator.certs`)."""
+    if options.certfile and options.pkeyfile and not options.insecure:
+        certificate = ServingCertificate(options.certfile, options.pkeyfile, options.cafile)
+        return ReloadingWebhookServer(certificate, interval=options.reload_interval,
+                                      trust_delay=options.trust_delay, addr=options.addr,
+                                      port=options.port, host=options.host)
+    return kopf.WebhookServer(addr=options.addr, port=options.port, host=options.host,
+                              certfile=options.certfile, pkeyfile=options.pkeyfile,
+                              insecure=options.insecure)
 
 
 def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = None, *,
@@ -43,12 +65,11 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
     state: dict[str, Any] = {}
 
     def credentials(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo | None:
-        # kopf runs startup handlers before logging in: both ask here, the first one reads.
-        if "info" not in state:
-            state["info"] = connection or kopf.login_with_service_account(settings=settings) \
-                or kopf.login_with_kubeconfig(settings=settings)
-        info: kopf.ConnectionInfo | None = state["info"]
-        return info
+        # Read anew at every call: kopf logs in again after a 401 and so does our client
+        # (kuota.operator.client), and either needs the token file as it is now — the
+        # kubelet replaces a projected service-account token long before it expires.
+        return connection or kopf.login_with_service_account(settings=settings) \
+            or kopf.login_with_kubeconfig(settings=settings)
 
     @kopf.on.login(registry=registry)
     def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo | None:
@@ -62,14 +83,12 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
         settings.watching.reconnect_backoff = 0.5
         settings.queueing.idle_timeout = 10.0
         if webhook is not None:
-            settings.admission.server = kopf.WebhookServer(
-                addr=webhook.addr, port=webhook.port, certfile=webhook.certfile,
-                pkeyfile=webhook.pkeyfile, host=webhook.host, insecure=webhook.insecure)
+            settings.admission.server = webhook_server(webhook)
             settings.admission.managed = webhook.managed
         info = credentials(settings)
         if info is None:
             raise kopf.PermanentError("no credentials: no service account and no kubeconfig")
-        await operator.start(info)
+        await operator.start(info, login=lambda: credentials(settings))
         if probe_addr is not None:
             state["probes"] = await probes.serve(operator, *probe_addr)
 
@@ -99,6 +118,11 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                 raise kopf.AdmissionError(str(exc), code=422) from exc
             if suspend:
                 patch.spec["suspend"] = True
+            manager = webhooks.job_managed_by(
+                dict(body), default_queue=operator.options.default_queue,
+                queue_exists=controller.queue_exists, lookup=controller.objects.get)
+            if manager is not None:  # dispatched: the manager's Job controller keeps off it
+                patch.spec["managedBy"] = manager
 
         @kopf.on.mutate("", "v1", "pods", id="gate-pods", operations=["CREATE"],
                         registry=registry)

@@ -8,12 +8,18 @@ Jobs arrive at once — it halved the admission rate. So these two kinds are
 watched here, the way client-go's informers do it: list, then watch from
 the list's resourceVersion, follow bookmarks, and on 410 Gone (the version
 is too old) list again. Events go to the same :meth:`Controller.observe`.
+
+A watch (or list) that fails is started again after a pause that doubles
+with each failure in a row, jittered, capped, and never shorter than the
+server's ``Retry-After``: a throttled or restarting API server is not hit by
+every informer at once, every half second.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +27,7 @@ from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.names import Res
 from kuota.operator.objects import key_of
+from kuota.operator.retries import backoff as paced
 
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
@@ -54,11 +61,19 @@ async def relist(client: Client, controller: Controller, res: Res,
 
 async def run(client: Client, controller: Controller, res: Res, version: str, *,
               namespace: str | None = None, label: str | None = None,
-              backoff: float = 0.5) -> None:
+              backoff: float = 0.5, max_backoff: float = 30.0) -> None:
     """Watch ``res`` from ``version`` forever (until cancelled)."""
+    failures = 0
+    expired = False
+    rng = random.Random()
     while True:
         try:
+            if expired:
+                version = await relist(client, controller, res,
+                                       (namespace,) if namespace else (), label=label)
+                expired = False
             async for event in client.watch(res, version, namespace, label_selector=label):
+                failures = 0
                 obj = event.get("object") or {}
                 new_version = (obj.get("metadata") or {}).get("resourceVersion")
                 if new_version:
@@ -69,8 +84,10 @@ async def run(client: Client, controller: Controller, res: Res, version: str, *,
         except ApiError as exc:
             if exc.status == 410:
                 log.info("watch of %s expired; listing again", res.plural)
-                version = await relist(client, controller, res,
-                                       (namespace,) if namespace else (), label=label)
+                expired = True
                 continue
-            log.warning("watch of %s failed: %s; retrying", res.plural, exc)
-            await asyncio.sleep(backoff)
+            failures += 1
+            pause = paced(failures, base=backoff, cap=max_backoff, rng=rng,
+                          retry_after=exc.retry_after)
+            log.warning("watch of %s failed: %s; again in %.1fs", res.plural, exc, pause)
+            await asyncio.sleep(pause)

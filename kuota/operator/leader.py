@@ -9,10 +9,20 @@ every ``renew`` seconds and steps down as soon as a renewal fails — before
 the Lease can expire and someone else take it, since ``renew`` is well
 below the duration. On a clean shutdown it clears the holder so a standby
 takes over at once.
+
+That promise needs every attempt to end in time. The Lease written at
+``t`` expires at ``t + duration``; the attempt that wrote it ends by ``t +
+D`` (D: the longest an attempt may take), the next one starts ``renew``
+later and, failing, ends by ``t + 2D + renew``. So an attempt — its requests
+and the client's retries of them — is cut off after ``D = (duration -
+renew) / 3``, and ``2D + renew`` stays a third of the margin below the
+duration. A slow or throttled API server thus costs the lease, never a
+second leader.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 import time
@@ -21,6 +31,7 @@ from typing import Any
 
 from kuota.operator import names
 from kuota.operator.client import ApiError, Client
+from kuota.operator.retries import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +52,12 @@ def parse_time(text: str | None) -> float:
 
 class Elector:
     def __init__(self, client: Client, *, name: str, namespace: str, identity: str,
-                 duration: float, clock: Callable[[], float] = time.time) -> None:
-        self.client = client
+                 duration: float, renew: float, clock: Callable[[], float] = time.time) -> None:
+        #: The longest one attempt may take (module docstring).
+        self.deadline = max(0.05, (duration - renew) / 3)
+        self.client = client.with_retry(RetryPolicy(
+            attempts=4, pause=self.deadline / 8, max_pause=self.deadline / 2,
+            budget=self.deadline))
         self.name, self.namespace, self.identity = name, namespace, identity
         self.duration = duration
         self.clock = clock
@@ -57,7 +72,17 @@ class Elector:
                 "leaseTransitions": int(old.get("leaseTransitions") or 0) + (0 if mine else 1)}
 
     async def try_acquire(self) -> bool:
-        """Take or renew the Lease; False if another replica holds it (or won the race)."""
+        """Take or renew the Lease; False if another replica holds it, won the race, or the
+        API server did not answer within :attr:`deadline`."""
+        try:
+            async with asyncio.timeout(self.deadline):
+                return await self._try_acquire()
+        except TimeoutError:
+            log.warning("lease %s/%s: no answer within %.1fs", self.namespace, self.name,
+                        self.deadline)
+            return False
+
+    async def _try_acquire(self) -> bool:
         now = self.clock()
         try:
             lease = await self.client.find(names.LEASES, self.name, self.namespace)

@@ -60,8 +60,12 @@ class Operator:
         self.ready = asyncio.Event()
 
     # -- lifecycle ---------------------------------------------------------------------------
-    async def start(self, info: kopf.ConnectionInfo) -> None:
-        self.client = Client(info, connections=self.options.write_concurrency + 8)
+    async def start(self, info: kopf.ConnectionInfo, *,
+                    login: Callable[[], kopf.ConnectionInfo | None] | None = None) -> None:
+        """Start in the running loop; ``login`` gets fresh credentials after a 401."""
+        self.client = Client(info, connections=self.options.write_concurrency + 8,
+                             retry=self.options.api_retry, login=login,
+                             on_retry=lambda reason: self.metrics.api_retries.labels(reason).inc())
         self._wake = asyncio.Event()
         wake = self._wake
         self.controller.on_change = wake.set
@@ -69,7 +73,8 @@ class Operator:
             self.elector = Elector(self.client, name=self.options.lease_name,
                                    namespace=self.options.lease_namespace,
                                    identity=self.identity,
-                                   duration=self.options.lease_duration)
+                                   duration=self.options.lease_duration,
+                                   renew=self.options.lease_renew)
         self._main = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:

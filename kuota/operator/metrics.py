@@ -63,6 +63,15 @@ class Metrics:
                                  "Admissions undone because they could not be persisted",
                                  registry=r)
         self.cycles = Counter("kuota_operator_cycles_total", "Admission cycles run", registry=r)
+        self.api_retries = Counter("kuota_operator_api_retries_total",
+                                   "API requests repeated after a transient failure, by the "
+                                   "status that failed (Unreachable, NoAnswer: no status; "
+                                   "401: logged in again)",
+                                   ["reason"], registry=r)
+        self.requeued = Counter("kuota_operator_writes_requeued_total",
+                                "Writes queued again after the API client gave up, by kind "
+                                "(job, group, ungate, create, status, deactivate)", ["kind"],
+                                registry=r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -18,13 +18,16 @@
   Pod groups have no owner the garbage collector could follow at all.
 
 Each write carries the resourceVersion it was computed from and is
-recomputed after a 409. A write the API server refuses otherwise (a 422, a
-403...) is never dropped while the Workload holds quota: it is reported — a
-Warning Event on the Job and on its Workload, and the log — and tried again
-with a growing delay (:meth:`Writer.retry`). A group's pod that can never
-take its admission's nodeSelector (a key it already has with another value:
-a gated pod's nodeSelector may only gain keys) deactivates the Workload —
-see :func:`placement_conflict`.
+recomputed after a 409. A Job write the API server refuses otherwise (a
+422, a 403, or a transient failure the client gave up on) is never dropped
+while the Workload holds quota: it is reported — a Warning Event on the Job
+and on its Workload, and the log — and tried again with a growing delay
+(:meth:`Writer.retry`). A pod group's failed pod writes are raised once the
+other pods are done: the writer queues the sync again after a backoff when
+they are transient. A group's pod that can never take its admission's
+nodeSelector (a key it already has with another value: a gated pod's
+nodeSelector may only gain keys) deactivates the Workload — see
+:func:`placement_conflict`.
 """
 
 from __future__ import annotations
@@ -256,6 +259,7 @@ async def sync_group(writer: Writer, group_key: str) -> None:
             if problem is not None:
                 placement_conflict(writer, workload, pod, problem)
                 return
+    failed: ApiError | None = None
     for pod in pods:
         namespace, name = _split(f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}")
         try:
@@ -280,3 +284,6 @@ async def sync_group(writer: Writer, group_key: str) -> None:
                 return
             if not exc.not_found:
                 log.warning("pod %s/%s not updated: %s", namespace, name, exc)
+                failed = exc  # the other pods first; then the writer queues the sync again
+    if failed is not None:
+        raise failed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kuota.operator.retries import RetryPolicy
 from quota.config import EngineConfig
 
 
@@ -20,6 +21,12 @@ class Options:
     write_concurrency: int = 32
     #: Re-reads after a 409 Conflict before a write is given up.
     conflict_retries: int = 5
+    #: How the API client repeats a request through transient failures (429, 5xx, no answer).
+    api_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Work whose write failed after the API client's own retries is queued again after
+    #: this pause, doubled with each further failure up to ``requeue_backoff_max`` (seconds).
+    requeue_backoff: float = 1.0
+    requeue_backoff_max: float = 60.0
     #: Post Kubernetes Events on Jobs and Workloads.
     events: bool = True
     #: Leader election: a Lease in ``lease_namespace``; None runs as the only replica.

@@ -11,7 +11,9 @@ sees, not what the engine may decide next — asks
 :func:`kuota.operator.pinning.plan` which gated pods go where, and patches
 each pod once: the domain's labels merged into ``spec.nodeSelector`` and the
 gate removed, guarded by the pod's resourceVersion. A conflict is left to the
-pod's next watch event, which asks again.
+pod's next watch event, which asks again; other refusals are raised once the
+other pods are done, and the writer queues the owner's ungating again when
+they are transient.
 
 A gated pod's nodeSelector may only gain keys. A pod whose nodeSelector
 already names a level of the assignment with a value no domain has (set by
@@ -71,6 +73,7 @@ async def ungate(writer: Writer, owner: str) -> None:
         return  # not admitted (yet, or any more): the pods keep their gate
     assignments = stored_assignments(body)
     pods = controller.topology_pods_of(owner)
+    failed: ApiError | None = None
     for ps in running.admission.pod_sets:
         # A group's pod is pinned once started (its admission gate lifted, its podSet
         # recorded): pinning first would change the shape its start is computed from.
@@ -88,14 +91,21 @@ async def ungate(writer: Writer, owner: str) -> None:
                 owners.placement_conflict(writer, workload, pod, problem)
                 return
         for pod, chosen in pinning.plan(members, levels, domains):
-            if not await _release(writer, workload, pod, chosen):
-                return
+            try:
+                if not await _release(writer, workload, pod, chosen):
+                    return
+            except ApiError as exc:
+                log.warning("pod %s not ungated: %s", pod["metadata"].get("name"), exc)
+                failed = exc  # the other pods first; then the writer queues this again
+    if failed is not None:
+        raise failed
 
 
 async def _release(writer: Writer, workload: str | None, pod: Body,
                    chosen: dict[str, str]) -> bool:
     """Remove the topology gate and pin the pod to ``chosen`` node labels, in one patch.
-    False when the API server refused it for good (the Workload is deactivated)."""
+    False when the API server refused it for good (the Workload is deactivated); other
+    refusals are raised."""
     meta = pod["metadata"]
     namespace, name = meta.get("namespace") or "default", meta["name"]
     spec = pod.get("spec") or {}
@@ -114,7 +124,7 @@ async def _release(writer: Writer, workload: str | None, pod: Body,
             owners.placement_conflict(writer, workload, pod, exc.message)
             return False
         elif not exc.not_found:
-            log.warning("pod %s/%s not ungated: %s", namespace, name, exc)
+            raise
         return True
     writer.controller.observe("Pod", stored)
     where = ", ".join(f"{k}={v}" for k, v in chosen.items()) or "no topology domain"

@@ -3,7 +3,10 @@
 The mutating webhook sees every Job at creation and sets ``spec.suspend:
 true`` on those kuota manages (a queue label, or the namespace's ``default``
 LocalQueue when the deployment opts in), so the Job controller creates no
-pods until kuota admits the Job. Pods of a pod group get the scheduling gate
+pods until kuota admits the Job. A Job whose queue dispatches to member
+clusters also gets ``spec.managedBy: kuota.dev/multicluster``, so the
+manager's Job controller never manages it — the field is immutable, so now
+is the only time (:mod:`kuota.federation.managed_by`). Pods of a pod group get the scheduling gate
 ``kuota.dev/admission`` instead, so kube-scheduler does not place them
 until their group is admitted. Pods that ask for topology (a podset
 topology annotation) — of a Job kuota manages, or of a queued pod group —
@@ -22,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kuota.federation import managed_by
+from kuota.federation.managed_by import Lookup
 from kuota.operator import jobs, names, podgroups
 from quota import convert
 from quota.api.names import dns_subdomain_error
@@ -45,6 +50,16 @@ def job_needs_suspend(job: Body, *, default_queue: bool,
                 raise Rejected(f"metadata.labels[{label}]: {problem}")
     queue = jobs.queue_of(job, default_queue=default_queue, queue_exists=queue_exists)
     return queue is not None and (job.get("spec") or {}).get("suspend") is not True
+
+
+def job_managed_by(job: Body, *, default_queue: bool,
+                   queue_exists: Callable[[str, str], bool], lookup: Lookup) -> str | None:
+    """The ``spec.managedBy`` a new Job must be created with; None to leave it as it is.
+
+    ``lookup(kind, key)``: the LocalQueue, ClusterQueue and AdmissionCheck objects seen.
+    """
+    queue = jobs.queue_of(job, default_queue=default_queue, queue_exists=queue_exists)
+    return managed_by.default_for(job, queue, lookup)
 
 
 def pod_gates(pod: Body, *,

@@ -32,6 +32,24 @@ An eviction is written in two steps (see :mod:`quota.lifecycle`):
 keeps ``QuotaReserved`` and its admission, and stops its Job or pods; once
 the controller sees them gone (:meth:`Controller.check_stopped`) ``EVICTED``
 clears the admission and requeues it.
+
+**Failures.** The API client already repeats a request through transient
+failures (:mod:`kuota.operator.client`); when it gives up, the work is not
+dropped but queued again after a pause that doubles with each consecutive
+failure of the same work (``requeue_backoff`` up to ``requeue_backoff_max``,
+jittered, never shorter than the server's ``Retry-After``): a Job or pod
+group sync, a Workload's creation, pods' ungating, the status write that
+records an eviction, a finish or a deactivation (only while the engine still
+agrees with it: a newer decision writes its own status), a pods-ready
+condition. Repeating is safe because every one of them is recomputed from
+the newest objects when it runs. A failure on the request's merits (400,
+403, 404, 422) is logged and not repeated: only a change to the object can
+change the answer, and that change brings its own sync — except a Job's start
+or stop while its Workload holds quota, which must land: it is reported and
+tried again (:meth:`Writer.retry`, above). An admission whose
+status write fails is forgotten instead (step 2), which gives its quota back
+at once. Queue statuses need nothing of this: they are compared with the
+cluster and written again at every status interval.
 """
 
 from __future__ import annotations
@@ -39,8 +57,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import random
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from admission.events import Kind, WorkloadEvent
 from kuota.operator import names, owners, status, topology, ungater
@@ -48,8 +67,12 @@ from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
 from kuota.operator.objects import key_of
-from quota.lifecycle import State
+from kuota.operator.retries import backoff
+from quota.lifecycle import HOLDS_QUOTA, State
 from quota.workload import Admission
+
+if TYPE_CHECKING:
+    from admission.engine import Record
 
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
@@ -83,6 +106,11 @@ class Writer:
         self._queued_syncs: set[str] = set()
         self._creating: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Pauses before work is queued again: cancelled with the rest, never waited for.
+        self._timers: set[asyncio.Task[None]] = set()
+        #: Work key -> consecutive failures (sets the pause before its next try).
+        self._failures: dict[str, int] = {}
+        self._rng = random.Random()
         #: Workload key -> the admission stored in its status (what a Job may start under).
         self.persisted: dict[str, Admission] = {}
         #: Workload key -> (reason, message) last written for a waiting workload.
@@ -90,13 +118,20 @@ class Writer:
         #: Refused writes: key -> consecutive refusals, the timer of the next try, and the
         #: refusal last reported.
         self._refusals: dict[str, int] = {}
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._retry_timers: dict[str, asyncio.TimerHandle] = {}
         self._reported: dict[str, str] = {}
 
     # -- scheduling writes -------------------------------------------------------------------
-    def _chain(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
-        """Run ``make`` after the writes already queued for ``key``, within the write limit."""
+    def _chain(self, key: str, make: Callable[[], Awaitable[None]], *,
+               again: Callable[[], None] | None = None, work: str | None = None) -> None:
+        """Run ``make`` after the writes already queued for ``key``, within the write limit.
+
+        ``again`` queues the same work anew: given, an :class:`ApiError` the client gave up
+        on runs it after a backoff (:meth:`_failed`); ``work`` names the work for counting
+        its failures (default ``key``).
+        """
         previous = self._chains.get(key)
+        work = work or key
 
         async def run() -> None:
             if previous is not None:
@@ -106,13 +141,39 @@ class Writer:
                     await make()
             except asyncio.CancelledError:
                 raise
+            except ApiError as exc:
+                self._failed(work, exc, again)
             except Exception:
                 log.exception("write for %s failed", key)
+            else:
+                self._failures.pop(work, None)
 
         task = asyncio.get_running_loop().create_task(run())
         self._chains[key] = task
         task.add_done_callback(lambda t: self._chains.pop(key, None)
                                if self._chains.get(key) is t else None)
+
+    def _failed(self, work: str, exc: ApiError, again: Callable[[], None] | None) -> None:
+        """Queue ``again`` after a pause that doubles with each consecutive failure of
+        ``work`` — unless the failure was about the request itself (module docstring)."""
+        if again is None or not exc.transient:
+            log.warning("%s not written: %s", work, exc)
+            return
+        count = self._failures[work] = self._failures.get(work, 0) + 1
+        options = self.controller.options
+        pause = backoff(count, base=options.requeue_backoff, cap=options.requeue_backoff_max,
+                        rng=self._rng, retry_after=exc.retry_after)
+        log.warning("%s not written: %s; trying again in %.1fs (failure %d in a row)",
+                    work, exc, pause, count)
+        self.metrics.requeued.labels(work.partition(":")[0]).inc()
+
+        async def later() -> None:
+            await asyncio.sleep(pause)
+            again()
+
+        timer = asyncio.get_running_loop().create_task(later())
+        self._timers.add(timer)
+        timer.add_done_callback(self._timers.discard)
 
     def _background(self, coro: Awaitable[None]) -> None:
         async def run() -> None:
@@ -128,17 +189,18 @@ class Writer:
         task.add_done_callback(self._tasks.discard)
 
     async def drain(self, timeout: float = 10.0) -> None:
-        """Wait for the writes in flight (used on shutdown and by tests)."""
+        """Wait for the writes in flight (used on shutdown and by tests); not for the work
+        waiting to be queued again."""
         pending = [*self._chains.values(), *self._tasks]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
 
     def cancel(self) -> None:
-        for task in [*self._chains.values(), *self._tasks]:
+        for task in [*self._chains.values(), *self._tasks, *self._timers]:
             task.cancel()
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+        for handle in self._retry_timers.values():
+            handle.cancel()
+        self._retry_timers.clear()
 
     # -- refused writes ----------------------------------------------------------------------
     def retry(self, key: str, again: Callable[[], None]) -> float:
@@ -146,15 +208,15 @@ class Writer:
         Returns the delay."""
         count = self._refusals[key] = self._refusals.get(key, 0) + 1
         delay = min(RETRY_MAX, RETRY_FIRST * 2.0 ** (count - 1))
-        previous = self._timers.pop(key, None)
+        previous = self._retry_timers.pop(key, None)
         if previous is not None:
             previous.cancel()
 
         def fire() -> None:
-            self._timers.pop(key, None)
+            self._retry_timers.pop(key, None)
             again()
 
-        self._timers[key] = asyncio.get_running_loop().call_later(delay, fire)
+        self._retry_timers[key] = asyncio.get_running_loop().call_later(delay, fire)
         return delay
 
     def report(self, key: str, message: str) -> bool:
@@ -175,14 +237,16 @@ class Writer:
         self.persisted[key] = admission
 
     def create_workload(self, job_key: str) -> None:
-        self._once(f"job:{job_key}", functools.partial(owners.create_job_workload, self, job_key))
+        self._once(f"job:{job_key}", functools.partial(owners.create_job_workload, self, job_key),
+                   again=functools.partial(self.create_workload, job_key))
 
     def sync_job(self, job_key: str) -> None:
         self._coalesced(f"job:{job_key}", functools.partial(owners.sync_job, self, job_key))
 
     def create_group_workload(self, group_key: str) -> None:
         self._once(f"group:{group_key}",
-                   functools.partial(owners.create_group_workload, self, group_key))
+                   functools.partial(owners.create_group_workload, self, group_key),
+                   again=functools.partial(self.create_group_workload, group_key))
 
     def sync_group(self, group_key: str) -> None:
         self._coalesced(f"group:{group_key}",
@@ -192,9 +256,11 @@ class Writer:
         self._coalesced(f"ungate:{owner}", functools.partial(ungater.ungate, self, owner))
 
     def delete_workload(self, key: str) -> None:
-        self._once(f"delete:{key}", functools.partial(owners.delete_workload, self, key))
+        self._once(f"delete:{key}", functools.partial(owners.delete_workload, self, key),
+                   again=functools.partial(self.delete_workload, key))
 
-    def _once(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
+    def _once(self, key: str, make: Callable[[], Awaitable[None]], *,
+              again: Callable[[], None]) -> None:
         """Run ``make`` unless the same creation is already under way."""
         if key in self._creating:
             return
@@ -206,7 +272,7 @@ class Writer:
             finally:
                 self._creating.discard(key)
 
-        self._chain(key, create)
+        self._chain(key, create, again=again, work=f"create:{key}")
 
     def _coalesced(self, key: str, make: Callable[[], Awaitable[None]]) -> None:
         """Queue a level-based sync; one already queued (not started) covers this one."""
@@ -218,22 +284,35 @@ class Writer:
             self._queued_syncs.discard(key)
             await make()
 
-        self._chain(key, sync)
+        self._chain(key, sync, again=functools.partial(self._coalesced, key, make))
 
     def pods_ready(self, key: str) -> None:
-        async def write() -> None:
-            now = self.controller.clock()
-            await self._write_status(key, lambda body: status.pods_ready_status(body, now))
+        def still_ready() -> bool:
+            record = self._record(key)
+            return record is not None and record.state is State.ADMITTED and record.pods_ready
 
-        self._chain(key, write)
+        now = self.controller.clock()
+        self._status_write(key, lambda body: status.pods_ready_status(body, now), still_ready)
 
     def write_status_later(self, key: str, build: Callable[[Body], Body | None]) -> None:
         """Patch a Workload's status after the writes already queued for it (``build`` makes
         the patch from the newest body; None: nothing to write)."""
-        async def write() -> None:
-            await self._write_status(key, build)
+        self._status_write(key, build, lambda: True)
 
-        self._chain(key, write)
+    def _status_write(self, key: str, build: Callable[[Body], Body | None],
+                      wanted: Callable[[], bool]) -> None:
+        """Chain a status write that is tried again after a transient failure, for as long
+        as ``wanted()`` says the engine still stands by it."""
+        async def write() -> None:
+            if wanted():
+                await self._write_status(key, build)
+
+        self._chain(key, write, work=f"status:{key}",
+                    again=functools.partial(self._status_write, key, build, wanted))
+
+    def _record(self, key: str) -> Record | None:
+        engine = self.controller.engine
+        return engine.records.get(key) if engine is not None else None
 
     def workload_problem(self, key: str, message: str) -> None:
         self.event(self.controller.objects.get("Workload", key), "Warning", "InvalidWorkload",
@@ -249,6 +328,11 @@ class Writer:
         key = event.key
         controller = self.controller
         reads = 0
+        if event.kind is Kind.FINISHED:
+            # Resolved once: the patch may be rebuilt (after a conflict, or written again).
+            reason = controller.finish_reasons.pop(key, "Succeeded")
+            event = WorkloadEvent(event.at, key, event.kind, reason, event.detail,
+                                  event.message, event.admission)
 
         def build(body: Body) -> Body | None:
             nonlocal reads
@@ -270,6 +354,12 @@ class Writer:
             self._forget(event)
             controller.reconsider(key)
             return
+        except ApiError as exc:
+            ok = False
+            if not holds:  # released (or being released): the cluster must hear of it
+                self._failed(f"status:{key}", exc, functools.partial(self._rewrite, event))
+            else:
+                log.warning("status of Workload %s not written: %s", key, exc)
         if holds and not ok:
             self._forget(event)
             return
@@ -278,7 +368,11 @@ class Writer:
         elif event.kind in (Kind.EVICTING, Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED):
             self.persisted.pop(key, None)
         if event.kind is Kind.DEACTIVATED and event.reason != "InactiveWorkload":
-            await self._deactivate(key)
+            try:
+                await self._deactivate(key)
+            except ApiError as exc:
+                self._failed(f"deactivate:{key}", exc,
+                             functools.partial(self._deactivate_later, key))
         self._pending_written.pop(key, None)
         job_key = controller.job_of_workload.get(key)
         group_key = controller.group_of_workload.get(key)
@@ -296,20 +390,39 @@ class Writer:
             controller.check_stopped(key)  # an owner that never ran is stopped already
         self._announce(event, job_key)
 
+    def _rewrite(self, event: WorkloadEvent) -> None:
+        """Write again the status of a released-quota event whose write failed, while the
+        engine still agrees with it (a newer decision writes its own status)."""
+        def current() -> bool:
+            record = self._record(event.key)
+            if record is None:
+                return False
+            if event.kind is Kind.FINISHED:
+                return record.state is State.FINISHED
+            if event.kind is Kind.EVICTING:  # still holds its quota, until its pods are gone
+                return record.state is State.EVICTING
+            if event.kind is Kind.REQUEUED:
+                return record.state is State.PENDING
+            return record.state not in HOLDS_QUOTA
+
+        self._status_write(event.key, lambda body: self._event_patch(body, event), current)
+
     async def _deactivate(self, key: str) -> None:
         """Record the engine's deactivation in ``spec.active``, so it outlives a restart."""
         body = self.controller.objects.get("Workload", key)
-        if body is None or (body.get("spec") or {}).get("active") is False:
+        record = self._record(key)
+        if body is None or (body.get("spec") or {}).get("active") is False \
+                or record is None or record.state is not State.INACTIVE:
             return
         namespace, name = split(key)
         patch = {"metadata": {"resourceVersion": body["metadata"].get("resourceVersion")},
                  "spec": {"active": False}}
-        try:
-            stored = await self.client.patch(names.WORKLOADS, name, patch, namespace)
-        except ApiError as exc:
-            log.warning("Workload %s not deactivated: %s", key, exc)
-            return
+        stored = await self.client.patch(names.WORKLOADS, name, patch, namespace)
         self.controller.observe("Workload", stored)
+
+    def _deactivate_later(self, key: str) -> None:
+        self._chain(key, functools.partial(self._deactivate, key), work=f"deactivate:{key}",
+                    again=functools.partial(self._deactivate_later, key))
 
     def _topology_assignments(self, admission: Admission | None) -> dict[str, Body] | None:
         """PodSet name -> ``topologyAssignment`` for the pod sets placed on domains."""
@@ -328,12 +441,8 @@ class Writer:
 
     def _event_patch(self, body: Body, event: WorkloadEvent,
                      placed: dict[str, Body] | None = None) -> Body | None:
-        if event.kind is Kind.FINISHED:
-            if status.is_true(body, "Finished"):
-                return None
-            reason = self.controller.finish_reasons.pop(event.key, "Succeeded")
-            event = WorkloadEvent(event.at, event.key, event.kind, reason, event.detail,
-                                  event.message, event.admission)
+        if event.kind is Kind.FINISHED and status.is_true(body, "Finished"):
+            return None
         checks = requeue = None
         engine = self.controller.engine
         record = engine.records.get(event.key) if engine is not None else None
@@ -356,7 +465,11 @@ class Writer:
         self.controller.on_change()
 
     async def _write_status(self, key: str, build: Callable[[Body], Body | None]) -> bool:
-        """Patch a Workload's status guarded by its resourceVersion; re-read on conflict."""
+        """Patch a Workload's status guarded by its resourceVersion; re-read on conflict.
+
+        False: the Workload is gone, or the conflicts did not stop; any other refusal
+        raises its :class:`ApiError`.
+        """
         objects = self.controller.objects
         namespace, name = split(key)
         body = objects.get("Workload", key)
@@ -371,14 +484,13 @@ class Writer:
                 stored = await self.client.patch(names.WORKLOADS, name, patch, namespace,
                                                  subresource="status")
             except ApiError as exc:
-                if exc.conflict:
-                    self.metrics.conflicts.inc()
-                    body = await self.client.find(names.WORKLOADS, name, namespace)
-                    if body is not None:
-                        self.controller.observe("Workload", body)
-                    continue
-                log.warning("status of Workload %s not written: %s", key, exc)
-                return False
+                if not exc.conflict:
+                    raise
+                self.metrics.conflicts.inc()
+                body = await self.client.find(names.WORKLOADS, name, namespace)
+                if body is not None:
+                    self.controller.observe("Workload", body)
+                continue
             self.controller.observe("Workload", stored)
             return True
         log.warning("status of Workload %s not written: still conflicting", key)
@@ -425,7 +537,13 @@ class Writer:
         if record is None or record.state is not State.PENDING:
             return
         now = self.controller.clock()
-        await self._write_status(key, lambda body: status.pending_status(body, *why, now))
+        try:
+            await self._write_status(key, lambda body: status.pending_status(body, *why, now))
+        except ApiError as exc:
+            # Not written: forget that it was, so the next status sync writes it.
+            self._pending_written.pop(key, None)
+            log.info("pending reason of Workload %s not written: %s", key, exc)
+            return
         self.event(self.controller.objects.get("Workload", key), "Normal", "Pending",
                    f"{why[0]}: {why[1]}")
 

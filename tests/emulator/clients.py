@@ -13,7 +13,6 @@ import json
 import os
 import pathlib
 import queue
-import shutil
 import subprocess
 import threading
 import time
@@ -25,7 +24,9 @@ from typing import Any
 
 import yaml
 
-KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+from tests.cluster.binaries import kubectl_path
+
+KUBECTL = kubectl_path() or "/usr/bin/kubectl"
 
 
 def kubeconfig(url: str, *, namespace: str = "default", name: str = "emulator") -> dict[str, Any]:

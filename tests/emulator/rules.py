@@ -16,6 +16,8 @@ are a short list:
 * updates of pods and Jobs change only what their validation lets change
   (:mod:`.updates`: a gated pod's nodeSelector only grows, a Job's template
   only while it is suspended and not started);
+* a Job's ``spec.managedBy`` and its status writes follow the Job registry's
+  rules (:mod:`.jobs`);
 * a CustomResourceDefinition must describe a servable resource
   (:func:`~.resources.types_from_crd`) that does not shadow a built-in, and
   is answered with the ``Established`` status real CRDs reach.
@@ -28,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import errors, schema, updates
+from . import errors, jobs, schema, updates
 from .resources import CRD_GROUP, CRDError, Registry, ResourceType, types_from_crd
 
 Obj = dict[str, Any]
@@ -60,6 +62,8 @@ def admit(rtype: ResourceType, obj: Obj, old: Obj | None, *, registry: Registry,
     if rtype.custom:
         obj, schema_problems = schema.admit(obj, rtype.schema)
         problems += schema_problems
+    if rtype.key == ("batch", "jobs"):
+        problems += jobs.problems(obj, old)
     if problems:
         raise errors.invalid(rtype, meta.get("name", ""), problems)
     _DEFAULTERS.get(rtype.key, _no_defaults)(obj, old)

@@ -1,9 +1,13 @@
-"""Sample manifests for tests: a tiny CRD of our own and kopf's peering CRDs.
+"""Sample manifests for tests: a tiny CRD of our own, kopf's peering CRDs, Job statuses.
 
 ``Widget`` (``emu.kuota.dev/v1``, short name ``wdg``, category ``kuota-test``)
 is namespaced, has a status subresource, a schema with a default, an enum and
 a required field, and printer columns of each type, so one CRD exercises
 registration, pruning, validation and ``kubectl get`` tables.
+
+:func:`finished_job_status` is the status a 1.31+ Job controller writes when a
+Job ends — what a test that plays the Job controller must write, since the
+emulator refuses a status the real server would (see :mod:`.jobs`).
 """
 
 from __future__ import annotations
@@ -104,3 +108,28 @@ def kopf_peering_crds() -> list[dict[str, Any]]:
 
     return [crd("ClusterKopfPeering", "clusterkopfpeerings", "Cluster"),
             crd("KopfPeering", "kopfpeerings", "Namespaced")]
+
+
+def finished_job_status(*, failed: bool = False, succeeded: int = 1, failures: int = 0,
+                        started: str = "2025-01-01T00:00:00Z",
+                        ended: str = "2025-01-01T00:01:00Z", reason: str = "",
+                        message: str = "") -> dict[str, Any]:
+    """A Job's final status as the Job controller writes it: the interim condition
+    (``SuccessCriteriaMet`` / ``FailureTarget``) with the terminal one, ``startTime``,
+    ``completionTime`` only when complete, no active or ready pods."""
+    if failed:
+        reason = reason or "BackoffLimitExceeded"
+        message = message or "Job has reached the specified backoff limit"
+        kinds = ("FailureTarget", "Failed")
+        status: dict[str, Any] = {"failed": max(failures, 1), "succeeded": 0}
+    else:
+        reason = reason or "CompletionsReached"
+        message = message or "Reached expected number of succeeded pods"
+        kinds = ("SuccessCriteriaMet", "Complete")
+        status = {"succeeded": succeeded, "failed": failures, "completionTime": ended}
+    status.update(startTime=started, active=0, ready=0, terminating=0,
+                  uncountedTerminatedPods={},
+                  conditions=[{"type": kind, "status": "True", "reason": reason,
+                               "message": message, "lastProbeTime": ended,
+                               "lastTransitionTime": ended} for kind in kinds])
+    return status

@@ -34,7 +34,7 @@ import kmock
 from kmock._internal import rendering  # the Request record kmock's DSL filters on
 
 from . import deletion, discovery, errors, tables, watch, webhooks
-from .faults import Faults
+from .faults import RESET, Fault, Faults
 from .resources import ResourceType
 from .rules import utc_now
 from .selectors import Matcher, SelectorError, field_value, parse_fields, parse_labels
@@ -93,6 +93,15 @@ def _json(data: Any, status: int = 200) -> aiohttp.web.Response:
     return aiohttp.web.json_response(data, status=status)
 
 
+class _Reset(Exception):
+    """An injected fault that answers nothing: the connection is to be closed."""
+
+
+def _failure(fault: Fault, route: Route) -> Exception:
+    assert route.plural is not None
+    return _Reset() if fault.status == RESET else fault.error(route.plural, route.name)
+
+
 @attrs.define(kw_only=True)
 class KubeEmulator(kmock.KubernetesScaffold):
     """A kmock handler that emulates a Kubernetes API server over a :class:`Store`."""
@@ -114,6 +123,11 @@ class KubeEmulator(kmock.KubernetesScaffold):
     def __attrs_post_init__(self) -> None:
         # Deliberately no kmock fallback reactions: the emulation is the fallback (_handle).
         self._running.set()
+
+    @property
+    def requests_served(self) -> int:
+        """How many requests reached the emulator so far (kept or not, for benchmarks)."""
+        return self._count
 
     # --- lifecycle hooks used by the runner (called in the server's event loop) -----------
 
@@ -139,6 +153,11 @@ class KubeEmulator(kmock.KubernetesScaffold):
             await self._running.wait()
             request = self._record(raw_request, body)
             response = await self._handle(request)
+        except _Reset:
+            # Close the connection under the request: the client sees a reset, no status.
+            if raw_request.transport is not None:
+                raw_request.transport.abort()
+            response = aiohttp.web.Response(status=499)  # recorded; never reaches the client
         except kmock.KubernetesError as exc:
             response = await self._render_error(exc)
         except Exception as exc:
@@ -183,7 +202,7 @@ class KubeEmulator(kmock.KubernetesScaffold):
             fault = self.faults.take(verb, route.group, route.plural, route.namespace,
                                      route.name, route.subresource)
             if fault is not None:
-                raise fault.error(route.plural, route.name)
+                raise _failure(fault, route)
         if self._payloads:  # reactions added with kmock's DSL win over the emulation
             try:
                 return await super()._handle(request)
@@ -191,7 +210,22 @@ class KubeEmulator(kmock.KubernetesScaffold):
                 pass
         if route.plural is None:
             return self._discovery(request, route)
-        return await self._resource(request, route, verb)
+        response = await self._resource(request, route, verb)
+        if route.group is not None and verb != "watch" and response.status < 400:
+            # The request was carried out; an ``after`` fault loses its answer.
+            fault = self.faults.take(verb, route.group, route.plural, route.namespace,
+                                     route.name, route.subresource, after=True)
+            if fault is not None:
+                raise _failure(fault, route)
+        return response
+
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        response = await super()._render_error(exc)
+        details = exc.details if isinstance(exc, kmock.KubernetesError) else None
+        if isinstance(details, dict) and details.get("retryAfterSeconds") is not None:
+            # As the API server does (its 429s from API Priority and Fairness, for one).
+            response.headers["Retry-After"] = str(details["retryAfterSeconds"])
+        return response
 
     # --- discovery and other non-resource paths -------------------------------------------
 
@@ -252,8 +286,8 @@ class KubeEmulator(kmock.KubernetesScaffold):
                 render=lambda obj: self._render(rtype, obj, as_table, params),
             )
         if verb == "list":
-            items, rv = self.store.list_objects(rtype, namespace, [self._matcher(params, None)])
-            return _json(self._list(rtype, items, rv, params, as_table))
+            return _json(self._list(rtype, namespace, self._matcher(params, None), params,
+                                    as_table))
         if verb == "create" and route.name is None:
             body = self._body(request, rtype)
             target_ns = (namespace or (body.get("metadata") or {}).get("namespace")) \
@@ -333,24 +367,32 @@ class KubeEmulator(kmock.KubernetesScaffold):
                                 metadata={"resourceVersion": obj["metadata"]["resourceVersion"]})
         return obj
 
-    def _list(self, rtype: ResourceType, items: list[Obj], rv: int, params: dict[str, str],
-              as_table: bool) -> Obj:
-        start = 0
+    def _list(self, rtype: ResourceType, namespace: str | None, matches: Matcher,
+              params: dict[str, str], as_table: bool) -> Obj:
+        after: tuple[str, str] | None = None
+        first: int | None = None
         if params.get("continue"):
             try:
                 token = json.loads(base64.urlsafe_b64decode(params["continue"]))
-                start = next((i for i, item in enumerate(items)
-                              if _position(item) > tuple(token["after"])), len(items))
-            except (ValueError, KeyError, TypeError) as exc:
+                after, first = (str(token["after"][0]), str(token["after"][1])), int(token["rv"])
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
                 raise errors.bad_request(f"invalid continue token: {exc}") from exc
+            if self.store.compacted(first):
+                # etcd compacted the revision the list started at (the real server's words)
+                raise errors.gone("The provided continue parameter is too old to display a "
+                                  "consistent list result. You can start a new list without "
+                                  "the continue parameter.")
         limit = int(params.get("limit") or 0)
-        page = items[start:start + limit] if limit > 0 else items[start:]
+        page, rv, more = self.store.list_page(rtype, namespace, [matches], after=after,
+                                              limit=max(limit, 0))
+        # Every page carries the first page's version: a watch from it sees every change
+        # made while the pages were read.
+        rv = rv if first is None else first
         metadata: dict[str, Any] = {"resourceVersion": str(rv)}
-        if limit > 0 and start + limit < len(items):
-            after = list(_position(page[-1]))
-            metadata["continue"] = base64.urlsafe_b64encode(
-                json.dumps({"after": after}).encode()).decode()
-            metadata["remainingItemCount"] = len(items) - start - limit
+        if more:
+            metadata["continue"] = base64.urlsafe_b64encode(json.dumps(
+                {"after": list(_position(page[-1])), "rv": rv}).encode()).decode()
+            metadata["remainingItemCount"] = more
         page = [dict(item, apiVersion=rtype.api_version, kind=rtype.kind) for item in page]
         if as_table:
             return tables.table(rtype, page, now=self.clock(), metadata=metadata,

@@ -129,12 +129,37 @@ class Store:
         matchers: Iterable[Matcher] = (),
     ) -> tuple[list[Obj], int]:
         """Objects (of one namespace, or all) that every matcher accepts, and the list's rv."""
+        items, rv, _ = self.list_page(rtype, namespace, matchers)
+        return items, rv
+
+    def list_page(
+        self,
+        rtype: ResourceType,
+        namespace: str | None = None,
+        matchers: Iterable[Matcher] = (),
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int = 0,
+    ) -> tuple[list[Obj], int, int]:
+        """Up to ``limit`` (0: all) matching objects ordered after the ``(namespace, name)``
+        ``after``, the list's rv and how many more match. Only the page is copied, so
+        reading a large list page by page stays cheap."""
         tests = list(matchers)
         with self._lock:
             bucket = self._objects.get(rtype.key, {})
-            return [self._out(rtype, obj) for (ns, _), obj in sorted(bucket.items(), key=_order)
-                    if (namespace is None or ns == namespace)
-                    and all(test(obj) for test in tests)], self._rv
+            page: list[Obj] = []
+            more = 0
+            for position, obj in sorted(((_order(item), item[1]) for item in bucket.items()),
+                                        key=lambda found: found[0]):
+                if (after is not None and position <= after) \
+                        or (namespace is not None and position[0] != namespace) \
+                        or not all(test(obj) for test in tests):
+                    continue
+                if limit and len(page) >= limit:
+                    more += 1
+                else:
+                    page.append(obj)
+            return [self._out(rtype, obj) for obj in page], self._rv, more
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -233,9 +258,9 @@ class Store:
                                                       key=_order)
                            if namespace is None or ns == namespace]
             else:
-                oldest = self._log[0].rv if self._log else self._rv + 1
-                if since < oldest - 1 and since < self._rv:
-                    raise errors.gone(f"too old resource version: {since} ({oldest - 1})")
+                if self.compacted(since):
+                    raise errors.gone(f"too old resource version: {since} "
+                                      f"({self._oldest() - 1})")
                 backlog = [event for event in self._log
                            if event.rv > since and event.key == rtype.key
                            and (namespace is None or event.namespace == namespace)]
@@ -247,6 +272,15 @@ class Store:
                 self._subscribers.pop(token, None)
 
         return backlog, unsubscribe
+
+    def compacted(self, rv: int) -> bool:
+        """Whether the changes after ``rv`` are no longer all in the log (etcd compacted
+        them): a watch or a list continued from ``rv`` cannot be served."""
+        with self._lock:
+            return rv < self._oldest() - 1 and rv < self._rv
+
+    def _oldest(self) -> int:
+        return self._log[0].rv if self._log else self._rv + 1
 
     # --- internals ----------------------------------------------------------------------------
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import pathlib
 import re
-import shutil
 
 import kmock
 import pytest
 import yaml
 
+from tests.cluster.binaries import kubectl_path
 from tests.emulator import Emulator, Kubectl
 from tests.emulator.clients import LineReader
 from tests.emulator.samples import WIDGET_API, widget, widget_crd
 
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+pytestmark = pytest.mark.skipif(kubectl_path() is None, reason="needs kubectl")
 
 CRDS = pathlib.Path(__file__).resolve().parents[3] / "manifests" / "crds"
 

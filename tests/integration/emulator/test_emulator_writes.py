@@ -288,6 +288,29 @@ class TestLists:
         assert [p["metadata"]["name"] for p in second["items"]] == ["c"]
         assert "continue" not in second["metadata"]
 
+    def test_every_page_carries_the_first_pages_version(self, pods: Emulator) -> None:
+        first = call(pods.url, "GET", "/api/v1/pods?limit=1").data
+        version = first["metadata"]["resourceVersion"]
+        pods.create({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": "d", "namespace": "kube-system"}})
+        token = first["metadata"]["continue"]
+        second = call(pods.url, "GET", f"/api/v1/pods?limit=1&continue={token}").data
+        assert second["metadata"]["resourceVersion"] == version
+
+    def test_a_continue_token_past_the_retained_history_is_410_expired(self) -> None:
+        with Emulator(history=3) as api:
+            for name in ("a", "b", "c"):
+                api.create(configmap(name, namespace="default"))
+            first = call(api.url, "GET", f"{CM_PATH}?limit=2").data
+            for name in ("d", "e", "f", "g"):  # the list's version leaves the history
+                api.create(configmap(name, namespace="default"))
+            token = first["metadata"]["continue"]
+            reply = call(api.url, "GET", f"{CM_PATH}?limit=2&continue={token}")
+            assert reply.status == 410 and reply.data["reason"] == "Expired"
+            assert "start a new list without the continue parameter" in reply.data["message"]
+            again = call(api.url, "GET", f"{CM_PATH}?limit=2").data
+            assert [c["metadata"]["name"] for c in again["items"]] == ["a", "b"]
+
     def test_a_bad_selector_is_400(self, pods: Emulator) -> None:
         assert call(pods.url, "GET", "/api/v1/pods?labelSelector=a+in+(b").status == 400
 

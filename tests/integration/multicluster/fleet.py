@@ -24,6 +24,7 @@ import yaml
 
 from tests.emulator import Emulator, emulators, kubeconfig, write_kubeconfig
 from tests.emulator.clients import call
+from tests.emulator.samples import finished_job_status
 from tests.integration.operator import harness as h
 
 Body = dict[str, Any]
@@ -132,12 +133,9 @@ class Fleet:
 
     def finish(self, where: str, name: str, *, failed: bool = False) -> None:
         """Play the member's Job controller: the copy succeeded (or failed)."""
-        condition = {"type": "Failed" if failed else "Complete", "status": "True",
-                     "reason": "BackoffLimitExceeded" if failed else "Completed",
-                     "message": "the pod failed" if failed else "done"}
-        counts = {"failed": 1} if failed else {"succeeded": 1}
-        self.members[where].patch("batch/v1", "Job", name,
-                                  {"status": {**counts, "conditions": [condition]}},
+        status = finished_job_status(failed=failed,
+                                     message="the pod failed" if failed else "done")
+        self.members[where].patch("batch/v1", "Job", name, {"status": status},
                                   namespace="default", subresource="status")
 
     def finish_all(self, *names: str) -> None:

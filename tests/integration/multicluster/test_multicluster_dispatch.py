@@ -6,6 +6,7 @@ the members; the shared fleet is left as found (every Job finished).
 
 from __future__ import annotations
 
+from kuota.federation.managed_by import MANAGED_BY
 from tests.integration.multicluster.fleet import ORIGIN, Fleet, gpu_job
 from tests.integration.operator import harness as h
 
@@ -122,3 +123,40 @@ class TestFollow:
         assert capacity["a100"]["nvidia.com/gpu"] == "4"
         assert capacity["cpu"]["cpu"] == "24"
         assert "a100" not in {c["name"] for c in fleet.member_status("a")["capacity"]}
+
+
+class TestManagedBy:
+    """The local Job is kuota's alone (spec.managedBy), the copy is the member's."""
+
+    def test_progress_goes_home_to_a_job_only_kuota_manages(self, fleet: Fleet) -> None:
+        fleet.submit(h.job("owned"))
+        where = fleet.placed("owned")
+        assert h.get_job(fleet.manager, "owned")["spec"]["managedBy"] == MANAGED_BY
+        copy = fleet.copy(where, "owned")
+        assert copy is not None and "managedBy" not in copy["spec"]
+        # the member's Job controller runs the copy
+        fleet.members[where].patch("batch/v1", "Job", "owned", {"status": {
+            "startTime": "2025-01-01T00:00:00Z", "active": 1, "ready": 1}},
+            namespace="default", subresource="status")
+        h.wait(fleet.manager, lambda: (h.get_job(fleet.manager, "owned").get("status") or {})
+               .get("ready") == 1, "the copy's progress copied home")
+        fleet.finish_all("owned")
+        local = h.get_job(fleet.manager, "owned")["status"]
+        assert [c["type"] for c in local["conditions"]] == ["SuccessCriteriaMet", "Complete"]
+        assert (local["active"], local["ready"], local["succeeded"]) == (0, 0, 1)
+        assert local["completionTime"] and local["startTime"]
+
+    def test_a_job_without_it_is_rejected_instead_of_dispatched(self, fleet: Fleet) -> None:
+        # Straight into the store: no webhook ran, as for a Job created before its queue
+        # dispatched to members.
+        fleet.manager.create(h.job("unowned"))
+        try:
+            wl = h.wait(fleet.manager, lambda: (w := h.workload_of(fleet.manager, "unowned"))
+                        and w["spec"].get("active") is False and w, "the Workload deactivated")
+            assert "cannot be dispatched: its spec.managedBy is not kuota.dev/multicluster" \
+                in h.condition(wl, "Evicted")["message"]
+            h.settle(0.5)
+            assert not fleet.copies("unowned")
+            assert h.get_job(fleet.manager, "unowned")["spec"]["suspend"] is True
+        finally:
+            fleet.manager.delete("batch/v1", "Job", "unowned", "default")

@@ -27,6 +27,7 @@ from kuota.operator.handlers import WebhookOptions, build_registry
 from kuota.operator.loop import Operator
 from kuota.operator.settings import Options
 from tests.emulator import Emulator
+from tests.emulator.samples import finished_job_status
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 API = "kuota.dev/v1alpha1"
@@ -68,7 +69,11 @@ class Running:
     """The operator running against ``api`` until the context exits."""
 
     def __init__(self, api: Emulator, certs: pathlib.Path, *, lease: str | None = None,
-                 identity: str = "", **options: Any) -> None:
+                 identity: str = "", webhook: dict[str, Any] | None = None,
+                 server: str | None = None, **options: Any) -> None:
+        """``webhook``: overrides of the :class:`WebhookOptions`; ``server``: where the
+        operator reaches the API (default ``api.url``; e.g. a fault proxy in front of it);
+        ``options``: overrides of the operator's :class:`Options`."""
         self.api = api
         cert, key = certificate(certs)
         defaults: dict[str, Any] = {"status_interval": 0.2, "lease_name": lease,
@@ -76,10 +81,13 @@ class Running:
                                     "lease_duration": 3.0, "lease_renew": 0.5}
         defaults.update(options)
         self.operator = Operator(Options(**defaults))
+        self.webhook_port = free_port()
         self.registry = build_registry(
-            self.operator, kopf.ConnectionInfo(server=api.url),
-            webhook=WebhookOptions(addr="127.0.0.1", port=free_port(), certfile=str(cert),
-                                   pkeyfile=str(key), host="127.0.0.1", managed="kuota.dev"))
+            self.operator, kopf.ConnectionInfo(server=server or api.url),
+            webhook=WebhookOptions(**{"addr": "127.0.0.1", "port": self.webhook_port,
+                                      "certfile": str(cert), "pkeyfile": str(key),
+                                      "host": "127.0.0.1", "managed": "kuota.dev",
+                                      **(webhook or {})}))
         self.runner = KopfRunner(["run", "-A", "--standalone"], registry=self.registry,
                                  timeout=60)
 
@@ -205,9 +213,8 @@ def running(api: Emulator, name: str, namespace: str = "default") -> bool:
 
 def complete(api: Emulator, name: str, namespace: str = "default") -> None:
     """Play the Job controller: the Job succeeded."""
-    api.patch("batch/v1", "Job", name, {"status": {
-        "succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}},
-        namespace=namespace, subresource="status")
+    api.patch("batch/v1", "Job", name, {"status": finished_job_status()},
+              namespace=namespace, subresource="status")
 
 
 def wait(api: Emulator, predicate: Callable[[], Any], what: str, timeout: float = 15) -> Any:

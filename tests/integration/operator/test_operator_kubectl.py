@@ -9,6 +9,7 @@ import subprocess
 import yaml
 
 from tests.emulator import Emulator, Kubectl
+from tests.emulator.clients import KUBECTL
 from tests.integration.operator import harness as h
 
 SAMPLES = h.ROOT / "manifests" / "samples"
@@ -66,7 +67,7 @@ def _second_job() -> str:
 
 
 def test_kustomize_renders_everything_once() -> None:
-    out = subprocess.run(["kubectl", "kustomize", str(h.ROOT / "manifests")], check=True,
+    out = subprocess.run([KUBECTL, "kustomize", str(h.ROOT / "manifests")], check=True,
                          capture_output=True, text=True).stdout
     docs = [d for d in yaml.safe_load_all(out) if d]
     ids = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in docs]

@@ -3,13 +3,23 @@ bound pods per copy (for a restarted manager to adopt), and a refused create as 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
+from kuota.federation import member_watch
 from kuota.federation.kubernetes_member import KubernetesMember
 from kuota.federation.member import refusal_of
 from tests.emulator import Emulator, kubeconfig
 
 ORIGIN = {"kuota.dev/origin": "mgr"}
+
+
+@pytest.fixture(autouse=True)
+def no_watches_left() -> Iterator[None]:
+    yield
+    member_watch.close_all()
 
 
 def node(name: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The copy a member receives, and what its status means for the local Job (pure)."""
+"""The copy a member receives, and the follow / clean-up plan of an observation (pure)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,16 @@ class TestBuild:
         assert template["spec"]["nodeSelector"] == {"disk": "ssd", "gpu-model": "a100"}
         assert "status" not in body
 
+    @pytest.mark.parametrize("managed_by", ["kuota.dev/multicluster",
+                                            "kubernetes.io/job-controller", None])
+    def test_the_copy_is_run_by_the_members_job_controller(self,
+                                                           managed_by: str | None) -> None:
+        job = local_job()
+        job["spec"]["managedBy"] = managed_by
+        body = remote_job.build(job, admission(), FLAVORS, origin="m", workload="ml/w",
+                                member="b")
+        assert "managedBy" not in body["spec"]
+
     def test_a_job_without_template_is_an_error_naming_it(self) -> None:
         job = local_job()
         job["spec"]["template"] = None
@@ -71,28 +81,6 @@ class TestBuild:
         if annotation is not None:
             meta["annotations"][remote_job.ORIGIN_WORKLOAD_ANNOTATION] = annotation
         assert remote_job.workload_of({"metadata": meta}) == want
-
-
-class TestStatusPatch:
-    @pytest.mark.parametrize(("remote", "want"), [
-        ({}, None),
-        ({"active": 2, "startTime": "t0"}, {"active": 2, "startTime": "t0"}),
-        ({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"},
-                                         {"type": "SuccessCriteriaMet", "status": "True"}]},
-         {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}),
-        ({"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "B"}]},
-         {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "B"}]}),
-    ])
-    def test_progress_and_outcome_go_home(self, remote: Body, want: Body | None) -> None:
-        patch = remote_job.status_patch(local_job(), {"status": remote})
-        assert patch == (None if want is None else {"status": want})
-
-    def test_nothing_to_write_once_copied(self) -> None:
-        remote = {"status": {"succeeded": 1,
-                             "conditions": [{"type": "Complete", "status": "True"}]}}
-        local = local_job()
-        local["status"] = dict(remote["status"])
-        assert remote_job.status_patch(local, remote) is None
 
 
 def copy(workload: str, name: str = "") -> Copy:

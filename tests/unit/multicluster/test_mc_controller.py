@@ -32,7 +32,7 @@ class Setup:
 
     def __init__(self, *members: ClusterInfo, config: str = "fleet",
                  annotations: dict[str, dict[str, str]] | None = None,
-                 with_config: bool = True) -> None:
+                 with_config: bool = True, refused: dict[str, str] | None = None) -> None:
         self.engine = e = Engine(rng=random.Random(1))
         e.apply(FLAVORS["a100"])
         e.apply(AdmissionCheckConfig(CHECK, CONTROLLER_NAME,
@@ -41,10 +41,11 @@ class Setup:
         e.apply(ClusterQueueBuilder("cq").flavor("a100", {GPU: 64})
                 .set(admission_checks=((CHECK, ()),)).obj())
         e.apply(local_queue("cq"))
-        notes = annotations or {}
+        notes, refusals = annotations or {}, refused or {}
         self.dispatcher = d = Dispatcher(flavors=lambda: e.cache.flavors,
                                          assign=e.assign_cluster,
-                                         annotations=lambda info: notes.get(info.name, {}))
+                                         annotations=lambda info: notes.get(info.name, {}),
+                                         refuse=lambda info: refusals.get(info.name))
         e.controllers[CONTROLLER_NAME] = d
         self.names = [m.name for m in members]
         if with_config:
@@ -168,6 +169,29 @@ def test_hints_from_annotations(annotations: dict[str, str], want_state: State,
     assert (record.admission.cluster if record.admission else None) == want_cluster
     message = (record.pending_message or "") + "".join(m for _, m in record.checks.values())
     assert want_in_message in message
+
+
+@pytest.mark.parametrize(("refused", "with_config", "want_state", "want_check"), [
+    ({}, True, State.ADMITTED, "Ready"),
+    # the adapter cannot carry it out: rejected at once, not kept waiting for a member
+    ({"w": "Job ns/w cannot be dispatched: its spec.managedBy is not ..."}, True,
+     State.INACTIVE, "Rejected"),
+    ({"w": "Job ns/w cannot be dispatched"}, False, State.INACTIVE, "Rejected"),
+    ({"other": "Job ns/other cannot be dispatched"}, True, State.ADMITTED, "Ready"),
+])
+def test_a_workload_the_adapter_refuses_is_rejected(refused: dict[str, str], with_config: bool,
+                                                    want_state: State, want_check: str) -> None:
+    s = Setup(gpu_member("eu"), refused=refused, with_config=with_config)
+    key = s.submit("w")
+    s.run()
+    record = s.engine.records[key]
+    assert record.state is want_state
+    assert record.checks[CHECK][0] == want_check
+    if want_check == "Rejected":
+        assert "cannot be dispatched" in (record.pending_message or "")
+        assert key not in s.dispatcher.dispatched and s.used("eu") == 0
+    else:
+        assert record.admission is not None and record.admission.cluster == "eu"
 
 
 def test_unknown_config_waits_until_it_is_set() -> None:

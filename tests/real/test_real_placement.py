@@ -1,0 +1,95 @@
+"""Topology and binpacking on a real cluster: the webhook gates, the real scheduler places.
+
+* A Job asking for one rack: the shipped webhook configuration sends its pods
+  to kuota's pod webhook (they carry ``kuota.dev/tas``), they are created
+  gated, kuota ungates each with its domain's nodeSelector, and kube-scheduler
+  binds them to that rack's kwok nodes.
+* The shipped KubeSchedulerConfiguration's ``kuota-binpack`` profile calls
+  ``kuota extender`` for GPU pods, and a gang packs onto the fullest node.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.kube import Kube
+from tests.real import builders as b
+from tests.real.operator import OperatorProcess
+
+RACK = "kuota.dev/test-rack"  # the extender fixture's first topology level
+HOST = "kubernetes.io/hostname"
+
+
+def _pods(kube: Kube, namespace: str, job: str) -> list[dict]:
+    return kube.list("v1", "Pod", namespace, label_selector=f"job-name={job}")
+
+
+def test_a_job_asking_for_a_rack_is_gated_pinned_and_lands_on_that_rack(
+        control_plane: ControlPlane, kube: Kube, namespace: str,
+        operator: OperatorProcess) -> None:
+    pool = f"{namespace}-tas"
+    gpus = {"nvidia.com/gpu": "2"}
+    control_plane.add_nodes(
+        node(f"{namespace}-r1a", labels={"pool": pool, RACK: "r1"}, extra=gpus),
+        node(f"{namespace}-r1b", labels={"pool": pool, RACK: "r1"}, extra=gpus),
+        node(f"{namespace}-r2a", labels={"pool": pool, RACK: "r2"}, extra={"nvidia.com/gpu": "8"}),
+        node(f"{namespace}-r2b", labels={"pool": pool, RACK: "r2"}, extra={"nvidia.com/gpu": "8"}))
+    topo, rf, cq = f"{namespace}-topo", f"{namespace}-rf", f"{namespace}-cq"
+    kube.apply({"apiVersion": b.API, "kind": "Topology", "metadata": {"name": topo},
+                "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOST}]}})
+    flavor = b.flavor(rf, labels={"pool": pool})
+    flavor["spec"]["topologyName"] = topo
+    kube.apply(flavor, b.cluster_queue(cq, quotas={rf: {"cpu": 32, b.GPU: 32}}),
+               b.local_queue("main", cq, namespace))
+
+    # 4 pods of 1 GPU: rack r1 holds exactly 4, the tightest fit.
+    kube.create(b.job("tas", namespace, cpu="1", gpu=1, parallelism=4, run_for="30s",
+                      pod_annotations={"kuota.dev/podset-required-topology": RACK}))
+
+    def bound() -> list[dict] | None:
+        pods = _pods(kube, namespace, "tas")
+        return pods if len(pods) == 4 and all(p["spec"].get("nodeName") for p in pods) else None
+
+    pods = kube.wait_for(bound, what="the Job's 4 pods to be ungated and bound", timeout=60)
+    for pod in pods:
+        assert pod["metadata"]["labels"].get("kuota.dev/tas"), pod["metadata"]
+        selector = pod["spec"]["nodeSelector"]
+        assert selector[RACK] == "r1" and selector["pool"] == pool, selector
+        assert pod["spec"]["nodeName"] == selector[HOST]
+        assert not pod["spec"].get("schedulingGates")
+    assert sorted(p["spec"]["nodeName"] for p in pods) == \
+        sorted([f"{namespace}-r1a"] * 2 + [f"{namespace}-r1b"] * 2)
+    ungated = kube.list("v1", "Event", namespace, field_selector="reason=TopologyUngated")
+    assert {e["involvedObject"]["name"] for e in ungated} == \
+        {p["metadata"]["name"] for p in pods}
+
+
+def test_the_binpack_profile_calls_the_extender_and_packs_a_gang_onto_the_fullest_node(
+        control_plane: ControlPlane, kube: Kube, namespace: str,
+        operator: OperatorProcess) -> None:
+    pool = f"{namespace}-gpu"
+    control_plane.add_nodes(*(node(f"{namespace}-g{i}", labels={"pool": pool},
+                                   extra={"nvidia.com/gpu": "4"}) for i in (1, 2, 3)))
+    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+    kube.apply(b.flavor(rf, labels={"pool": pool}),
+               b.cluster_queue(cq, quotas={rf: {"cpu": 32, b.GPU: 12}}),
+               b.local_queue("main", cq, namespace))
+    log = control_plane.workdir / "logs" / "kuota-extender.log"
+    calls_before = log.read_text().count("POST /prioritize")
+
+    kube.create(b.job("filler", namespace, cpu="1", gpu=2, run_for="1h",
+                      scheduler_name="kuota-binpack"))
+    filler = kube.wait_for(lambda: [p for p in _pods(kube, namespace, "filler")
+                                    if p["spec"].get("nodeName")],
+                           what="the filler pod to be bound")[0]["spec"]["nodeName"]
+
+    kube.create(b.job("gang", namespace, cpu="1", gpu=1, parallelism=2, run_for="1h",
+                      scheduler_name="kuota-binpack"))
+    pods = kube.wait_for(lambda: [p for p in _pods(kube, namespace, "gang")
+                                  if p["spec"].get("nodeName")][1:] and
+                         _pods(kube, namespace, "gang"), what="the gang to be bound")
+    assert [p["spec"]["nodeName"] for p in pods] == [filler, filler], (filler, pods)
+    time.sleep(0.5)  # the extender's access log is written after the answer
+    assert log.read_text().count("POST /prioritize") > calls_before, \
+        "kube-scheduler never asked kuota extender"
