@@ -18,13 +18,12 @@
   Pod groups have no owner the garbage collector could follow at all.
 
 Each write carries the resourceVersion it was computed from and is
-recomputed after a 409. A Job write the API server refuses otherwise (a
-422, a 403, or a transient failure the client gave up on) is never dropped
-while the Workload holds quota: it is reported — a Warning Event on the Job
-and on its Workload, and the log — and tried again with a growing delay
-(:meth:`Writer.retry`). A pod group's failed pod writes are raised once the
-other pods are done: the writer queues the sync again after a backoff when
-they are transient. A group's pod that can never take its admission's
+recomputed after a 409. Transient failures the client gave up on are raised:
+the writer queues the sync again after a backoff (a pod group's once its
+other pods are done). A Job write the API server refuses on its merits (a
+422, a 403) is never dropped while the Workload holds quota either: it is
+reported — a Warning Event on the Job and on its Workload, and the log — and
+tried again with a growing delay (:meth:`Writer.retry`). A group's pod that can never take its admission's
 nodeSelector (a key it already has with another value: a gated pod's
 nodeSelector may only gain keys) deactivates the Workload — see
 :func:`placement_conflict`.
@@ -145,6 +144,8 @@ async def sync_job(writer: Writer, job_key: str) -> None:
             if exc.not_found:
                 return
             if not exc.conflict:
+                if exc.transient:
+                    raise  # the client gave up for now: the writer queues the sync again
                 _refused(writer, job_key, job, write, exc)
                 return
             writer.metrics.conflicts.inc()

@@ -207,6 +207,7 @@ class Writer:
         """Call ``again`` later; the delay doubles with each refusal of ``key`` in a row.
         Returns the delay."""
         count = self._refusals[key] = self._refusals.get(key, 0) + 1
+        self.metrics.requeued.labels(key.partition(":")[0]).inc()
         delay = min(RETRY_MAX, RETRY_FIRST * 2.0 ** (count - 1))
         previous = self._retry_timers.pop(key, None)
         if previous is not None:

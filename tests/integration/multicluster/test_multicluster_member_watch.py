@@ -98,8 +98,12 @@ class TestSteadyState:
         api.patch("v1", "Pod", "ending", {"status": {"phase": "Succeeded"}},
                   namespace="default", subresource="status")
         api.delete("v1", "Pod", "running", "default")
-        api.wait_for(lambda: used(member(api).observe("mgr")) == {"n1": 0, "n2": 4000},
+        # A terminating pod still holds its node's room (as kube-scheduler counts it) ...
+        api.wait_for(lambda: used(member(api).observe("mgr")) == {"n1": 2000, "n2": 4000},
                      what="the changes in the next observations")
+        api.delete("v1", "Pod", "running", "default", grace_period=0)  # ... until it is gone
+        api.wait_for(lambda: used(member(api).observe("mgr")) == {"n1": 0, "n2": 4000},
+                     what="the terminated pod gone from the observation")
         assert len(requests(api, kmock.action.LIST, PODS)) == 1
 
 
