@@ -23,10 +23,10 @@ the writer queues the sync again after a backoff (a pod group's once its
 other pods are done). A Job write the API server refuses on its merits (a
 422, a 403) is never dropped while the Workload holds quota either: it is
 reported — a Warning Event on the Job and on its Workload, and the log — and
-tried again with a growing delay (:meth:`Writer.retry`). A group's pod that can never take its admission's
-nodeSelector (a key it already has with another value: a gated pod's
-nodeSelector may only gain keys) deactivates the Workload — see
-:func:`placement_conflict`.
+tried again with a growing delay (:meth:`Writer.retry`). A group's pod that
+can never take its admission's nodeSelector (a key it already has with
+another value: a gated pod's nodeSelector may only gain keys) deactivates
+the Workload — see :func:`placement_conflict`.
 """
 
 from __future__ import annotations
