@@ -104,6 +104,15 @@ class OperatorProcess:
         self.stop()
 
     def start(self) -> None:
+        """Start and wait for /readyz; a probe port someone took meanwhile is picked anew."""
+        for _ in range(3):
+            if self._start_once():
+                return
+            self.stop(kill=True)
+            self.probes = free_port()
+        raise AssertionError(f"kuota operator could not bind its ports:\n{self.tail()}")
+
+    def _start_once(self) -> bool:
         plane = self.installation.plane
         kubeconfig = plane.service_account_kubeconfig(
             OPERATOR_NAMESPACE, "kuota-operator", self.workdir / "operator.kubeconfig",
@@ -119,6 +128,7 @@ class OperatorProcess:
         with self.log.open("ab") as out:
             out.write(f"\n=== start {self.starts}: {' '.join(argv)}\n".encode())
             out.flush()
+            offset = self.log.stat().st_size
             self.popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, env=env, cwd=ROOT,
                                           start_new_session=True)
@@ -127,11 +137,15 @@ class OperatorProcess:
             if self.popen.poll() is not None:
                 raise AssertionError(f"kuota operator exited with {self.popen.returncode}:\n"
                                      f"{self.tail()}")
+            with self.log.open("rb") as log:
+                log.seek(offset)
+                if f"{self.probes}): address already in use".encode() in log.read():
+                    return False
             with contextlib.suppress(OSError):
                 url = f"http://127.0.0.1:{self.probes}/readyz"
                 with urllib.request.urlopen(url, timeout=1) as answer:
                     if answer.status == 200:
-                        return
+                        return True
             time.sleep(0.3)
         raise AssertionError(f"kuota operator not ready after 60 s:\n{self.tail()}")
 
