@@ -230,9 +230,10 @@ class ControlPlane:
             "--requestheader-allowed-names=front-proxy-client",
             f"--token-auth-file={tokens}",
             "--authorization-mode=Node,RBAC",
-            # On top of the defaults, as hardened clusters (and OpenShift) run it: an owner
-            # reference with blockOwnerDeletion needs `update` on the owner's finalizers.
-            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+            # On top of the defaults, as hardened clusters (and OpenShift) run them: an owner
+            # reference with blockOwnerDeletion needs `update` on the owner's finalizers; a
+            # namespace's node selector is merged into each new pod's.
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement,PodNodeSelector",
             f"--service-account-issuer={ISSUER}",
             f"--service-account-key-file={public}",
             f"--service-account-signing-key-file={private}",

@@ -96,10 +96,11 @@ def job_finished(job_obj: Body | None) -> str | None:
     return None
 
 
-def queue_usage(cq: Body | None) -> dict[tuple[str, str], str]:
-    """(flavor, resource) -> total, from a ClusterQueue's status.flavorsUsage."""
+def queue_usage(cq: Body | None, field: str = "flavorsUsage") -> dict[tuple[str, str], str]:
+    """(flavor, resource) -> total, from a ClusterQueue's status.flavorsUsage (what admitted
+    workloads use) or ``flavorsReservation`` (what every workload holding quota holds)."""
     usage: dict[tuple[str, str], str] = {}
-    for flavor_usage in ((cq or {}).get("status") or {}).get("flavorsUsage") or []:
+    for flavor_usage in ((cq or {}).get("status") or {}).get(field) or []:
         for resource in flavor_usage.get("resources") or []:
             usage[(flavor_usage["name"], resource["name"])] = str(resource.get("total"))
     return usage

@@ -1,0 +1,102 @@
+"""Pods take time to die, and some pods can never take their admission.
+
+* A preempted pod group's pods are deleted once and terminate for a while
+  (``kuota.dev/test-terminate-for``): its quota stays held until they are
+  gone, so the preemptor never runs beside them, and each pod gets one
+  ``Stopped`` Event, not one per sync.
+* A gated group pod whose nodeSelector already names the flavor's label with
+  another value can never be started (a gated pod's nodeSelector may only
+  gain keys): its Workload is deactivated with a ``NodeSelectorConflict``
+  Event, instead of the pod staying gated forever.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.kube import Kube
+from tests.real import builders as b
+from tests.real.operator import OperatorProcess
+from tests.real.test_real_admission import group_pod
+
+
+def _reserved(kube: Kube, cq: str, rf: str) -> str | None:
+    return b.queue_usage(kube.find(b.API, "ClusterQueue", cq),
+                         "flavorsReservation").get((rf, "cpu"))
+
+
+def test_a_preempted_groups_quota_is_held_until_its_terminating_pods_are_gone(
+        control_plane: ControlPlane, kube: Kube, namespace: str,
+        operator: OperatorProcess) -> None:
+    pool = f"{namespace}-pool"
+    control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
+    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+    kube.apply(b.flavor(rf, labels={"pool": pool}),
+               b.cluster_queue(cq, quotas={rf: {"cpu": 4}},
+                               preemption={"withinClusterQueue": "LowerPriority"}),
+               b.local_queue("main", cq, namespace),
+               b.priority_class(f"{namespace}-high", 1000))
+    for i in range(2):
+        pod = group_pod(f"low-{i}", namespace, "low", 2, cpu="2", run_for="1h")
+        pod["metadata"]["annotations"]["kuota.dev/test-terminate-for"] = "8s"
+        kube.create(pod)
+    kube.wait_for(lambda: len([p for p in kube.list("v1", "Pod", namespace,
+                                                     label_selector="kuota.dev/pod-group-name=low")
+                               if (p.get("status") or {}).get("phase") == "Running"]) == 2,
+                  what="the low group running")
+
+    kube.create(b.job("high", namespace, cpu="4", run_for="2s",
+                      priority_class=f"{namespace}-high"))
+
+    def terminating() -> list[dict]:
+        return [p for p in kube.list("v1", "Pod", namespace,
+                                     label_selector="kuota.dev/pod-group-name=low")
+                if p["metadata"].get("deletionTimestamp")]
+
+    kube.wait_for(lambda: len(terminating()) == 2, what="the low group's pods terminating")
+    # While they terminate (8 s), their quota is held: the preemptor waits.
+    while terminating():
+        high = b.workload_of(kube.list(b.API, "Workload", namespace), "high")
+        assert not b.is_true(high, "QuotaReserved"), "admitted beside terminating pods"
+        assert kube.get("batch/v1", "Job", "high", namespace)["spec"]["suspend"] is True
+        assert _reserved(kube, cq, rf) in ("4", None)
+        time.sleep(0.5)
+    assert kube.wait_for(lambda: b.job_finished(kube.get("batch/v1", "Job", "high", namespace)),
+                         what="the preemptor to run once they are gone") == "Complete"
+    stopped = b.event_counts(kube, namespace, "Stopped", "Pod")
+    assert stopped == {"low-0": 1, "low-1": 1}, stopped
+
+
+def test_a_pod_that_can_never_take_its_domain_deactivates_its_workload(
+        control_plane: ControlPlane, kube: Kube, namespace: str,
+        operator: OperatorProcess) -> None:
+    pool, rack = f"{namespace}-tas", "kuota.dev/test-rack"
+    control_plane.add_nodes(
+        node(f"{namespace}-r1", cpu="2", labels={"pool": pool, rack: "r1"}),
+        node(f"{namespace}-r2", cpu="8", labels={"pool": pool, rack: "r2"}))
+    topo, rf, cq = f"{namespace}-topo", f"{namespace}-rf", f"{namespace}-cq"
+    kube.apply({"apiVersion": b.API, "kind": "Topology", "metadata": {"name": topo},
+                "spec": {"levels": [{"nodeLabel": rack},
+                                    {"nodeLabel": "kubernetes.io/hostname"}]}})
+    flavor = b.flavor(rf, labels={"pool": pool})
+    flavor["spec"]["topologyName"] = topo
+    kube.apply(flavor, b.cluster_queue(cq, quotas={rf: {"cpu": 10}}),
+               b.local_queue("main", cq, namespace))
+    # PodNodeSelector merges the namespace's selector into every new pod: rack r2 here,
+    # while admission picks r1 (the tightest rack for 2 one-cpu pods).
+    kube.patch("v1", "Namespace", namespace, {"metadata": {"annotations": {
+        "scheduler.alpha.kubernetes.io/node-selector": f"{rack}=r2"}}})
+    kube.create(b.job("odd", namespace, cpu="1", parallelism=2, run_for="1h",
+                      pod_annotations={"kuota.dev/podset-required-topology": rack}))
+
+    def deactivated() -> dict | None:
+        wl = b.workload_of(kube.list(b.API, "Workload", namespace), "odd")
+        return wl if wl and (wl.get("spec") or {}).get("active") is False else None
+
+    kube.wait_for(deactivated, what="the Workload to be deactivated", timeout=60)
+    conflicts = kube.list("v1", "Event", namespace, field_selector="reason=NodeSelectorConflict")
+    assert {e["involvedObject"]["kind"] for e in conflicts} >= {"Pod", "Workload"}, conflicts
+    kube.wait_for(lambda: _reserved(kube, cq, rf) in ("0", None), what="no quota held")
+    for pod in kube.list("v1", "Pod", namespace, label_selector="job-name=odd"):
+        assert pod["spec"]["nodeSelector"][rack] == "r2"  # never patched into a 422 loop
