@@ -50,9 +50,12 @@ def test_a_preempted_groups_quota_is_held_until_its_terminating_pods_are_gone(
                       priority_class=f"{namespace}-high"))
 
     def terminating() -> list[dict]:
+        """Deleted pods whose containers still run (an ended pod holds nothing, even before
+        the kubelet removes it)."""
         return [p for p in kube.list("v1", "Pod", namespace,
                                      label_selector="kuota.dev/pod-group-name=low")
-                if p["metadata"].get("deletionTimestamp")]
+                if p["metadata"].get("deletionTimestamp")
+                and (p.get("status") or {}).get("phase") in ("Pending", "Running")]
 
     kube.wait_for(lambda: len(terminating()) == 2, what="the low group's pods terminating")
     # While they terminate (8 s), their quota is held: the preemptor waits.
