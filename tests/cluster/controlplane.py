@@ -17,7 +17,7 @@ The parts and why each is there:
 
 Every process logs to ``<workdir>/logs/<name>.log``; :meth:`ControlPlane.logs`
 returns their tails for a failure report. Ports are picked below the
-kernel's ephemeral range (see tests/integration/redis/server.py), so a port
+kernel's ephemeral range (see tests/ports.py), so a port
 cannot be handed to someone else's socket while a process restarts.
 """
 
@@ -40,7 +40,7 @@ import yaml
 
 from tests.cluster import pki
 from tests.cluster.binaries import ROOT, Binaries
-from tests.integration.redis.server import free_port
+from tests.ports import free_port
 
 HERE = pathlib.Path(__file__).resolve().parent
 ADMIN_TOKEN = "kuota-test-admin"

@@ -26,7 +26,7 @@ import pytest
 from tests.cluster.binaries import find_binaries, pinned_versions
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import Kube
-from tests.integration.redis.server import free_port
+from tests.ports import free_port
 from tests.real import operator as op
 
 VERSIONS = pinned_versions()

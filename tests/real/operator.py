@@ -25,7 +25,7 @@ import yaml
 
 from tests.cluster.binaries import ROOT
 from tests.cluster.controlplane import ControlPlane
-from tests.integration.redis.server import free_port
+from tests.ports import free_port
 
 OPERATOR_NAMESPACE = "kuota-system"
 

@@ -7,47 +7,15 @@ the test is skipped, unless KUOTA_REQUIRE_REDIS=1 (CI), where it fails.
 from __future__ import annotations
 
 import os
-import random
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 import pytest
 import redis
 
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def free_port() -> int:
-    """A free port *below* the kernel's ephemeral range.
-
-    A port from ``bind(("127.0.0.1", 0))`` is ephemeral: once our redis-server is
-    killed for a restart, the kernel may hand the same port to another test's
-    server or client socket, and the restarted server could not bind it (or,
-    worse, the readiness check would get a PONG from someone else's server).
-    Ports below the range are only ever taken on purpose.
-    """
-    low = max(1024, min(_ephemeral_range()[0], 65536) - 12000)
-    high = min(_ephemeral_range()[0], 65536)
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(low, high)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port found in {low}..{high}")
+from tests.ports import free_port
 
 
 def redis_missing(why: str) -> None:

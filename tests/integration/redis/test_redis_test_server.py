@@ -12,11 +12,12 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.integration.redis.server import RedisServer, free_port
+from tests.integration.redis.server import RedisServer
+from tests.ports import free_port
 
 
 def test_free_ports_stay_below_the_ephemeral_range() -> None:
-    from tests.integration.redis.server import _ephemeral_range
+    from tests.ports import _ephemeral_range
     low, _ = _ephemeral_range()
     assert all(1024 <= free_port() < low for _ in range(20))
 
