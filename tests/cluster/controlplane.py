@@ -316,7 +316,7 @@ class ControlPlane:
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             f"--config={HERE / 'kwok-stages.yaml'}",
             "--node-lease-duration-seconds=40",
-            "--cidr=10.244.0.0/16", "--node-ip=10.1.0.1"])
+            "--cidr=10.244.0.0/16", "--node-ip=10.1.0.1", "--v=WARN"])
         time.sleep(0.5)
         if not kwok.running():
             raise StartError(f"kwok exited:\n{kwok.tail()}")
