@@ -258,15 +258,21 @@ class ControlPlane:
         self.scheduler_kubeconfig.write_text(yaml.safe_dump(
             kubeconfig(self.url, self.ca.cert, SCHEDULER_TOKEN, "scheduler")))
 
-    def _start_controller_manager(self) -> None:
+    def _start_component(self, name: str, kubeconfig: pathlib.Path, flags: list[str]) -> None:
+        """Start a component that serves /healthz over HTTPS, and wait until it is healthy."""
         port = free_port()
+        component = self._process(name, [
+            self.binaries.path(name),
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={port}", *flags, "--v=1"])
+        component.wait_until(lambda: _get(f"https://127.0.0.1:{port}/healthz",
+                                          context=_insecure())[0] == 200, 60)
+
+    def _start_controller_manager(self) -> None:
         private, _ = pki.signing_key_pair(self.workdir / "pki")
-        kcm = self._process("kube-controller-manager", [
-            self.binaries.path("kube-controller-manager"),
+        self._start_component("kube-controller-manager", self.admin_kubeconfig, [
             f"--kubeconfig={self.admin_kubeconfig}",
-            f"--authentication-kubeconfig={self.admin_kubeconfig}",
-            f"--authorization-kubeconfig={self.admin_kubeconfig}",
-            "--bind-address=127.0.0.1", f"--secure-port={port}",
             "--leader-elect=false",
             f"--service-account-private-key-file={private}",
             f"--root-ca-file={self.ca.cert}",
@@ -276,10 +282,7 @@ class ControlPlane:
             "serviceaccount-controller,serviceaccount-token-controller,"
             "root-ca-certificate-publisher-controller,pod-garbage-collector-controller,"
             "node-lifecycle-controller,replicaset-controller,deployment-controller,"
-            "ttl-after-finished-controller",
-            "--v=1"])
-        kcm.wait_until(lambda: _get(f"https://127.0.0.1:{port}/healthz",
-                                    context=_insecure())[0] == 200, 60)
+            "ttl-after-finished-controller"])
 
     def _scheduler_config(self) -> pathlib.Path:
         """The shipped KubeSchedulerConfiguration, rewritten only where a host path is named."""
@@ -297,16 +300,8 @@ class ControlPlane:
         return path
 
     def _start_scheduler(self) -> None:
-        port = free_port()
-        scheduler = self._process("kube-scheduler", [
-            self.binaries.path("kube-scheduler"),
-            f"--config={self._scheduler_config()}",
-            f"--authentication-kubeconfig={self.scheduler_kubeconfig}",
-            f"--authorization-kubeconfig={self.scheduler_kubeconfig}",
-            "--bind-address=127.0.0.1", f"--secure-port={port}",
-            "--v=1"])
-        scheduler.wait_until(lambda: _get(f"https://127.0.0.1:{port}/healthz",
-                                          context=_insecure())[0] == 200, 60)
+        self._start_component("kube-scheduler", self.scheduler_kubeconfig,
+                              [f"--config={self._scheduler_config()}"])
 
     def _start_kwok(self) -> None:
         kwok = self._process("kwok", [
