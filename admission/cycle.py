@@ -9,9 +9,15 @@ numbered script Kueue's scheduler follows:
    preemption oracle where quota is short. A workload that fits neither
    whole nor by preempting, but may shrink (``minCount``), is assigned the
    largest counts that fit (:mod:`admission.partial`).
-2. **Order** the nominated: classically, those that fit without borrowing
-   first, then higher priority, then older; with fair sharing, by a
-   tournament of dominant resource shares (:mod:`admission.fairsharing`).
+2. **Order** the nominated. Classically (Kueue's classical iterator): by
+   *borrowing height* — 0 for a workload that fits in its ClusterQueue's own
+   quota, 1 if it must borrow from its cohort, 2 from the cohort's parent,
+   and so on — then higher priority, then the older queue-order timestamp
+   (creation, or the eviction that sent it to the back of its queue). The
+   height ranks a workload that reclaims what its own subtree lent ahead of
+   one that borrows from far away, so the closer owner wins contested quota.
+   With fair sharing, by a tournament of dominant resource shares
+   (:mod:`admission.fairsharing`).
 3. **Admit or preempt** in that order, re-checking each against the snapshot
    as earlier decisions of this cycle change it. A workload that fits is
    admitted and its usage added to the snapshot. One that needs preemption
@@ -39,7 +45,7 @@ from queueing.manager import Head
 from quota import tree as qt
 from quota.cache import Snapshot
 from quota.config import ClusterQueueConfig
-from quota.resources import Amount, FlavorResource
+from quota.resources import Amount, FlavorResource, FRVector
 from quota.workload import Admission, WorkloadInfo
 
 
@@ -70,6 +76,8 @@ class CycleResult:
     preempted: list[Preemption] = field(default_factory=list)
     #: Heads whose victims were chosen this cycle; they are retried next cycle.
     preempting: list[Head] = field(default_factory=list)
+    #: What each preempting head will use once its victims are gone (by workload key).
+    claims: dict[str, FRVector] = field(default_factory=dict)
 
     @property
     def tried(self) -> int:
@@ -78,7 +86,7 @@ class CycleResult:
 
 
 @dataclass(slots=True)
-class _Entry:
+class Entry:
     head: Head
     cq: ClusterQueueConfig
     assignment: flavors.Assignment
@@ -117,7 +125,7 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
     result = CycleResult()
     oracle = _Oracle(snapshot, fair_sharing, topology, evicting)
     # 1. Nominate.
-    entries: list[_Entry] = []
+    entries: list[Entry] = []
     for head in heads:
         refusal = _refusal(snapshot, head, namespace_labels)
         if refusal is not None:
@@ -134,9 +142,9 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
     if fair_sharing:
         ordered = fairsharing.fair_order(
             snapshot, entries, cluster_queue=lambda e: e.head.cluster_queue,
-            usage=lambda e: e.assignment.usage, info=lambda e: e.head.info)
+            usage=lambda e: e.assignment.usage, order=_fifo)
     else:
-        ordered = iter(sorted(entries, key=_order))
+        ordered = iter(sorted(entries, key=classical_order))
     # 3. Admit or preempt.
     claimed: set[str] = set()
     for entry in ordered:
@@ -145,9 +153,9 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
 
 
 def _nominate(head: Head, cq: ClusterQueueConfig, snapshot: Snapshot,
-              oracle: _Oracle) -> _Entry:
+              oracle: _Oracle) -> Entry:
     info = head.info
-    entry = _Entry(head, cq, flavors.assign(info, cq, snapshot, oracle=oracle,
+    entry = Entry(head, cq, flavors.assign(info, cq, snapshot, oracle=oracle,
                                             topology=oracle.topology))
     if entry.assignment.mode is flavors.Mode.PREEMPT:
         entry.targets = oracle.targets(cq, info, entry.assignment.usage,
@@ -162,8 +170,8 @@ def _nominate(head: Head, cq: ClusterQueueConfig, snapshot: Snapshot,
                                         "for it: " + entry.assignment.message)
         return entry
 
-    def attempt(counts: dict[str, int]) -> _Entry | None:
-        smaller = _Entry(head, cq, flavors.assign(info, cq, snapshot, counts=counts,
+    def attempt(counts: dict[str, int]) -> Entry | None:
+        smaller = Entry(head, cq, flavors.assign(info, cq, snapshot, counts=counts,
                                                   oracle=oracle, topology=oracle.topology))
         if smaller.assignment.mode is flavors.Mode.FIT:
             return smaller
@@ -183,7 +191,7 @@ def _nominate(head: Head, cq: ClusterQueueConfig, snapshot: Snapshot,
     return entry
 
 
-def _decide(entry: _Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str],
+def _decide(entry: Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str],
             result: CycleResult) -> None:
     head, assignment = entry.head, entry.assignment
     node = snapshot.tree.queues[head.cluster_queue]
@@ -206,6 +214,7 @@ def _decide(entry: _Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str
             result.preempted.append(Preemption(target, head))
         snapshot.tree.add(head.cluster_queue, assignment.usage)
         result.preempting.append(head)
+        result.claims[head.info.key] = assignment.usage
         return
     if oracle.topology is not None and any(ps.nodes for ps in assignment.pod_sets):
         # Pods are placed on nodes: an earlier admission of this cycle may have taken them.
@@ -227,9 +236,14 @@ def _decide(entry: _Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str
     result.admitted.append((head, admission))
 
 
-def _order(entry: _Entry) -> tuple[bool, int, float, str]:
-    info: WorkloadInfo = entry.head.info
-    return (entry.assignment.borrows, -info.priority, info.created, info.key)
+def classical_order(entry: Entry) -> tuple[int, int, float, str]:
+    """Kueue's classical iterator: borrowing height, then priority, then FIFO."""
+    return (entry.assignment.borrow, *_fifo(entry))
+
+
+def _fifo(entry: Entry) -> tuple[int, float, str]:
+    """Higher priority, then older queue-order timestamp; the key makes the order total."""
+    return (-entry.head.info.priority, entry.head.timestamp, entry.head.info.key)
 
 
 def _still_fits(node: qt.QuotaNode, usage: Mapping[FlavorResource, int]) -> bool:

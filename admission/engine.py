@@ -56,6 +56,7 @@ from quota.config import (
     LocalQueueConfig,
 )
 from quota.lifecycle import HOLDS_QUOTA, Event, State
+from quota.resources import FRVector
 from quota.workload import Admission, WorkloadInfo
 
 ConfigObject = (FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
@@ -105,6 +106,9 @@ class Record:
     checks: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: While Evicting because of a deactivation: its (reason, message), applied once stopped.
     deactivation: tuple[str, str] | None = None
+    #: Its place in line when not its creation: the time of an eviction that sends it to
+    #: the back (see :meth:`Engine._requeue_evicted`).
+    queue_order: float | None = None
 
 
 @dataclass(eq=False)
@@ -126,6 +130,11 @@ class Engine:
     wait_for_stop: bool = False
     #: Workloads in state Evicting.
     _evicting: set[str] = field(default_factory=set)
+    #: With ``wait_for_stop``: preemptors waiting for their victims to stop -> (ClusterQueue,
+    #: the usage they will take). Held in every cycle's snapshot until they are tried again,
+    #: so what their victims free is not admitted to others meanwhile — they would be the
+    #: next victims, and the same workloads would be evicted and readmitted without end.
+    _claims: dict[str, tuple[str, FRVector]] = field(default_factory=dict)
 
     # -- configuration -------------------------------------------------------
     def apply(self, obj: ConfigObject) -> None:
@@ -320,6 +329,10 @@ class Engine:
         record.pods_ready = False
         record.checks = {}
         self._emit(now, record, Kind.EVICTED, reason, detail, message)
+        if reason == "AdmissionCheck":
+            # As in Kueue, a check's Retry always sends the workload behind those that
+            # waited meanwhile; a preempted one keeps its creation time (its place).
+            record.queue_order = now
         ready = self.config.wait_for_pods_ready
         if reason == "PodsReadyTimeout" and ready is not None:
             record.requeue_count += 1
@@ -330,7 +343,7 @@ class Engine:
                                 f"backoffLimitCount is {strategy.backoff_limit_count}")
                 return record
             if strategy.timestamp == "Eviction":
-                record.info = dataclasses.replace(record.info, created=now)
+                record.queue_order = now
             wait = backoff.delay(strategy, record.requeue_count, self.rng,
                                  self.config.backoff_jitter)
             record.requeue_at = self._backing_off[key] = now + wait
@@ -423,7 +436,16 @@ class Engine:
         if not heads:
             return CycleResult()
         view = self.topology.view() if self.topology.nodes else None
-        result = schedule(self.cache.snapshot(), heads, self.cache.namespace_labels,
+        snapshot = self.cache.snapshot()
+        tried = {head.info.key for head in heads}
+        for key in [k for k in self._claims if self.records[k].state is not State.PENDING]:
+            del self._claims[key]
+        for key, (cq, usage) in self._claims.items():
+            if key not in tried and cq in snapshot.tree.queues:
+                snapshot.tree.add(cq, usage)
+        for key in tried:
+            self._claims.pop(key, None)
+        result = schedule(snapshot, heads, self.cache.namespace_labels,
                           fair_sharing=self.config.fair_sharing, topology=view,
                           evicting=frozenset(self._evicting))
         for preemption in result.preempted:  # (a victim already Evicting stays as it is)
@@ -443,6 +465,10 @@ class Engine:
             if self.wait_for_stop:
                 # Its victims keep their quota until they stop; their release unblocks it.
                 self.queues.block(head, "Preempting", "waiting for preempted workloads to stop")
+                self._claims[head.info.key] = (head.cluster_queue, result.claims[head.info.key])
+            # It keeps its turn: the quota its victims free is for it, not for an older
+            # head that the release wakes up (see queueing.pending).
+            self.queues.pin(head)
         return result
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[CycleResult]:
@@ -547,11 +573,12 @@ class Engine:
         node = self.cache.tree.queues.get(entry.admission.cluster_queue)
         if node is None:
             return
-        self.queues.unblock(n.name for n in self.cache.tree.members(node.root())
-                            if not n.is_cohort)
+        self.queues.unblock((n.name for n in self.cache.tree.members(node.root())
+                             if not n.is_cohort), quota_freed=True)
 
     def _enqueue(self, record: Record) -> None:
-        self.queues.push(record.info, record.info.created)
+        queued = record.info.created if record.queue_order is None else record.queue_order
+        self.queues.push(record.info, queued)
         why = self.queues.why_waiting(record.info.key)
         if why is not None:
             record.pending_reason, record.pending_message = why

@@ -101,17 +101,13 @@ def _path_shares(snapshot: Snapshot, cq: str, usage: FRVector) -> dict[str, Shar
 
 
 def fair_order(snapshot: Snapshot, entries: Sequence[E], *, cluster_queue: Callable[[E], str],
-               usage: Callable[[E], FRVector], info: Callable[[E], WorkloadInfo]
+               usage: Callable[[E], FRVector], order: Callable[[E], tuple[int, float, str]]
                ) -> Iterator[E]:
-    """Yield entries one by one in tournament order; the caller admits between yields."""
+    """Yield entries one by one in tournament order; the caller admits between yields.
+    ``order`` ranks equal shares: (-priority, queue-order timestamp, key)."""
     remaining = list(entries)
-
-    def classic(e: E) -> tuple[int, float, str]:
-        i = info(e)
-        return (-i.priority, i.created, i.key)
-
     while remaining:
-        first = min(remaining, key=classic)
+        first = min(remaining, key=order)
         node = snapshot.tree.queues[cluster_queue(first)]
         if node.parent is None:
             remaining.remove(first)
@@ -122,7 +118,7 @@ def fair_order(snapshot: Snapshot, entries: Sequence[E], *, cluster_queue: Calla
                       if snapshot.tree.queues[cluster_queue(e)].root() is root}
         shares = {cq: _path_shares(snapshot, cq, usage(e)) for cq, e in contenders.items()}
 
-        winner = _tournament(root, contenders, shares, cluster_queue, info)
+        winner = _tournament(root, contenders, shares, cluster_queue, order)
         assert winner is not None  # the root holds at least ``first``
         remaining.remove(winner)
         yield winner
@@ -130,17 +126,16 @@ def fair_order(snapshot: Snapshot, entries: Sequence[E], *, cluster_queue: Calla
 
 def _tournament(cohort: qt.QuotaNode, contenders: Mapping[str, E],
                 shares: Mapping[str, Mapping[str, Share]], cluster_queue: Callable[[E], str],
-                info: Callable[[E], WorkloadInfo]) -> E | None:
+                order: Callable[[E], tuple[int, float, str]]) -> E | None:
     """The winner under ``cohort``: children's winners compete by their share at this level."""
     best: E | None = None
     best_key: tuple[Share, int, float, str] | None = None
     for child in cohort.children:
-        winner = (_tournament(child, contenders, shares, cluster_queue, info) if child.is_cohort
+        winner = (_tournament(child, contenders, shares, cluster_queue, order) if child.is_cohort
                   else contenders.get(child.name))
         if winner is None:
             continue
-        i = info(winner)
-        key = (shares[cluster_queue(winner)][cohort.name], -i.priority, i.created, i.key)
+        key = (shares[cluster_queue(winner)][cohort.name], *order(winner))
         if best_key is None or key < best_key:
             best, best_key = winner, key
     return best

@@ -25,6 +25,9 @@ class Head:
     info: WorkloadInfo
     cluster_queue: str
     local_queue: LocalQueueConfig
+    #: The queue-order timestamp: creation, or the last eviction when the requeuing
+    #: strategy says so (Kueue's ``GetQueueOrderTimestamp``). FIFO among heads uses it.
+    timestamp: float = 0.0
 
 
 @dataclass(slots=True)
@@ -79,17 +82,24 @@ class QueueManager:
                 continue
             info = queue.head()
             if info is not None:
-                heads.append(Head(info, name, self.local_queues[info.local_queue_key]))
+                heads.append(Head(info, name, self.local_queues[info.local_queue_key],
+                                  self.waiting[info.key].timestamp))
         return heads
 
     def block(self, head: Head, reason: str, message: str) -> None:
         self.queues[head.cluster_queue].block(head.info, reason, message)
 
-    def unblock(self, cluster_queues: Iterable[str]) -> None:
+    def pin(self, head: Head) -> None:
+        """``head`` preempted to make room: it is its queue's next head (see PendingQueue)."""
+        queue = self.queues.get(head.cluster_queue)
+        if queue is not None:
+            queue.pin(head.info.key)
+
+    def unblock(self, cluster_queues: Iterable[str], *, quota_freed: bool = False) -> None:
         for name in cluster_queues:
             queue = self.queues.get(name)
             if queue is not None:
-                queue.unblock()
+                queue.unblock(quota_freed=quota_freed)
 
     def why_waiting(self, key: str) -> tuple[str, str] | None:
         """(reason, message) for a parked or blocked workload; None if it is up for a try."""

@@ -19,6 +19,21 @@ What happens when the head cannot be admitted depends on the strategy:
   every waiting workload keeps a decision's cost independent of queue length.
 * ``StrictFIFO`` — the head stays the head and blocks the whole queue until
   something changes; nothing behind it is tried.
+
+A preemptor keeps its turn: once its victims are evicted it is *pinned* as
+its queue's head until it is admitted, removed or refused. Without this, the
+quota its victims free could wake an older head of its queue that still
+cannot fit; the preemptor would not be tried, a victim would be admitted back
+into the freed quota, and the preemptor would evict it again — a loop with no
+end at one instant.
+
+Freed quota retries only heads that usage stopped: a head refused for a
+reason that depends on specs alone (``ExceedsMaxQuota``, ``NoMatchingFlavor``,
+a stopped or inactive queue, an unselected namespace) would fail again the same
+way, so only a config change retries it. Beyond saving work this matters for
+progress: a preemptor must be its queue's head in the cycle after its victims
+are evicted, not shadowed by an older head that their freed quota woke up
+only to fail again — meanwhile the victims would take the quota back.
 """
 
 from __future__ import annotations
@@ -30,6 +45,10 @@ from dataclasses import dataclass
 from quota.workload import WorkloadInfo
 
 SortKey = tuple[int, float, str]
+
+#: Refusal reasons no change of usage can cure (see the module docstring).
+SPEC_BOUND = frozenset({"ExceedsMaxQuota", "NoMatchingFlavor", "NamespaceNotAllowed",
+                        "ClusterQueueStopped", "LocalQueueStopped", "Inactive"})
 
 
 def sort_key(info: WorkloadInfo, timestamp: float) -> SortKey:
@@ -53,6 +72,8 @@ class PendingQueue:
         self.blocked: dict[int, tuple[str, str]] = {}
         #: StrictFIFO: the head failed and holds the queue.
         self.held: tuple[str, str] | None = None
+        #: A preemptor whose victims are being evicted: the next head (see the docstring).
+        self.pinned: str | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -78,6 +99,8 @@ class PendingQueue:
         item = self._items.pop(key, None)
         if item is None:
             return None
+        if key == self.pinned:
+            self.pinned = None
         eq = item.info.equivalence
         members = self._classes[eq]
         was_head = members[0][1] == key
@@ -93,26 +116,41 @@ class PendingQueue:
         """The next workload to try, or None when empty or everything is blocked."""
         if self.held is not None:
             return None
+        if self.pinned is not None:
+            pinned = self._items[self.pinned]
+            if pinned.info.equivalence not in self.blocked:
+                return pinned.info
         item = self._peek()
         return item.info if item is not None else None
+
+    def pin(self, key: str) -> None:
+        """``key`` evicted workloads to make room: it is the next head once not blocked."""
+        if key in self._items:
+            self.pinned = key
 
     def block(self, info: WorkloadInfo, reason: str, message: str) -> None:
         """``info`` was tried and cannot be admitted now; step aside per strategy."""
         if info.key not in self._items:
             return
+        if info.key == self.pinned:
+            self.pinned = None
         if self.strategy == "StrictFIFO":
             self.held = (reason, message)
         else:
             self.blocked[info.equivalence] = (reason, message)
 
-    def unblock(self) -> None:
-        """Something changed: everything blocked gets another try."""
-        self.held = None
-        for eq in self.blocked:
+    def unblock(self, *, quota_freed: bool = False) -> None:
+        """Something changed: what is blocked gets another try — with ``quota_freed``
+        only what waited for quota, otherwise everything."""
+        if self.held is not None and not (quota_freed and self.held[0] in SPEC_BOUND):
+            self.held = None
+        for eq, (reason, _) in list(self.blocked.items()):
+            if quota_freed and reason in SPEC_BOUND:
+                continue
+            del self.blocked[eq]
             members = self._classes.get(eq)
             if members:
                 heapq.heappush(self._tops, (members[0][0], eq))
-        self.blocked.clear()
 
     def why_blocked(self, info: WorkloadInfo) -> tuple[str, str] | None:
         if self.held is not None:

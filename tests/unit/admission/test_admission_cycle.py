@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from admission.cycle import schedule
+from admission import flavors
+from admission.cycle import Entry, classical_order, schedule
 from admission.engine import Engine
+from queueing.manager import Head
+from quota.config import LocalQueueConfig
 from quota.lifecycle import Event, IllegalTransition, State, transition
 from tests.builders import ClusterQueueBuilder, WorkloadBuilder, flavor, local_queue
 
@@ -128,3 +131,40 @@ def test_illegal_transition_changes_nothing() -> None:
         engine.forget("ns/w", 0)
     assert engine.records["ns/w"].state is State.PENDING
     assert "ns/w" in engine.queues.waiting
+
+
+# Kueue's TestEntryOrdering (pkg/scheduler/scheduler_test.go), in this project's terms:
+# (name, borrowing height, priority, created, evicted by a pods-ready timeout at).
+ORDERING_CASES = [
+    ("old_borrowing", 1, 0, 0.0, None),
+    ("old", 0, 0, 1.0, None),
+    ("new", 0, 0, 3.0, None),
+    ("high_pri_borrowing", 1, 1, 3.0, None),
+    ("new_high_pri", 0, 1, 4.0, None),
+    ("new_borrowing", 1, 0, 3.0, None),
+    ("evicted_borrowing", 1, 0, 1.0, 2.0),
+    ("recently_evicted", 0, 0, 0.0, 2.0),
+    ("high_pri_borrowing_more", 2, 1, 3.0, None),
+]
+
+
+@pytest.mark.parametrize(("timestamp", "want_order"), [
+    pytest.param("Eviction", ["new_high_pri", "old", "recently_evicted", "new",
+                              "high_pri_borrowing", "old_borrowing", "evicted_borrowing",
+                              "new_borrowing", "high_pri_borrowing_more"],
+                 id="height, then priority, then eviction time for the evicted"),
+    pytest.param("Creation", ["new_high_pri", "recently_evicted", "old", "new",
+                              "high_pri_borrowing", "old_borrowing", "evicted_borrowing",
+                              "new_borrowing", "high_pri_borrowing_more"],
+                 id="height, then priority, then creation time"),
+])
+def test_classical_order(timestamp: str, want_order: list[str]) -> None:
+    cq = ClusterQueueBuilder("a").flavor("f", {"cpu": 1}).obj()
+    entries = []
+    for name, height, priority, created, evicted_at in ORDERING_CASES:
+        info = WorkloadBuilder(name).pod_set(cpu=1).priority(priority).created(created).obj()
+        # What the engine queues an evicted workload by (Record.queue_order).
+        queued = evicted_at if evicted_at is not None and timestamp == "Eviction" else created
+        head = Head(info, cq.name, LocalQueueConfig("ns", "lq", cq.name), queued)
+        entries.append(Entry(head, cq, flavors.Assignment(flavors.Mode.FIT, borrow=height)))
+    assert [e.head.info.name for e in sorted(entries, key=classical_order)] == want_order

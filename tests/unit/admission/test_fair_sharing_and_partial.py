@@ -63,7 +63,8 @@ def test_tournament_prefers_the_lower_share_then_priority() -> None:
                ("b", WorkloadBuilder("wb", queue="b").pod_set(cpu=1).priority(1).obj()),
                ("c", WorkloadBuilder("wc", queue="c").pod_set(cpu=1).priority(5).obj())]
     order = fairsharing.fair_order(snapshot, entries, cluster_queue=lambda e: e[0],
-                                   usage=lambda e: {CPU: 1000}, info=lambda e: e[1])
+                                   usage=lambda e: {CPU: 1000},
+                                   order=lambda e: (-e[1].priority, e[1].created, e[1].key))
     # b and c would both share 100 after admission; c has the higher priority. a is at 500.
     assert [e[1].name for e in order] == ["wc", "wb", "wa"]
 
