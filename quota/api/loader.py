@@ -41,6 +41,9 @@ def read_documents(path_or_text: str | Path) -> tuple[str, list[Any]]:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         raise ObjectError([Problem(source, "", "", "", _yaml_error(exc))]) from None
+    except RecursionError:
+        raise ObjectError([Problem(source, "", "", "", "not valid YAML: nested too deeply")]
+                          ) from None
     return source, list(_expand_lists(docs))
 
 
