@@ -8,11 +8,16 @@ States follow Kueue's conditions::
        +------evict-------------+                    |
     any live state --deactivate--> Inactive --activate--> Pending
     Pending / QuotaReserved --finish--> Finished (cancelled or deleted)
+    any live state --quarantine--> Invalid --finish--> Finished (cancelled)
 
 ``reserve`` takes quota; ``admit`` happens once every admission check is
 Ready (at once when there are none); ``release`` gives quota back before the
 workload ran (a failed write, a check asking to retry); ``evict`` stops a
-running or reserved workload and puts it back in its queue. An illegal
+running or reserved workload and puts it back in its queue. ``quarantine``
+sets aside a workload the scheduler cannot handle (a spec that fails the
+checks, or one that made a scheduling step raise): Invalid holds no quota
+and is never scheduled again; only cancelling it (``finish``) moves it on,
+so the user sees it and frees its name. An illegal
 transition raises :class:`IllegalTransition` and leaves the state unchanged —
 the caller's record is only updated from the returned value.
 """
@@ -29,6 +34,7 @@ class State(enum.StrEnum):
     ADMITTED = "Admitted"
     FINISHED = "Finished"
     INACTIVE = "Inactive"
+    INVALID = "Invalid"
 
 
 class Event(enum.StrEnum):
@@ -39,6 +45,7 @@ class Event(enum.StrEnum):
     FINISH = "finish"
     DEACTIVATE = "deactivate"
     ACTIVATE = "activate"
+    QUARANTINE = "quarantine"
 
 
 TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
@@ -57,6 +64,11 @@ TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
     (State.ADMITTED, Event.DEACTIVATE): State.INACTIVE,
     (State.INACTIVE, Event.ACTIVATE): State.PENDING,
     (State.INACTIVE, Event.FINISH): State.FINISHED,
+    (State.PENDING, Event.QUARANTINE): State.INVALID,
+    (State.QUOTA_RESERVED, Event.QUARANTINE): State.INVALID,
+    (State.ADMITTED, Event.QUARANTINE): State.INVALID,
+    (State.INACTIVE, Event.QUARANTINE): State.INVALID,
+    (State.INVALID, Event.FINISH): State.FINISHED,
 }
 
 #: States in which a workload holds quota.

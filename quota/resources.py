@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Final, NamedTuple, TypeAlias
 
 from kubernetes.utils import parse_quantity  # pure string parsing, no I/O

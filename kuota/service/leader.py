@@ -27,6 +27,14 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
 
 Any :class:`~queueing.store.Fenced` answer, a config change, or a lost Redis
 connection ends the leader; the service builds a new one from Redis.
+
+**Quarantine.** A workload whose stored record or spec cannot be read, or
+fails the submission checks, is set aside as ``Invalid`` (:meth:`Leader.quarantine`)
+before it enters the engine. Work done for one workload — its cycle, its
+reconciliation, its placement — runs under :func:`admission.errors.blame`, so
+an error nobody foresaw is raised as ``WorkloadFailed`` naming it; the service
+quarantines that workload and rebuilds (the engine may be half-way through a
+change), and every other workload goes on.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from admission.engine import Engine
+from admission.errors import blame
 from kuota.service import decisions, jobs, pinning, placing, rebuild, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
@@ -47,7 +56,6 @@ from kuota.service.nodeview import NodeView
 from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
 from queueing.store.events import Event
 from queueing.store.workloads import PlaceRequest, PodPlacement
-from quota import api
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
 
@@ -128,8 +136,7 @@ class Leader:
             PoolMembers(self.engine, configs.members, configs.multicluster_configs)
             if wanted(configs.objects, configs.members, configs.multicluster_configs) else None)
         for key, message in loaded.invalid.items():
-            self._check(self.store.workloads.reject(holder, key, message=message, now=now),
-                        f"rejecting {key}")
+            self.quarantine(key, message, now, loaded.workloads[key].pod_refs())
         self._resume([r for k, r in loaded.workloads.items() if k not in loaded.invalid], now)
         self.dispatched.resume(list(loaded.dispatched.values()), now)
         self._read_nodes(now)
@@ -208,7 +215,8 @@ class Leader:
             for key, text in self.store.workloads.specs(new).items():
                 records[key] = dataclasses.replace(records[key], spec_json=text)
             for key in sorted(keys):
-                self._reconcile(key, records.get(key), now)
+                with blame(key):
+                    self._reconcile(key, records.get(key), now)
         mirrored = self.engine.drain_outbox()  # these mirror Redis: nothing to write back
         if self.members is not None and self.members.observe(mirrored):
             self.members.refresh(self.nodes, self.unplaced, now)
@@ -218,7 +226,9 @@ class Leader:
             return
         mine = self.engine.records.get(key)
         state = stored.state if stored is not None else State.FINISHED
-        if state is State.FINISHED:
+        if stored is not None and stored.corrupt and state not in rebuild.SET_ASIDE:
+            raise ValueError(stored.corrupt)  # blamed on the workload: it is quarantined
+        if state in rebuild.SET_ASIDE:
             if mine is not None and mine.state is not State.FINISHED:
                 self.engine.finish(key, now)
             self._forget(key)
@@ -243,13 +253,20 @@ class Leader:
             self.engine.deactivate(key, now, stored.reason or "Inactive", stored.message)
 
     def _enter(self, stored: WorkloadRecord, now: float) -> None:
-        try:
-            info = rebuild.workload_info(stored)
-        except (api.ObjectError, ValueError) as exc:
-            self._check(self.store.workloads.reject(self.holder, stored.key, message=str(exc),
-                                                    now=now), f"rejecting {stored.key}")
+        checked = rebuild.checked_info(stored)
+        if isinstance(checked, str):  # never entered the engine: nothing to undo
+            self.quarantine(stored.key, checked, now, stored.pod_refs())
             return
-        rebuild.add(self.engine, stored, info)
+        rebuild.add(self.engine, stored, checked)
+
+    def quarantine(self, key: str, message: str, now: float, pods: Iterable[PodRef] = ()) -> None:
+        """Set a workload aside as Invalid (its pods asked to stop): a spec the scheduler
+        cannot read or run, or one that made a step raise. It is never scheduled again."""
+        status = self.store.workloads.quarantine(self.holder, key, message=message, now=now,
+                                                 pods=pods)
+        self._check(status, f"quarantining {key}")
+        if status == "ok":
+            log.error("workload %s set aside as Invalid: %s", key, message)
 
     def _forget(self, key: str) -> None:
         record = self.engine.records.get(key)
@@ -330,11 +347,12 @@ class Leader:
                     continue
                 record, tracked = self.engine.records[key], self.tracked[key]
                 assert record.admission is not None
-                pods = placing.gang_pods(record.info, record.admission,
-                                         self.engine.cache.flavors)
-                pool = (self.members.pool_for(record.admission)
-                        if self.members is not None else None)
-                result = pinning.place(pods, record.admission, pools, pool=pool)
+                with blame(key):
+                    pods = placing.gang_pods(record.info, record.admission,
+                                             self.engine.cache.flavors)
+                    pool = (self.members.pool_for(record.admission)
+                            if self.members is not None else None)
+                    result = pinning.place(pods, record.admission, pools, pool=pool)
                 if isinstance(result, placing.Unplaceable):
                     self._waiting_why[kind] = result.reason
                     break
@@ -363,8 +381,9 @@ class Leader:
                 self.nodes.placed(request.pods)
                 record = self.engine.records[request.key]
                 record.pending_reason = record.pending_message = None
-                to_send += self._pod_jobs(request.key, request.attempt, placed,
-                                          pods_of[request.key])
+                with blame(request.key):
+                    to_send += self._pod_jobs(request.key, request.attempt, placed,
+                                              pods_of[request.key])
             else:  # a node went away, or the workload changed: look again
                 log.info("placement of %s not stored (%s)", request.key, status)
                 self.nodes.dirty = True
@@ -461,6 +480,8 @@ class Leader:
         for key, (state, attempt, finished, origin) in zip(keys, pipe.execute(), strict=True):
             mine = self.engine.records.get(key)
             tracked = self.tracked.get(key)
+            if state == State.INVALID and (mine is None or mine.state is State.FINISHED):
+                continue  # set aside: kept, never scheduled, until cancelled
             if state == State.FINISHED and (mine is None or mine.state is State.FINISHED) \
                     and key not in self.dispatched.copies:
                 # A dispatched copy is removed by its manager once it has seen the end: were
@@ -543,8 +564,10 @@ class Leader:
                 self._sent_at.pop(key, None)
                 continue
             tracked = self.tracked[key]
-            gang = placing.gang_pods(record.info, record.admission, self.engine.cache.flavors)
-            all_jobs = self._pod_jobs(key, tracked.attempt, tracked.placed, gang)
+            with blame(key):
+                gang = placing.gang_pods(record.info, record.admission,
+                                         self.engine.cache.flavors)
+                all_jobs = self._pod_jobs(key, tracked.attempt, tracked.placed, gang)
             to_send += [all_jobs[i] for i in unsent]
             self._sent_at[key] = now
         if to_send:

@@ -3,10 +3,12 @@
 Everything a user can get wrong is caught here, before anything is written,
 and reported as :class:`~quota.api.Problem` lines naming the field: a bad
 name or queue, an unparsable quantity, a pod set without a command, an
-unknown priority class, a negative backoff limit. A submission that passes is
-a valid Workload manifest whose pods have a command — so a malformed
-submission never reaches Redis, let alone a worker. (The scheduler checks
-stored specs again and rejects any written around this door.)
+unknown priority class, a negative backoff limit, and whatever a pool cannot
+run (:mod:`kuota.service.runnable`: empty pod sets, NUL bytes, bad env
+names). A submission that passes is a valid Workload manifest whose pods
+have a command — so a malformed submission never reaches Redis, let alone a
+worker. (The scheduler checks stored specs again, with the same rules, and
+quarantines any written around this door.)
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kuota.service import jobs, rebuild
+from kuota.service import jobs, rebuild, runnable
 from quota import api
 
 #: Annotation carrying the number of gang retries after a failed pod.
@@ -109,6 +111,7 @@ def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
                     f"{namespace}")
     if not lq:
         problem("spec.queueName", "is required (the LocalQueue to submit to)")
+    problems += runnable.problems(obj, source)
     for ps in obj.spec.pod_sets:
         try:
             jobs.pod_command(obj, ps.name)

@@ -205,6 +205,29 @@ note(KEYS[3], {at = tonumber(ARGV[3]), event = "Rejected", message = ARGV[2]})
 return "ok"
 """
 
+QUARANTINE: Final = r"""
+-- Set aside a workload the scheduler cannot handle: state Invalid, the error as its message,
+-- its pods asked to stop. A state this version cannot read (a record written around kuota)
+-- is quarantined too: anything but Finished or Invalid.
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events  KEYS[5..] pod hashes
+-- ARGV[1] lease holder  ARGV[2] workload key  ARGV[3] message  ARGV[4] now
+-- ARGV[5] events maxlen
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local state = redis.call("HGET", KEYS[2], "state")
+if not state then
+  if redis.call("EXISTS", KEYS[2]) == 0 then return "missing" end
+  state = ""
+end
+if state == "Finished" or state == "Invalid" then return "state:" .. state end
+local target = step(state, "quarantine") or "Invalid"
+stop_pods(5)
+redis.call("HSET", KEYS[2], "state", target, "reason", "Invalid", "message", ARGV[3],
+           "quarantined_at", ARGV[4])
+note(KEYS[3], {at = tonumber(ARGV[4]), event = target, message = ARGV[3]})
+emit(KEYS[4], ARGV[5], "kind", "workload", "key", ARGV[2])
+return "ok"
+"""
+
 SET_REASONS: Final = r"""
 -- Record why workloads wait: for quota (Pending), for admission checks (QuotaReserved)
 -- or for nodes (Admitted, not placed yet).
@@ -501,6 +524,7 @@ return "ok"
 #: Every script, by name; each gets the prologue.
 SCRIPTS: Final = {
     "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "settle": SETTLE, "reject": REJECT,
+    "quarantine": QUARANTINE,
     "set_reasons": SET_REASONS, "set_dispatch": SET_DISPATCH, "cancel": CANCEL,
     "dispatch": DISPATCH, "remove_dispatched": REMOVE_DISPATCHED,
     "pod_start": POD_START, "pod_exit": POD_EXIT,

@@ -7,6 +7,7 @@ from typing import Any
 import fakeredis
 
 from queueing.store import PodRef, Store
+from tests.integration.redis.harness import CQ, queues
 from queueing.store.workloads import AdmitRequest, PlaceRequest, PodPlacement
 from quota.workload import Admission, PodSetAdmission
 
@@ -73,3 +74,63 @@ def running_gang(store: Store, key: str = "ns/w", *, pods: int = 2, backoff_limi
         for ref, (name, epoch) in zip(refs, nodes, strict=True):
             assert store.pods.start(ref, node=name, epoch=epoch, devices="", now=4.0) == "ok"
     return holder, refs
+
+
+# -- a scheduler on fakeredis, stepped by the test ------------------------------------------
+
+#: ClusterQueue ``cq`` (cpu=4) and its LocalQueue ``default/lq-cq``.
+QUEUES = queues(CQ("cq", {"cpu": 4}))
+LOCAL_QUEUE = "default/lq-cq"
+
+
+class SteppedPool:
+    """The :data:`QUEUES` and one scheduler on
+    a fresh fakeredis, stepped by the test instead of a thread: no timing, no workers."""
+
+    def __init__(self) -> None:
+        from kuota.client import Client
+        from kuota.service.connection import connect
+        from kuota.service.leader import Timing
+        from kuota.service.scheduler import SchedulerOptions, SchedulerService
+
+        self.connection = connect(None, prefix="t", server=fakeredis.FakeServer())
+        self.client = Client(connection=self.connection)
+        self.client.apply(QUEUES)
+        self.scheduler = SchedulerService(self.connection, SchedulerOptions(
+            identity="s1", timing=Timing(lease_ttl=30, poll=0.01, batch=0.0)))
+
+    @property
+    def store(self) -> Store:
+        return self.connection.store
+
+    def submit(self, name: str, cpu: int = 1) -> str:
+        return self.client.submit(["true"], queue=LOCAL_QUEUE, name=name,
+                                  requests={"cpu": cpu}).key
+
+    def write_raw(self, name: str, spec: object) -> str:
+        """A workload written straight into Redis, around every check."""
+        key = f"default/{name}"
+        self.store.workloads.submit(key, spec=spec, queue=LOCAL_QUEUE,  # type: ignore[arg-type]
+                                    priority=0, backoff_limit=0, submission=name, now=1.0)
+        return key
+
+    def run(self, steps: int = 5) -> None:
+        for _ in range(steps):
+            self.scheduler.step()
+
+    def state(self, key: str) -> str:
+        return str(self.store.redis.hget(self.store.keys.workload(key), "state"))
+
+
+def workload_spec(name: str, *, count: object = 1, cpu: object = "1",
+                  command: object = ("true",), env: object = None) -> dict[str, Any]:
+    """A Workload manifest as a raw writer might store it (nothing checked)."""
+    container: dict[str, Any] = {"name": "main", "command": command,
+                                 "resources": {"requests": {"cpu": cpu}}}
+    if env is not None:
+        container["env"] = env
+    return {"apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"queueName": "lq-cq", "podSets": [
+                {"name": "main", "count": count, "template": {"spec": {
+                    "containers": [container]}}}]}}

@@ -39,6 +39,23 @@ def test_a_good_submission() -> None:
     ({"backoff_limit": -1}, "metadata.annotations[kuota.dev/backoff-limit]", "whole number"),
     ({"requests": {"cpu": "x"}}, "spec.podSets[0].template.spec.containers[0].resources."
                                  "requests.cpu", "not a quantity"),
+    # Issue 12: each of these was accepted and then broke the scheduler or hung a pod.
+    ({"count": 0}, "spec.podSets[0].count", "must be at least 1"),
+    ({"count": 10_001}, "spec.podSets", "a pool runs at most 10000 pods"),
+    ({"requests": {"cpu": "1e5000"}}, "spec.podSets[0].template.spec.containers[0].resources."
+                                      "requests.cpu", "too large"),
+    ({"requests": {"cpu": "NaN"}}, "spec.podSets[0].template.spec.containers[0].resources."
+                                   "requests.cpu", "not a finite quantity"),
+    ({"command": ["echo", "a\0b"]}, "spec.podSets[0].template.spec.containers[0].command[1]",
+     "NUL byte"),
+    ({"env": {"A": "x\0y"}}, "spec.podSets[0].template.spec.containers[0].env[0].value",
+     "NUL byte"),
+    ({"env": {"A=B": "1"}}, "spec.podSets[0].template.spec.containers[0].env[0].name",
+     "contains '='"),
+    ({"env": {"": "1"}}, "spec.podSets[0].template.spec.containers[0].env[0].name",
+     "must not be empty"),
+    ({"env": {"T\tAB": "1"}}, "spec.podSets[0].template.spec.containers[0].env[0].name",
+     "printable ASCII"),
 ])
 def test_each_mistake_is_named(overrides: dict[str, object], want_field: str,
                                want_text: str) -> None:

@@ -1,0 +1,76 @@
+"""What a Workload must be for a Redis worker pool to run it — checked at every door.
+
+The API models accept what Kubernetes and Kueue accept; a worker pool runs
+pods as local processes, which asks more of a spec:
+
+* **every pod set has pods**: at least one (Kueue allows ``count: 0`` for
+  pod sets a Job may scale to; a pool has nothing to run for one, and a
+  gang with an empty pod set is not something a user means) and the whole
+  workload at most :data:`MAX_PODS` — a bound on what one scheduling step,
+  one Redis script and one placement round take on;
+* **a command a process can have**: ``execve`` takes C strings, so a NUL
+  byte in an argument, an environment name or value cannot be passed on —
+  the process would never start, and the pod would hang as Running;
+* **environment names a process can have**: not empty, printable ASCII,
+  no ``=`` (the separator of ``NAME=value``) — Kubernetes' relaxed rule.
+
+The same :func:`problems` runs on ``kuota submit``, ``Client.submit`` and —
+for specs written into Redis around them — on the scheduler's read of every
+stored spec (:func:`kuota.service.rebuild.workload_object`), so one rule
+decides at every door.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from quota import api
+
+#: Most pods one workload may ask for in a pool (all pod sets together).
+MAX_PODS: Final = 10_000
+
+
+def problems(obj: api.Workload, source: str) -> list[api.Problem]:
+    """Every reason a pool cannot run ``obj``, one :class:`~quota.api.Problem` each."""
+    name = obj.metadata.name
+    found: list[api.Problem] = []
+
+    def problem(field: str, message: str) -> None:
+        found.append(api.Problem(source, "Workload", name, field, message))
+
+    total = 0
+    for i, ps in enumerate(obj.spec.pod_sets):
+        at = f"spec.podSets[{i}]"
+        total += ps.count
+        if ps.count < 1:
+            problem(f"{at}.count", f"must be at least 1 (got {ps.count}): a pod set with no "
+                    "pods has nothing to run")
+        for c, container in enumerate(ps.template.spec.containers):
+            where = f"{at}.template.spec.containers[{c}]"
+            for part in ("command", "args"):
+                for a, arg in enumerate(getattr(container, part) or ()):
+                    if "\0" in arg:
+                        problem(f"{where}.{part}[{a}]", "contains a NUL byte, which no process "
+                                "argument can hold")
+            for e, var in enumerate(container.env or ()):
+                error = env_name_error(var.name)
+                if error:
+                    problem(f"{where}.env[{e}].name", error)
+                if var.value is not None and "\0" in var.value:
+                    problem(f"{where}.env[{e}].value", "contains a NUL byte, which no "
+                            "environment variable can hold")
+    if total > MAX_PODS:
+        problem("spec.podSets", f"{total} pods in all; a pool runs at most {MAX_PODS} pods "
+                "per workload")
+    return found
+
+
+def env_name_error(name: str) -> str | None:
+    """Why ``name`` cannot be an environment variable's name, or None."""
+    if not name:
+        return "must not be empty"
+    if "=" in name:
+        return f"{name[:40]!r} contains '=', which separates a variable's name from its value"
+    if not all(" " <= ch <= "~" for ch in name):
+        return f"{name[:40]!r} must be printable ASCII characters"
+    return None
