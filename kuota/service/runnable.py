@@ -3,6 +3,8 @@
 The API models accept what Kubernetes and Kueue accept; a worker pool runs
 pods as local processes, which asks more of a spec:
 
+* **every pod set has a program**: its first container's ``command`` (and
+  ``args``), an argument list (:func:`kuota.service.jobs.pod_command`);
 * **every pod set has pods**: at least one (Kueue allows ``count: 0`` for
   pod sets a Job may scale to; a pool has nothing to run for one, and a
   gang with an empty pod set is not something a user means) and the whole
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from kuota.service import jobs
 from quota import api
 
 #: Most pods one workload may ask for in a pool (all pod sets together).
@@ -40,6 +43,10 @@ def problems(obj: api.Workload, source: str) -> list[api.Problem]:
 
     total = 0
     for i, ps in enumerate(obj.spec.pod_sets):
+        try:
+            jobs.pod_command(obj, ps.name)
+        except ValueError as exc:
+            problem(f"spec.podSets[{ps.name}]", str(exc).split(": ", 1)[-1])
         at = f"spec.podSets[{i}]"
         total += ps.count
         if ps.count < 1:

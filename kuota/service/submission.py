@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kuota.service import jobs, rebuild, runnable
+from kuota.service import rebuild, runnable
 from quota import api
 
 #: Annotation carrying the number of gang retries after a failed pod.
@@ -112,11 +112,6 @@ def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
     if not lq:
         problem("spec.queueName", "is required (the LocalQueue to submit to)")
     problems += runnable.problems(obj, source)
-    for ps in obj.spec.pod_sets:
-        try:
-            jobs.pod_command(obj, ps.name)
-        except ValueError as exc:
-            problem(f"spec.podSets[{ps.name}]", str(exc).split(": ", 1)[-1])
     priority = obj.spec.priority
     pc = obj.spec.priority_class_name
     if pc is not None and obj.spec.priority_class_ref is not None \

@@ -7,9 +7,9 @@ from typing import Any
 import fakeredis
 
 from queueing.store import PodRef, Store
-from tests.integration.redis.harness import CQ, queues
 from queueing.store.workloads import AdmitRequest, PlaceRequest, PodPlacement
 from quota.workload import Admission, PodSetAdmission
+from tests.integration.redis.harness import CQ, queues
 
 
 def new_store(prefix: str = "t") -> Store:

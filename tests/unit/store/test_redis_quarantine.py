@@ -53,6 +53,8 @@ RAW_CASES = [
     RawCase("cpu 1e5000", _spec(cpu="1e5000"), "'1e5000' is too large"),
     RawCase("cpu Infinity", _spec(cpu="Infinity"), "not a finite quantity"),
     RawCase("NUL in command", _spec(command=["tr\0ue"]), "NUL byte"),
+    # Found by the property test: admitted, holding quota, with nothing to run.
+    RawCase("no command", _spec(command=[]), "command is required in Redis mode"),
     RawCase("= in env name", _spec(env=[{"name": "A=B", "value": "1"}]), "contains '='"),
     RawCase("NUL in env value", _spec(env=[{"name": "A", "value": "\0"}]), "NUL byte"),
     RawCase("spec not JSON", _field("spec", "{not json"), "Expecting property name"),
