@@ -4,7 +4,7 @@
 
     import kuota
 
-    client = kuota.Client("redis://localhost:6379")      # None: REDIS_URL, else embedded
+    client = kuota.Client("redis://localhost:6379")  # None: REDIS_URL, else localhost:6379/0
     client.apply("queues.yaml")
     run = client.submit(["python", "train.py"], queue="team-a/default",
                         requests={"cpu": 2, "nvidia.com/gpu": 1}, count=2)
@@ -108,6 +108,9 @@ def _pod_status(pod: PodRecord) -> PodStatus:
 
 
 class Client:
+    """A store's user: ``redis_url`` None means ``REDIS_URL``, else
+    ``redis://localhost:6379/0``; ``"embedded"`` is this process's in-memory store."""
+
     def __init__(self, redis_url: str | None = None, *, prefix: str = "kuota",
                  connection: Connection | None = None) -> None:
         self.connection = connection or connect(redis_url, prefix=prefix)

@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
-    client = cli.client(args, quiet=True)
+    client = cli.client(args)
     kind = KINDS[args.kind]
     rows: list[dict[str, Any]]
     if kind == "workloads":

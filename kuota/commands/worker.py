@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from kuota.service import cli
-from kuota.service.connection import connect, resolve_url
 from kuota.service.supervisor import SupervisorTiming
 from kuota.service.worker import PoolWorker, WorkerOptions
 from quota.resources import QuantityError, parse_vector
@@ -59,8 +58,6 @@ def run(args: argparse.Namespace) -> int:
         pool=args.pool, node=args.node, capacity=capacity,
         labels=cli.parse_labels(args.labels), devices=devices, heartbeat=args.heartbeat,
         log_dir=args.log_dir, supervisor=SupervisorTiming(grace=args.grace))
-    if resolve_url(args.redis) is None:
-        print(cli.EMBEDDED_NOTE, file=sys.stderr)
-    worker = PoolWorker(connect(args.redis, prefix=args.prefix), options)
+    worker = PoolWorker(cli.connection(args), options)
     worker.run()
     return 1 if worker.replaced else 0

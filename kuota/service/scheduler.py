@@ -59,8 +59,8 @@ class SchedulerService:
         self.leader: Leader | None = None
         #: Times this process became leader (tests and status output).
         self.terms = 0
-        #: Steps that failed for a reason not traced to one workload (logged; tests assert
-        #: none happen).
+        #: Steps that failed for a reason not traced to one workload, or with a request Redis
+        #: refused (logged; tests assert none happen).
         self.failures = 0
         self._backoff = 0.1
 
@@ -111,6 +111,7 @@ class SchedulerService:
             self._quarantine(exc)
         except redis.RedisError as exc:
             log.error("redis refused a request (%s); rebuilding in %.1fs", exc, self._backoff)
+            self.failures += 1
             self.leader = None
             wait(self._backoff)
             self._backoff = min(self._backoff * 2, 2.0)

@@ -470,7 +470,8 @@ if not n[1] then return "missing" end
 if n[1] ~= "Ready" then return "state:" .. n[1] end
 if ARGV[1] == "" then
   if n[2] ~= ARGV[3] then return "replaced" end
-elseif redis_now() - tonumber(n[3]) < tonumber(ARGV[2]) then
+elseif redis_now() - (tonumber(n[3]) or 0) < tonumber(ARGV[2]) then
+  -- (an unreadable heartbeat, from a record written around kuota, counts as none)
   return "alive"
 end
 if redis.call("SCARD", KEYS[3]) ~= #KEYS - 4 then return "stale" end
@@ -485,7 +486,7 @@ for i = 5, #KEYS do
 end
 redis.call("DEL", KEYS[3])
 redis.call("HSET", KEYS[2], "state", "Lost", "reason", ARGV[4], "lost_at", ARGV[5])
-emit(KEYS[4], ARGV[6], "kind", "node", "node", redis.call("HGET", KEYS[2], "name"))
+emit(KEYS[4], ARGV[6], "kind", "node", "node", redis.call("HGET", KEYS[2], "name") or "")
 return "ok"
 """
 

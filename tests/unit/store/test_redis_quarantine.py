@@ -140,14 +140,22 @@ def test_cancelling_an_invalid_workload_finishes_it_and_frees_its_name() -> None
     assert pool.state(bad) == "Admitted"
 
 
-def test_an_unreadable_node_record_is_a_lost_node_not_a_crash() -> None:
+@pytest.mark.parametrize(("fields", "want_reason"), [
+    ({"state": "Ready", "capacity": "[1, 2]", "labels": "nope", "heartbeat": "x"},
+     "unreadable node record"),
+    # Found by the property test: the node-loss script failed on it in every step.
+    ({"state": "Ready", "pool": "", "capacity": "", "labels": "", "epoch": "",
+      "heartbeat": "", "devices": ""}, "NodeFailures: no heartbeat"),
+])
+def test_an_unreadable_node_record_is_a_lost_node_not_a_crash(
+        fields: dict[str, str], want_reason: str) -> None:
     pool = SteppedPool()
     pool.store.redis.sadd(pool.store.keys.nodes, "n1")
-    pool.store.redis.hset(pool.store.keys.node("n1"), mapping={
-        "state": "Ready", "capacity": "[1, 2]", "labels": "nope", "heartbeat": "x"})
+    pool.store.redis.hset(pool.store.keys.node("n1"), mapping=fields)
     key = pool.submit("w")
     pool.run()
     [node] = pool.store.nodes.all()
     assert (node.name, node.ready) == ("n1", False)
-    assert "unreadable node record" in node.reason
+    assert want_reason in node.reason
     assert pool.state(key) == "Admitted"
+    assert (pool.scheduler.leading, pool.scheduler.failures) == (True, 0)
