@@ -186,8 +186,11 @@ class Client:
                 env=env)
         classes = {name_: int(m.get("value", 0)) for name_, m in
                    self.store.objects.manifests("WorkloadPriorityClass").items()}
+        defaults = {key: dict(m.get("spec", {}).get("defaultRequests") or {}) for key, m in
+                    self.store.objects.manifests("LocalQueue").items()}
         checked = submission.check(manifest, classes,
-                                   queue=queue if workload is not None else None)
+                                   queue=queue if workload is not None else None,
+                                   default_requests=defaults)
         self.store.workloads.submit(
             checked.key, spec=checked.manifest, queue=checked.queue, priority=checked.priority,
             backoff_limit=checked.backoff_limit, submission=uuid.uuid4().hex, now=time.time())

@@ -58,8 +58,13 @@ from queueing.store.events import Event
 from queueing.store.workloads import PlaceRequest, PodPlacement
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
+from quota.resources import format_vector
+from quota.workload import Admission
 
 log = logging.getLogger(__name__)
+
+#: Reason of a workload taken out of scheduling because no node can ever hold it.
+INADMISSIBLE = "Inadmissible"
 
 
 class NeedRebuild(Exception):
@@ -118,6 +123,9 @@ class Leader:
         #: Why the first gang of a kind did not fit, this round.
         self._waiting_why: dict[tuple[int, str], str] = {}
         self._reasons: dict[str, tuple[str, str]] = {}
+        #: Workloads set aside because no node could ever hold them -> the Ready nodes then
+        #: (names and epochs); given another chance when the nodes differ.
+        self._inadmissible: dict[str, tuple[tuple[str, int], ...] | None] = {}
         now = clock()
         self._renew_at = now + timing.lease_ttl / 3
         self._node_check_at = now
@@ -138,6 +146,8 @@ class Leader:
         for key, message in loaded.invalid.items():
             self.quarantine(key, message, now, loaded.workloads[key].pod_refs())
         self._resume([r for k, r in loaded.workloads.items() if k not in loaded.invalid], now)
+        self._inadmissible = {k: None for k, r in loaded.workloads.items()
+                              if r.state is State.INACTIVE and r.reason == INADMISSIBLE}
         self.dispatched.resume(list(loaded.dispatched.values()), now)
         self._read_nodes(now)
         if self.members is not None:
@@ -173,6 +183,8 @@ class Leader:
         self._schedule(now)
         self.dispatched.step(now)
         self._place(now)
+        if self._inadmissible:
+            self._retry_inadmissible(now)
         if now >= self._node_check_at:
             self._watch_nodes(now)
         if now >= self._reasons_at:
@@ -354,6 +366,16 @@ class Leader:
                             if self.members is not None else None)
                     result = pinning.place(pods, record.admission, pools, pool=pool)
                 if isinstance(result, placing.Unplaceable):
+                    with blame(key):
+                        never = self._never_fits(pods, record.admission, pool)
+                    if never is not None:  # waiting would hold its quota forever
+                        log.warning("workload %s can never be placed: %s", key, never)
+                        self.engine.deactivate(key, now, INADMISSIBLE, never)
+                        self._inadmissible[key] = self._ready_nodes()
+                        self.unplaced.pop(key, None)
+                        del keys[key]
+                        self._kind_of.pop(key, None)
+                        continue
                     self._waiting_why[kind] = result.reason
                     break
                 # Later gangs of this round see these pods on their nodes.
@@ -392,6 +414,50 @@ class Leader:
         jobs.enqueue(self.conn.raw, self.store.keys, to_send)
         for job in to_send:
             self._sent_at[PodRef.parse(job.pod_id).workload] = now
+
+    def _never_fits(self, pods: list[placing.GangPod], admission: Admission,
+                    pool: str | None) -> str | None:
+        """Why no Ready node could hold the gang even with nothing else on it, or None when
+        it could (it waits) — or when that cannot be told yet: no node has registered, the
+        pool dispatch chose has none, or topology-aware admission pinned its nodes."""
+        empty = self.nodes.empty_pools()
+        if not empty or (pool is not None and pool not in empty) or pinning.pinned(admission):
+            return None
+        if isinstance(pinning.place(pods, admission, empty, pool=pool), placing.Placed):
+            return None
+        shapes = "; ".join(
+            f"pool {name}: " + ", ".join(f"{n.name} ({format_vector(n.allocatable)})"
+                                         for n in sorted(nodes, key=lambda n: n.name)[:3])
+            + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+            for name, nodes in sorted(empty.items()) if pool is None or name == pool)
+        asks = "; ".join(sorted({f"{p.pod_set}: {format_vector(p.requests)} per pod"
+                                 for p in pods}))
+        return (f"no node can ever hold this gang of {len(pods)} pod(s) ({asks}), even with "
+                f"nothing else running: the Ready nodes are {shapes}")
+
+    def _ready_nodes(self) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted((n.name, n.epoch) for n in self.nodes.records.values() if n.ready))
+
+    def _retry_inadmissible(self, now: float) -> None:
+        """Give gangs no node could hold another chance once the Ready nodes change (a
+        bigger node may have registered): back to Pending, in their old place in line."""
+        if self.nodes.dirty:
+            self.nodes.refresh()
+        nodes = self._ready_nodes()
+        for key in [k for k, seen in self._inadmissible.items() if seen != nodes]:
+            del self._inadmissible[key]
+            record, tracked = self.engine.records.get(key), self.tracked.get(key)
+            if record is None or record.state is not State.INACTIVE or tracked is None:
+                continue
+            status = self.store.workloads.settle(
+                self.holder, WorkloadRecord(key, State.INACTIVE, attempt=tracked.attempt),
+                event="activate", reason="Pending", message="nodes changed: trying again",
+                queued_at=record.info.created, now=now)
+            self._check(status, f"activating {key}")
+            if status == "ok":
+                self.engine.activate(key, now)
+            else:
+                self.recheck.add(key)
 
     def _pod_jobs(self, key: str, attempt: int, placed: tuple[tuple[str, int], ...],
                   pods: list[placing.GangPod]) -> list[jobs.PodJob]:

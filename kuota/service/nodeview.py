@@ -59,6 +59,16 @@ class NodeView:
                 pools.setdefault(record.pool, []).append(self._values[name])
         return pools
 
+    def empty_pools(self) -> dict[str, list[Node]]:
+        """Ready nodes with nothing on them, by pool: what a gang could ever have."""
+        if self.dirty:
+            self.refresh()
+        pools: dict[str, list[Node]] = {}
+        for record in self.records.values():
+            if record.ready:
+                pools.setdefault(record.pool, []).append(placing.node_value(record))
+        return pools
+
     def usage_by_node(self, include: Callable[[str], bool]) -> dict[str, ResourceVector]:
         """Summed requests of the live pods on each node whose workload key passes
         ``include`` (topology-aware admission counts some pods itself)."""

@@ -5,6 +5,10 @@ pods as local processes, which asks more of a spec:
 
 * **every pod set has a program**: its first container's ``command`` (and
   ``args``), an argument list (:func:`kuota.service.jobs.pod_command`);
+* **every pod requests something**: requests are what bound how many pods
+  share a queue's quota and a node; a pod requesting nothing would run
+  anywhere, any number at once. A LocalQueue's ``defaultRequests`` fills
+  them in at submission (:func:`kuota.service.submission.with_default_requests`);
 * **every pod set has pods**: at least one (Kueue allows ``count: 0`` for
   pod sets a Job may scale to; a pool has nothing to run for one, and a
   gang with an empty pod set is not something a user means) and the whole
@@ -49,6 +53,11 @@ def problems(obj: api.Workload, source: str) -> list[api.Problem]:
             problem(f"spec.podSets[{ps.name}]", str(exc).split(": ", 1)[-1])
         at = f"spec.podSets[{i}]"
         total += ps.count
+        if ps.template.spec.containers and not ps.pod_requests():
+            problem(f"{at}.template.spec.containers[0].resources.requests",
+                    "requests nothing, so nothing would bound how many pods run at once: "
+                    "give requests (kuota submit --requests cpu=1, or resources.requests in "
+                    "the pod template), or set spec.defaultRequests on the LocalQueue")
         if ps.count < 1:
             problem(f"{at}.count", f"must be at least 1 (got {ps.count}): a pod set with no "
                     "pods has nothing to run")

@@ -93,8 +93,13 @@ def from_args(command: Sequence[str], *, queue: str, name: str | None = None, co
 
 
 def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
-          queue: str | None = None, source: str = SOURCE) -> Submission:
-    """Validate a Workload manifest for Redis mode; raises :class:`~quota.api.ObjectError`."""
+          queue: str | None = None, source: str = SOURCE,
+          default_requests: Mapping[str, Mapping[str, str]] | None = None) -> Submission:
+    """Validate a Workload manifest for Redis mode; raises :class:`~quota.api.ObjectError`.
+
+    ``default_requests``: per LocalQueue (``namespace/name``), the per-pod requests given to
+    pod sets that request nothing (the LocalQueue's ``spec.defaultRequests``).
+    """
     obj = rebuild.parse_workload(manifest, source=source)
     name = obj.metadata.name
     problems: list[api.Problem] = []
@@ -111,6 +116,9 @@ def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
                     f"{namespace}")
     if not lq:
         problem("spec.queueName", "is required (the LocalQueue to submit to)")
+    defaults = (default_requests or {}).get(f"{namespace}/{lq}")
+    if defaults:
+        obj = with_default_requests(obj, defaults, source)
     problems += runnable.problems(obj, source)
     priority = obj.spec.priority
     pc = obj.spec.priority_class_name
@@ -138,3 +146,18 @@ def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
     stored["spec"]["priority"] = priority or 0
     return Submission(f"{namespace}/{name}", f"{namespace}/{lq}", stored, priority or 0,
                       backoff)
+
+
+def with_default_requests(obj: api.Workload, defaults: Mapping[str, str],
+                          source: str) -> api.Workload:
+    """``obj`` with ``defaults`` as the first container's requests in every pod set whose
+    pods request nothing — what a LimitRange's ``defaultRequest`` does on Kubernetes."""
+    empty = [i for i, ps in enumerate(obj.spec.pod_sets)
+             if not ps.pod_requests() and ps.template.spec.containers]
+    if not empty:
+        return obj
+    doc = obj.to_dict()
+    for i in empty:
+        container = doc["spec"]["podSets"][i]["template"]["spec"]["containers"][0]
+        container.setdefault("resources", {})["requests"] = dict(defaults)
+    return rebuild.parse_workload(doc, source=source)

@@ -169,7 +169,8 @@ return "ok"
 
 SETTLE: Final = r"""
 -- Apply a scheduler decision that ends a workload's hold on quota or its chance to run:
--- ``evict`` (requeue; preemption, node failure, a stopped queue) or ``deactivate``.
+-- ``evict`` (requeue; preemption, node failure, a stopped queue) or ``deactivate``; or
+-- gives an Inactive workload its chance back (``activate``).
 -- The pods of the attempt are asked to stop.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4..] pod hashes of the attempt
 -- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] event  ARGV[4] reason  ARGV[5] message
@@ -185,6 +186,7 @@ redis.call("HSET", KEYS[2], "state", target, "queued_at", ARGV[7], "reason", ARG
            "message", ARGV[5], "admission", "", "cq", "", "placement", "")
 local event = "Evicted"
 if ARGV[3] == "deactivate" then event = "Deactivated" end
+if ARGV[3] == "activate" then event = "Activated" end
 note(KEYS[3], {at = tonumber(ARGV[6]), event = event, reason = ARGV[4],
                message = ARGV[5], attempt = tonumber(ARGV[2])})
 return "ok"

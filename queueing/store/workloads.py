@@ -188,9 +188,11 @@ class WorkloadStore:
 
     def settle(self, holder: str, record: WorkloadRecord, *, event: str, reason: str,
                message: str, queued_at: float, now: float) -> str:
-        """Evict (requeue) or deactivate: stops the pods of the attempt; returns the status."""
-        if event not in ("evict", "deactivate"):
-            raise ValueError(f"settle: event must be evict or deactivate, got {event!r}")
+        """Evict (requeue) or deactivate: stops the pods of the attempt; or activate an
+        Inactive workload. Returns the status."""
+        if event not in ("evict", "deactivate", "activate"):
+            raise ValueError(f"settle: event must be evict, deactivate or activate, "
+                             f"got {event!r}")
         k = self._keys
         return self._scripts.run(
             "settle", [k.lease, k.workload(record.key), k.history(record.key),

@@ -58,7 +58,8 @@ def test_apply_submit_wait_logs(kuota: Kuota, redis_server_url: str, redis_prefi
         assert status == 0, err
         assert "workload default/hello Succeeded: all pods exited 0" in out
         assert kuota("logs", "hello") == (0, "hello world\n", "")
-        failing = kuota("submit", "--queue", "default/lq-cq", "--wait", "--", "false")
+        failing = kuota("submit", "--queue", "default/lq-cq", "--requests", "cpu=1", "--wait",
+                        "--", "false")
         assert failing[0] == 1 and "Failed" in failing[1]
 
 

@@ -207,7 +207,9 @@ def test_the_python_api_reports_every_problem_at_once(redis_server_url: str,
     with pytest.raises(api.ObjectError) as caught:
         client.submit(workload=manifest)
     fields = [p.field for p in caught.value.problems]
-    assert fields == ["spec.podSets[a]", "spec.podSets[b]"]
+    assert fields == ["spec.podSets[a]",
+                      "spec.podSets[0].template.spec.containers[0].resources.requests",
+                      "spec.podSets[b]"]
     assert client.workloads() == []
 
 

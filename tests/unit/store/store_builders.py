@@ -103,8 +103,8 @@ class SteppedPool:
     def store(self) -> Store:
         return self.connection.store
 
-    def submit(self, name: str, cpu: int = 1) -> str:
-        return self.client.submit(["true"], queue=LOCAL_QUEUE, name=name,
+    def submit(self, name: str, cpu: int = 1, count: int = 1) -> str:
+        return self.client.submit(["true"], queue=LOCAL_QUEUE, name=name, count=count,
                                   requests={"cpu": cpu}).key
 
     def write_raw(self, name: str, spec: object) -> str:

@@ -9,7 +9,7 @@ from quota import api
 
 
 def check(**overrides: object) -> submission.Submission:
-    args: dict[str, object] = {"queue": "team/lq", "name": "job"}
+    args: dict[str, object] = {"queue": "team/lq", "name": "job", "requests": {"cpu": 1}}
     args.update(overrides)
     command = args.pop("command", ["python", "train.py"])
     manifest = submission.from_args(command, **args)  # type: ignore[arg-type]
@@ -67,3 +67,38 @@ def test_each_mistake_is_named(overrides: dict[str, object], want_field: str,
 def test_generated_names_follow_the_command() -> None:
     name = check(name=None, command=["/usr/bin/My_Tool.sh"]).key.split("/")[1]
     assert name.startswith("my-tool-sh-") and len(name) == len("my-tool-sh-") + 6
+
+
+# -- requests always mean something (issue 12, scope 3) ---------------------------------------
+
+REQUESTS_FIELD = "spec.podSets[0].template.spec.containers[0].resources.requests"
+
+
+@pytest.mark.parametrize(("requests", "defaults", "want_requests", "want_problem"), [
+    # Issue 12: six request-less jobs ran at once on a queue showing cpu=0/2.
+    (None, None, None, "give requests (kuota submit --requests cpu=1"),
+    ({"cpu": 0}, None, None, "requests nothing"),
+    (None, {"cpu": "2", "memory": "1Gi"}, {"cpu": "2", "memory": "1Gi"}, None),
+    ({"cpu": "500m"}, {"cpu": "2"}, {"cpu": "500m"}, None),
+])
+def test_a_submission_without_requests_gets_the_queue_default_or_is_refused(
+        requests: dict[str, object] | None, defaults: dict[str, str] | None,
+        want_requests: dict[str, str] | None, want_problem: str | None) -> None:
+    manifest = submission.from_args(["train"], queue="team/lq", name="job",
+                                    requests=requests)  # type: ignore[arg-type]
+    default_requests = {"team/lq": defaults} if defaults else {}
+    if want_problem is not None:
+        with pytest.raises(api.ObjectError) as caught:
+            submission.check(manifest, {}, default_requests=default_requests)
+        [problem] = caught.value.problems
+        assert (problem.field, want_problem in problem.message) == (REQUESTS_FIELD, True)
+        return
+    ok = submission.check(manifest, {}, default_requests=default_requests)
+    container = ok.manifest["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"] == want_requests
+
+
+def test_the_default_of_another_queue_does_not_apply() -> None:
+    manifest = submission.from_args(["train"], queue="team/lq", name="job")
+    with pytest.raises(api.ObjectError):
+        submission.check(manifest, {}, default_requests={"team/other": {"cpu": "1"}})
