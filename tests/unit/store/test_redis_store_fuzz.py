@@ -127,6 +127,7 @@ def test_the_scheduler_serves_valid_workloads_whatever_else_is_stored(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(7200)  # 10,000 schedulers built and stepped: about half an hour
 @settings(max_examples=10_000, **_SETTINGS)
 @given(_writes())
 def test_the_scheduler_survives_ten_thousand_random_stores(
