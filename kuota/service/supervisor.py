@@ -201,6 +201,12 @@ class PodSupervisor:
 
     def _launch(self, job: PodJob) -> str:
         ref = PodRef.parse(job.pod_id)
+        if job.epoch != self._epoch():
+            # Placed on another incarnation of this node (a worker that replaced this one, or
+            # one before it): not ours to run, whatever the store would say.
+            log.info("pod %s is for epoch %d of node %s, this worker is epoch %d: not started",
+                     job.pod_id, job.epoch, self.node, self._epoch())
+            return "wrong-node"
         wanted = job.requests.get(GPU, 0) // MILLI
         if wanted > len(self._free_devices):
             message = (f"node {self.node} has {len(self._free_devices)} free GPU device(s), "

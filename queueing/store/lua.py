@@ -423,13 +423,22 @@ return "ok:purged"
 
 REGISTER_NODE: Final = r"""
 -- A worker (re)registers its node. Pods of an earlier incarnation died with it: mark them Lost.
+-- A node whose worker still heartbeats (within 3 of its heartbeat intervals) is refused
+-- ("live:<seconds since its heartbeat>") unless the caller replaces it: the new epoch then
+-- fences the old worker, whose next heartbeat answers "replaced".
 -- KEYS[1] nodes set  KEYS[2] node hash  KEYS[3] node pods set  KEYS[4] events
 -- KEYS[5..] pod hashes of the node's pods set, as read
 -- ARGV[1] node  ARGV[2] pool  ARGV[3] capacity JSON  ARGV[4] labels JSON  ARGV[5] devices JSON
--- ARGV[6] now  ARGV[7] events maxlen  ARGV[8..] the pod ids, in KEYS order
+-- ARGV[6] now  ARGV[7] events maxlen  ARGV[8] "1" to replace a live worker
+-- ARGV[9] this worker's heartbeat interval (seconds)  ARGV[10..] the pod ids, in KEYS order
+local n = redis.call("HMGET", KEYS[2], "state", "heartbeat", "heartbeat_every")
+if ARGV[8] ~= "1" and n[1] == "Ready" then
+  local age = redis_now() - (tonumber(n[2]) or 0)
+  if age < 3 * (tonumber(n[3]) or 5) then return "live:" .. string.format("%.1f", age) end
+end
 if redis.call("SCARD", KEYS[3]) ~= #KEYS - 4 then return "stale" end
 for i = 5, #KEYS do
-  if redis.call("SISMEMBER", KEYS[3], ARGV[i + 3]) == 0 then return "stale" end
+  if redis.call("SISMEMBER", KEYS[3], ARGV[i + 5]) == 0 then return "stale" end
 end
 for i = 5, #KEYS do
   local phase = redis.call("HGET", KEYS[i], "state")
@@ -441,7 +450,7 @@ redis.call("DEL", KEYS[3])
 local epoch = redis.call("HINCRBY", KEYS[2], "epoch", 1)
 redis.call("HSET", KEYS[2], "name", ARGV[1], "pool", ARGV[2], "capacity", ARGV[3],
            "labels", ARGV[4], "devices", ARGV[5], "state", "Ready", "heartbeat", redis_now(),
-           "registered_at", ARGV[6], "reason", "")
+           "registered_at", ARGV[6], "reason", "", "heartbeat_every", ARGV[9])
 redis.call("SADD", KEYS[1], ARGV[1])
 emit(KEYS[4], ARGV[7], "kind", "node", "node", ARGV[1])
 return "ok:" .. epoch

@@ -48,9 +48,10 @@ def admit(store: Store, holder: str, key: str = "ns/w", *, pods: int = 1, attemp
     return status
 
 
-def node(store: Store, name: str, cpu: int = 4, pool: str = "p") -> int:
+def node(store: Store, name: str, cpu: int = 4, pool: str = "p", *,
+         replace: bool = False) -> int:
     return store.nodes.register(name, pool=pool, capacity={"cpu": cpu * 1000}, labels={},
-                                devices=[], now=1.0)
+                                devices=[], now=1.0, replace=replace)
 
 
 def place(store: Store, holder: str, key: str, attempt: int,
