@@ -38,7 +38,7 @@ def test_a_live_node_is_registered_again_only_to_replace_it(
     elif before == "left":
         store.nodes.leave("a", old, reason="bye", now=2.0)
     if want_refused:
-        with pytest.raises(NodeInUse, match="node a is served by a live worker .* --replace"):
+        with pytest.raises(NodeInUse, match=r"node a is served by a live worker .* --replace"):
             node(store, "a", replace=replace)
         assert store.nodes.get("a").epoch == old
         return
