@@ -488,6 +488,7 @@ class Leader:
         self.dispatched.check_nodes(now)
         self._evict_from_lost_members(now)
         self._evict_from_lost_nodes(now)
+        self._evict_from_drained_nodes(now)
         self._persist(now)
         self._sent_at = {k: at for k, at in self._sent_at.items() if k in self.tracked}
         self._resend([k for k, at in self._sent_at.items()
@@ -532,6 +533,20 @@ class Leader:
                 nodes = ", ".join(sorted({self.tracked[key].placed[r.index][0] for r in lost}))
                 self.engine.evict(key, now, "NodeFailures", "",
                                   f"node(s) {nodes} lost while running the workload")
+
+    def _evict_from_drained_nodes(self, now: float) -> None:
+        """Requeue the workloads with a live pod on a node being drained (``kuota node
+        drain``): they run again on other nodes, the drained one being cordoned."""
+        draining = sorted(n.name for n in self.nodes.records.values()
+                          if n.ready and n.draining)
+        if not draining:
+            return
+        for node, pod_ids in self.store.nodes.pod_ids(draining).items():
+            for key in sorted({PodRef.parse(p).workload for p in pod_ids}):
+                record = self.engine.records.get(key)
+                if record is not None and record.state in HOLDS_QUOTA:
+                    self.engine.evict(key, now, "NodeDrained", "",
+                                      f"node {node} is being drained")
 
     def _resync(self, now: float) -> None:
         """Compare every stored state with the engine's; re-read those that differ. Forget

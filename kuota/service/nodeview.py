@@ -50,12 +50,12 @@ class NodeView:
         self.dirty = False
 
     def pools(self) -> dict[str, list[Node]]:
-        """Ready nodes, as placement values with their usage, by pool."""
+        """Ready nodes not cordoned, as placement values with their usage, by pool."""
         if self.dirty:
             self.refresh()
         pools: dict[str, list[Node]] = {}
         for name, record in self.records.items():
-            if record.ready:
+            if record.schedulable:
                 pools.setdefault(record.pool, []).append(self._values[name])
         return pools
 
@@ -65,7 +65,7 @@ class NodeView:
             self.refresh()
         pools: dict[str, list[Node]] = {}
         for record in self.records.values():
-            if record.ready:
+            if record.schedulable:
                 pools.setdefault(record.pool, []).append(placing.node_value(record))
         return pools
 

@@ -501,6 +501,32 @@ emit(KEYS[4], ARGV[6], "kind", "node", "node", redis.call("HGET", KEYS[2], "name
 return "ok"
 """
 
+NODE_SCHEDULING: Final = r"""
+-- An operator's say on a node: cordon (no new pods), drain (cordon, and the scheduler
+-- requeues the workloads running there) or uncordon (both undone). Survives the worker's
+-- re-registrations: the fields are the node's, not the incarnation's.
+-- KEYS[1] node hash  KEYS[2] events  ARGV[1] node  ARGV[2] cordoned "1"/""
+-- ARGV[3] draining "1"/""  ARGV[4] events maxlen
+if redis.call("EXISTS", KEYS[1]) == 0 then return "missing" end
+redis.call("HSET", KEYS[1], "cordoned", ARGV[2], "draining", ARGV[3])
+emit(KEYS[2], ARGV[4], "kind", "node", "node", ARGV[1])
+return "ok"
+"""
+
+NODE_REMOVE: Final = r"""
+-- Forget a node that no worker serves (Lost): its record and its pods set. A Ready node
+-- is refused: its worker would register it again at its next heartbeat.
+-- KEYS[1] nodes set  KEYS[2] node hash  KEYS[3] node pods set  KEYS[4] events
+-- ARGV[1] node  ARGV[2] events maxlen
+local state = redis.call("HGET", KEYS[2], "state")
+if not state and redis.call("SISMEMBER", KEYS[1], ARGV[1]) == 0 then return "missing" end
+if state == "Ready" then return "state:Ready" end
+redis.call("DEL", KEYS[2], KEYS[3])
+redis.call("SREM", KEYS[1], ARGV[1])
+emit(KEYS[4], ARGV[2], "kind", "node", "node", ARGV[1])
+return "ok"
+"""
+
 LEASE_ACQUIRE: Final = r"""
 -- Take the scheduler lease if free (or already ours); a new holder gets a new fencing token.
 -- KEYS[1] lease  KEYS[2] fence  ARGV[1] identity  ARGV[2] ttl ms
@@ -540,7 +566,8 @@ SCRIPTS: Final = {
     "set_reasons": SET_REASONS, "set_dispatch": SET_DISPATCH, "cancel": CANCEL,
     "dispatch": DISPATCH, "remove_dispatched": REMOVE_DISPATCHED,
     "pod_start": POD_START, "pod_exit": POD_EXIT,
-    "register_node": REGISTER_NODE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
+    "register_node": REGISTER_NODE, "node_scheduling": NODE_SCHEDULING,
+    "node_remove": NODE_REMOVE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
     "purge_finished": PURGE_FINISHED,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
 }

@@ -68,6 +68,24 @@ class NodeStore:
                 return int(outcome(status, f"node {name}"))
         raise Conflict(f"node {name}: pods kept changing during registration")
 
+    def set_scheduling(self, name: str, *, cordoned: bool, draining: bool = False) -> None:
+        """Cordon (no new pods), drain (cordon + requeue what runs there) or uncordon."""
+        k = self._keys
+        status = self._scripts.run("node_scheduling", [k.node(name), k.events],
+                                   [name, "1" if cordoned else "", "1" if draining else "",
+                                    EVENTS_MAXLEN])
+        outcome(status, f"node {name}")
+
+    def remove(self, name: str) -> None:
+        """Forget a node no worker serves; a Ready node is refused (:class:`Conflict`)."""
+        k = self._keys
+        status = self._scripts.run("node_remove", [k.nodes, k.node(name), k.node_pods(name),
+                                                   k.events], [name, EVENTS_MAXLEN])
+        if status == "state:Ready":
+            raise Conflict(f"node {name} is Ready (a worker serves it): stop its worker first "
+                           f"(`kuota node drain {name}` moves its workloads elsewhere)")
+        outcome(status, f"node {name}")
+
     def heartbeat(self, name: str, epoch: int) -> str:
         """``ok``, ``replaced`` (another worker took the name), ``state:Lost`` or ``missing``."""
         return self._scripts.run("heartbeat", [self._keys.node(name)], [epoch])

@@ -253,6 +253,10 @@ class NodeRecord:
     epoch: int = 0
     heartbeat: float = 0.0
     reason: str = ""
+    #: Set by ``kuota node cordon|drain``: no new pods are placed here.
+    cordoned: bool = False
+    #: Set by ``kuota node drain``: the scheduler requeues the workloads running here.
+    draining: bool = False
 
     @classmethod
     def from_hash(cls, name: str, h: Mapping[str, str]) -> NodeRecord:
@@ -273,8 +277,14 @@ class NodeRecord:
                    labels={str(k): str(v) for k, v in json.loads(h.get("labels") or "{}").items()},
                    devices=tuple(json.loads(h.get("devices") or "[]")),
                    epoch=_int(h, "epoch"), heartbeat=_float(h, "heartbeat") or 0.0,
-                   reason=h.get("reason", ""))
+                   reason=h.get("reason", ""), cordoned=h.get("cordoned") == "1",
+                   draining=h.get("draining") == "1")
 
     @property
     def ready(self) -> bool:
         return self.state is NodeState.READY
+
+    @property
+    def schedulable(self) -> bool:
+        """Ready and not cordoned: new pods may be placed here."""
+        return self.ready and not self.cordoned

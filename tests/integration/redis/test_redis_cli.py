@@ -105,3 +105,27 @@ def test_delete_and_error_statuses(kuota: Kuota, tmp_path: Path) -> None:
     status, _, err = kuota("logs", "nope")
     assert status == 1 and "default/nope: not found" in err
     assert kuota("pending", "nope")[0] == 1
+
+
+def test_node_commands_cordon_drain_uncordon_and_remove(
+        kuota: Kuota, redis_server_url: str, redis_prefix: str) -> None:
+    from kuota.client import Client
+    from kuota.service.connection import connect
+
+    store = Client(connection=connect(redis_server_url, prefix=redis_prefix)).store
+    store.nodes.register("n1", pool="pool", capacity={"cpu": 1000}, labels={}, devices=[],
+                         now=1.0)
+
+    def state() -> object:
+        return [n["state"] for n in kuota.json("get", "nodes")]
+
+    assert kuota("node", "cordon", "n1") == (0, "node n1 cordoned\n", "")
+    assert state() == ["Ready,SchedulingDisabled"]
+    assert kuota("node", "drain", "n1")[:2] == (0, "node n1 draining\n")
+    assert state() == ["Ready,Draining"]
+    assert kuota("node", "uncordon", "n1")[:2] == (0, "node n1 uncordoned\n")
+    assert state() == ["Ready"]
+    status, _, err = kuota("node", "remove", "n1")
+    assert status == 1 and err.startswith("error: node n1 is Ready (a worker serves it)")
+    status, _, err = kuota("node", "cordon", "nope")
+    assert status == 1 and "nope" in err

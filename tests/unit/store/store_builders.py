@@ -97,8 +97,11 @@ class SteppedPool:
         self.connection = connect(None, prefix="t", server=fakeredis.FakeServer())
         self.client = Client(connection=self.connection)
         self.client.apply(QUEUES)
+        #: The scheduler's clock, moved by :meth:`run` (node checks come every 5 s of it).
+        self.now = 1000.0
         self.scheduler = SchedulerService(self.connection, SchedulerOptions(
-            identity="s1", timing=Timing(lease_ttl=30, poll=0.01, batch=0.0)))
+            identity="s1", timing=Timing(lease_ttl=30, poll=0.01, batch=0.0),
+            clock=lambda: self.now))
 
     @property
     def store(self) -> Store:
@@ -115,8 +118,10 @@ class SteppedPool:
                                     priority=0, backoff_limit=0, submission=name, now=1.0)
         return key
 
-    def run(self, steps: int = 5) -> None:
+    def run(self, steps: int = 5, *, advance: float = 0.0) -> None:
+        """``steps`` scheduler steps, the clock moved ``advance`` seconds before each."""
         for _ in range(steps):
+            self.now += advance
             self.scheduler.step()
 
     def state(self, key: str) -> str:
