@@ -174,6 +174,12 @@ class Client:
         Raises :class:`quota.api.ObjectError` naming every problem; nothing is
         stored then.
         """
+        if isinstance(command, str):
+            # A string is a sequence too: it would be split into one argument per character.
+            raise api.ObjectError([api.Problem(
+                submission.SOURCE, "Workload", name or "", "command",
+                f"must be a list of arguments, e.g. {command.split()!r}, not the string "
+                f"{command!r} (kuota never runs a shell)")])
         if workload is not None:
             manifest = _one_workload(workload)
         else:

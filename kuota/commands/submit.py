@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from kuota.service import cli
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     client = cli.client(args)
     if args.filename:
-        handle = client.submit(workload=args.filename, queue=args.queue)
+        handle = client.submit(workload=Path(args.filename), queue=args.queue)
     else:
         try:
             vector = parse_vector(args.requests)

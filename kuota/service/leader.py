@@ -468,7 +468,7 @@ class Leader:
             command, env = jobs.pod_command(obj, pod.pod_set)
             out.append(jobs.PodJob(self.store.prefix, PodRef(key, attempt, pod.index).id, node,
                                    epoch, len(placed), pod.pod_set, peers, command, env,
-                                   pod.requests))
+                                   pod.requests, jobs.working_dir(obj, pod.pod_set)))
         return out
 
     # -- 5. watch nodes -----------------------------------------------------------------

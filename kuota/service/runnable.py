@@ -18,7 +18,12 @@ pods as local processes, which asks more of a spec:
   byte in an argument, an environment name or value cannot be passed on —
   the process would never start, and the pod would hang as Running;
 * **environment names a process can have**: not empty, printable ASCII,
-  no ``=`` (the separator of ``NAME=value``) — Kubernetes' relaxed rule.
+  no ``=`` (the separator of ``NAME=value``) — Kubernetes' relaxed rule;
+* **nothing it would silently ignore**: a pool runs the first container's
+  ``command`` as a process on its node, in its ``workingDir``, with its
+  literal ``env``; an ``image``, volumes and mounts, more containers, init
+  containers, and env taken from sources are refused naming the field (no
+  pool runs containers yet).
 
 The same :func:`problems` runs on ``kuota submit``, ``Client.submit`` and —
 for specs written into Redis around them — on the scheduler's read of every
@@ -32,6 +37,12 @@ from typing import Final
 
 from kuota.service import jobs
 from quota import api
+
+#: Container fields a pool cannot honour: it runs the command as a process on the node.
+UNSUPPORTED_CONTAINER_FIELDS: Final = ("volumeMounts", "volumeDevices", "envFrom")
+NOT_RUN: Final = ("{what} cannot be honoured: a worker pool runs the first container's "
+                  "command as a process on its node, with no image, volumes or other "
+                  "containers")
 
 #: Most pods one workload may ask for in a pool (all pod sets together).
 MAX_PODS: Final = 10_000
@@ -61,8 +72,21 @@ def problems(obj: api.Workload, source: str) -> list[api.Problem]:
         if ps.count < 1:
             problem(f"{at}.count", f"must be at least 1 (got {ps.count}): a pod set with no "
                     "pods has nothing to run")
-        for c, container in enumerate(ps.template.spec.containers):
+        spec = ps.template.spec
+        for field, present in (("initContainers", bool(spec.init_containers)),
+                               ("volumes", bool((spec.model_extra or {}).get("volumes"))),
+                               ("containers", len(spec.containers) > 1)):
+            if present:
+                problem(f"{at}.template.spec.{field}", NOT_RUN.format(
+                    what="more than one container" if field == "containers" else field))
+        for c, container in enumerate(spec.containers):
             where = f"{at}.template.spec.containers[{c}]"
+            extra = container.model_extra or {}
+            asked = {"image": container.image,
+                     **{field: extra.get(field) for field in UNSUPPORTED_CONTAINER_FIELDS}}
+            for field, value in asked.items():
+                if value:
+                    problem(f"{where}.{field}", NOT_RUN.format(what=field))
             for part in ("command", "args"):
                 for a, arg in enumerate(getattr(container, part) or ()):
                     if "\0" in arg:
@@ -72,6 +96,10 @@ def problems(obj: api.Workload, source: str) -> list[api.Problem]:
                 error = env_name_error(var.name)
                 if error:
                     problem(f"{where}.env[{e}].name", error)
+                if (var.model_extra or {}).get("valueFrom"):
+                    problem(f"{where}.env[{e}].valueFrom", NOT_RUN.format(
+                        what="env from a source (Secret, ConfigMap, field)") +
+                        "; give the value itself")
                 if var.value is not None and "\0" in var.value:
                     problem(f"{where}.env[{e}].value", "contains a NUL byte, which no "
                             "environment variable can hold")

@@ -9,6 +9,7 @@ import pytest
 from harness import CQ, local_cluster, node, queues, wait_for
 
 from kuota.cli import main
+from kuota.client import WorkloadHandle
 
 pytestmark = pytest.mark.redis
 
@@ -129,3 +130,58 @@ def test_node_commands_cordon_drain_uncordon_and_remove(
     assert status == 1 and err.startswith("error: node n1 is Ready (a worker serves it)")
     status, _, err = kuota("node", "cordon", "nope")
     assert status == 1 and "nope" in err
+
+
+@pytest.mark.parametrize(("argv", "want_error"), [
+    (["apply", "-f", "nope.yaml"], "error: nope.yaml: cannot read: No such file or directory"),
+    (["apply", "-f", "nope"], "error: nope: cannot read: No such file or directory"),
+    (["submit", "-f", "nope.yaml"], "error: nope.yaml: cannot read: No such file or directory"),
+])
+def test_a_missing_file_is_named_as_missing(kuota: Kuota, argv: list[str],
+                                            want_error: str) -> None:
+    """Issue 12: the path was parsed as YAML text ("expected an object")."""
+    status, out, err = kuota(*argv)
+    assert (status, out) == (2, "")
+    assert err.strip() == want_error
+
+
+def test_a_command_string_is_refused_not_split_into_characters(
+        redis_server_url: str, redis_prefix: str) -> None:
+    from kuota.client import Client
+    from kuota.service.connection import connect
+    from quota import api
+
+    client = Client(connection=connect(redis_server_url, prefix=redis_prefix))
+    with pytest.raises(api.ObjectError) as caught:
+        client.submit("echo hi", queue="default/lq", requests={"cpu": 1})  # type: ignore[arg-type]
+    [problem] = caught.value.problems
+    assert problem.field == "command"
+    assert "['echo', 'hi']" in problem.message
+    assert client.workloads() == []
+
+
+def test_working_dir_and_env_values_are_honoured(redis_server_url: str, redis_prefix: str,
+                                                 tmp_path: Path) -> None:
+    with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=2")]) as cluster:
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 2})))
+
+        def run(working_dir: str) -> WorkloadHandle:
+            return client.submit(workload={
+                "apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
+                "metadata": {"name": f"wd-{len(working_dir)}", "namespace": "default"},
+                "spec": {"queueName": "lq-cq", "podSets": [{"name": "main", "count": 1,
+                         "template": {"spec": {"containers": [{
+                             "name": "main", "workingDir": working_dir,
+                             "command": ["sh", "-c", 'pwd; echo "$GREETING"'],
+                             "env": [{"name": "GREETING", "value": "hello there"}],
+                             "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+
+        here = run(str(tmp_path))
+        assert here.wait(30).succeeded
+        assert here.logs() == f"{tmp_path}\nhello there\n"
+        missing = run(str(tmp_path / "absent"))
+        status = missing.wait(30)
+        assert status.outcome == "Failed"
+        assert "working directory" in status.message and "does not exist on node n1" \
+            in status.message

@@ -102,3 +102,57 @@ def test_the_default_of_another_queue_does_not_apply() -> None:
     manifest = submission.from_args(["train"], queue="team/lq", name="job")
     with pytest.raises(api.ObjectError):
         submission.check(manifest, {}, default_requests={"team/other": {"cpu": "1"}})
+
+
+# -- the pod spec is honoured or refused (issue 12, scope 6) -----------------------------------
+
+def _edited(edit: dict[str, object], *, pod_spec: bool = False) -> list[tuple[str, str]]:
+    manifest = submission.from_args(["train"], queue="team/lq", name="job",
+                                    requests={"cpu": 1})
+    spec = manifest["spec"]["podSets"][0]["template"]["spec"]
+    (spec if pod_spec else spec["containers"][0]).update(edit)
+    with pytest.raises(api.ObjectError) as caught:
+        submission.check(manifest, {})
+    return [(p.field, p.message) for p in caught.value.problems]
+
+
+CONTAINER = "spec.podSets[0].template.spec.containers[0]"
+
+
+@pytest.mark.parametrize(("edit", "pod_spec", "want_field"), [
+    ({"image": "python:3.12"}, False, f"{CONTAINER}.image"),
+    ({"volumeMounts": [{"name": "data", "mountPath": "/data"}]}, False,
+     f"{CONTAINER}.volumeMounts"),
+    ({"envFrom": [{"secretRef": {"name": "s"}}]}, False, f"{CONTAINER}.envFrom"),
+    ({"env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]},
+     False, f"{CONTAINER}.env[0].valueFrom"),
+    ({"volumes": [{"name": "data", "emptyDir": {}}]}, True,
+     "spec.podSets[0].template.spec.volumes"),
+    ({"initContainers": [{"name": "init", "command": ["true"]}]}, True,
+     "spec.podSets[0].template.spec.initContainers"),
+])
+def test_fields_a_pool_cannot_honour_are_refused_by_name(
+        edit: dict[str, object], pod_spec: bool, want_field: str) -> None:
+    [(field, message)] = _edited(edit, pod_spec=pod_spec)
+    assert field == want_field
+    assert "cannot be honoured: a worker pool runs the first container's command" in message
+
+
+def test_a_second_container_is_refused() -> None:
+    problems = _edited({"containers": [{"name": "a", "command": ["a"],
+                                        "resources": {"requests": {"cpu": "1"}}},
+                                       {"name": "b", "command": ["b"]}]}, pod_spec=True)
+    assert problems[0] == ("spec.podSets[0].template.spec.containers",
+                           "more than one container cannot be honoured: a worker pool runs "
+                           "the first container's command as a process on its node, with no "
+                           "image, volumes or other containers")
+
+
+def test_working_dir_is_kept_for_the_pod() -> None:
+    manifest = submission.from_args(["train"], queue="team/lq", name="job",
+                                    requests={"cpu": 1})
+    manifest["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["workingDir"] = "/srv"
+    obj = api.parse_object(submission.check(manifest, {}).manifest, source="t")
+    from kuota.service import jobs
+    assert isinstance(obj, api.Workload)
+    assert jobs.working_dir(obj, "main") == "/srv"
