@@ -27,7 +27,15 @@ from typing import Any
 
 from kuota.service import submission, views
 from kuota.service.connection import Connection, connect
-from queueing.store import NodeRecord, Outcome, PodRecord, PodRef, Store, WorkloadRecord
+from queueing.store import (
+    NodeRecord,
+    NotFound,
+    Outcome,
+    PodRecord,
+    PodRef,
+    Store,
+    WorkloadRecord,
+)
 from queueing.store.objects import KINDS as STORED_KINDS
 from quota import api
 from quota.lifecycle import State
@@ -219,7 +227,7 @@ class Client:
         refs = record.pod_refs()
         if pod is not None:
             if not 0 <= pod < max(len(refs), 1) or not refs:
-                raise IndexError(f"workload {record.key} has no pod {pod} "
+                raise NotFound(f"workload {record.key} has no pod {pod} "
                                  f"(it has {len(refs)} in attempt {record.attempt})")
             return self.store.pods.logs(PodRef(record.key, record.attempt, pod))
         if len(refs) == 1:

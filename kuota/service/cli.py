@@ -5,7 +5,8 @@
 (default ``kuota``, or ``KUOTA_PREFIX``) pick the store.
 Errors end the command with one clear line each and an exit status: 2 for
 invalid input (every problem listed with its file, object and field), 1 for
-everything else (not found, refused, Redis unreachable).
+everything else (not found, refused, Redis unreachable); a closed output pipe
+(``| head``) ends it quietly.
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argpar
             return 1
         except KeyboardInterrupt:
             return 130
+        except BrokenPipeError:
+            # The reader went away (`kuota get -o json | head`): what is left unsaid is not
+            # an error. Point stdout at nothing so the interpreter's final flush is quiet.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
 
     return wrapper
 

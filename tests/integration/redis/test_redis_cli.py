@@ -62,6 +62,13 @@ def test_apply_submit_wait_logs(kuota: Kuota, redis_server_url: str, redis_prefi
         failing = kuota("submit", "--queue", "default/lq-cq", "--requests", "cpu=1", "--wait",
                         "--", "false")
         assert failing[0] == 1 and "Failed" in failing[1]
+        # Issue 12: --wait exited 1 whatever the job's own exit code.
+        seven = kuota("submit", "--queue", "default/lq-cq", "--requests", "cpu=1", "--wait",
+                      "--", "sh", "-c", "exit 7")
+        assert seven[0] == 7 and "Failed" in seven[1]
+        status, out, err = kuota("logs", "hello", "--pod", "5")
+        assert (status, out) == (1, "")
+        assert err == "error: workload default/hello has no pod 5 (it has 1 in attempt 1)\n"
 
 
 def test_get_and_pending_show_usage_and_positions(kuota: Kuota, redis_server_url: str,
