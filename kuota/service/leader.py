@@ -125,7 +125,9 @@ class Leader:
         self._reasons: dict[str, tuple[str, str]] = {}
         #: Workloads set aside because no node could ever hold them -> the Ready nodes then
         #: (names and epochs); given another chance when the nodes differ.
-        self._inadmissible: dict[str, tuple[tuple[str, int], ...] | None] = {}
+        self._inadmissible: dict[str, tuple[tuple[str, int, bool], ...] | None] = {}
+        #: Kinds of gang found to fit these nodes were they empty (so they only wait).
+        self._could_fit: dict[tuple[int, str], tuple[tuple[str, int, bool], ...]] = {}
         now = clock()
         self._renew_at = now + timing.lease_ttl / 3
         self._node_check_at = now
@@ -366,12 +368,18 @@ class Leader:
                             if self.members is not None else None)
                     result = pinning.place(pods, record.admission, pools, pool=pool)
                 if isinstance(result, placing.Unplaceable):
+                    nodes_now = self._ready_nodes()
                     with blame(key):
-                        never = self._never_fits(pods, record.admission, pool)
+                        # Judged once per kind and set of nodes: a gang that waits for busy
+                        # nodes costs no second placement every round.
+                        never = None if self._could_fit.get(kind) == nodes_now else \
+                            self._never_fits(pods, record.admission, pool)
+                    if never is None:
+                        self._could_fit[kind] = nodes_now
                     if never is not None:  # waiting would hold its quota forever
                         log.warning("workload %s can never be placed: %s", key, never)
                         self.engine.deactivate(key, now, INADMISSIBLE, never)
-                        self._inadmissible[key] = self._ready_nodes()
+                        self._inadmissible[key] = nodes_now
                         self.unplaced.pop(key, None)
                         del keys[key]
                         self._kind_of.pop(key, None)
@@ -390,6 +398,7 @@ class Leader:
                 self._waiting_why.pop(kind, None)
             if not keys:
                 del self._by_kind[kind]
+                self._could_fit.pop(kind, None)
         if not requests:
             return
         statuses = self.store.workloads.place_many(self.holder, requests, now)
@@ -435,8 +444,11 @@ class Leader:
         return (f"no node can ever hold this gang of {len(pods)} pod(s) ({asks}), even with "
                 f"nothing else running: the Ready nodes are {shapes}")
 
-    def _ready_nodes(self) -> tuple[tuple[str, int], ...]:
-        return tuple(sorted((n.name, n.epoch) for n in self.nodes.records.values() if n.ready))
+    def _ready_nodes(self) -> tuple[tuple[str, int, bool], ...]:
+        """Which nodes there are to place on (a node that registers again, or is cordoned or
+        uncordoned, changes it)."""
+        return tuple(sorted((n.name, n.epoch, n.cordoned)
+                            for n in self.nodes.records.values() if n.ready))
 
     def _retry_inadmissible(self, now: float) -> None:
         """Give gangs no node could hold another chance once the Ready nodes change (a
