@@ -30,7 +30,9 @@ numbered script Kueue's scheduler follows:
    evicting more.
 
 The cycle never touches the cache, the queues or a store: the engine applies
-the result (assume, evict, block, persist).
+the result (assume, evict, block, persist). An error while handling one head
+is raised as :class:`~admission.errors.WorkloadFailed` naming it; the cycle's
+snapshot is then simply dropped.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from admission import fairsharing, flavors, partial, preemption
+from admission.errors import blame
 from admission.topology import TopologyView
 from queueing.manager import Head
 from quota import tree as qt
@@ -127,11 +130,13 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
     # 1. Nominate.
     entries: list[Entry] = []
     for head in heads:
-        refusal = _refusal(snapshot, head, namespace_labels)
-        if refusal is not None:
-            result.inadmissible.append(Verdict(head, *refusal))
-            continue
-        entry = _nominate(head, snapshot.cluster_queues[head.cluster_queue], snapshot, oracle)
+        with blame(head.info.key):
+            refusal = _refusal(snapshot, head, namespace_labels)
+            if refusal is not None:
+                result.inadmissible.append(Verdict(head, *refusal))
+                continue
+            entry = _nominate(head, snapshot.cluster_queues[head.cluster_queue], snapshot,
+                              oracle)
         if entry.assignment.mode is flavors.Mode.NO_FIT:
             result.inadmissible.append(Verdict(head, entry.assignment.reason or
                                                flavors.WAITING_FOR_QUOTA,
@@ -148,7 +153,8 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
     # 3. Admit or preempt.
     claimed: set[str] = set()
     for entry in ordered:
-        _decide(entry, snapshot, oracle, claimed, result)
+        with blame(entry.head.info.key):
+            _decide(entry, snapshot, oracle, claimed, result)
     return result
 
 

@@ -42,6 +42,7 @@ from typing import Protocol
 
 from admission import backoff
 from admission.cycle import CycleResult, schedule
+from admission.errors import blame
 from admission.events import Kind, WorkloadEvent
 from admission.topology import TopologyState
 from queueing.manager import QueueManager
@@ -454,7 +455,8 @@ class Engine:
                        f"preempted to admit {preemptor.info.key} "
                        f"(ClusterQueue {preemptor.cluster_queue})")
         for head, admission in result.admitted:
-            self._reserve(head.info.key, admission, now)
+            with blame(head.info.key):
+                self._reserve(head.info.key, admission, now)
         for verdict in result.inadmissible:
             self.queues.block(verdict.head, verdict.reason, verdict.message)
             self._note(verdict.head.info.key, verdict.reason, verdict.message)

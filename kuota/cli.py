@@ -30,6 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "pending",
     "logs",
     "cancel",
+    "node",
     "why",
     "operator",
 )

@@ -4,7 +4,7 @@
 
     import kuota
 
-    client = kuota.Client("redis://localhost:6379")      # None: REDIS_URL, else embedded
+    client = kuota.Client("redis://localhost:6379")  # None: REDIS_URL, else localhost:6379/0
     client.apply("queues.yaml")
     run = client.submit(["python", "train.py"], queue="team-a/default",
                         requests={"cpu": 2, "nvidia.com/gpu": 1}, count=2)
@@ -27,7 +27,15 @@ from typing import Any
 
 from kuota.service import submission, views
 from kuota.service.connection import Connection, connect
-from queueing.store import NodeRecord, Outcome, PodRecord, PodRef, Store, WorkloadRecord
+from queueing.store import (
+    NodeRecord,
+    NotFound,
+    Outcome,
+    PodRecord,
+    PodRef,
+    Store,
+    WorkloadRecord,
+)
 from queueing.store.objects import KINDS as STORED_KINDS
 from quota import api
 from quota.lifecycle import State
@@ -108,6 +116,9 @@ def _pod_status(pod: PodRecord) -> PodStatus:
 
 
 class Client:
+    """A store's user: ``redis_url`` None means ``REDIS_URL``, else
+    ``redis://localhost:6379/0``; ``"embedded"`` is this process's in-memory store."""
+
     def __init__(self, redis_url: str | None = None, *, prefix: str = "kuota",
                  connection: Connection | None = None) -> None:
         self.connection = connection or connect(redis_url, prefix=prefix)
@@ -171,6 +182,12 @@ class Client:
         Raises :class:`quota.api.ObjectError` naming every problem; nothing is
         stored then.
         """
+        if isinstance(command, str):
+            # A string is a sequence too: it would be split into one argument per character.
+            raise api.ObjectError([api.Problem(
+                submission.SOURCE, "Workload", name or "", "command",
+                f"must be a list of arguments, e.g. {command.split()!r}, not the string "
+                f"{command!r} (kuota never runs a shell)")])
         if workload is not None:
             manifest = _one_workload(workload)
         else:
@@ -183,8 +200,11 @@ class Client:
                 env=env)
         classes = {name_: int(m.get("value", 0)) for name_, m in
                    self.store.objects.manifests("WorkloadPriorityClass").items()}
+        defaults = {key: dict(m.get("spec", {}).get("defaultRequests") or {}) for key, m in
+                    self.store.objects.manifests("LocalQueue").items()}
         checked = submission.check(manifest, classes,
-                                   queue=queue if workload is not None else None)
+                                   queue=queue if workload is not None else None,
+                                   default_requests=defaults)
         self.store.workloads.submit(
             checked.key, spec=checked.manifest, queue=checked.queue, priority=checked.priority,
             backoff_limit=checked.backoff_limit, submission=uuid.uuid4().hex, now=time.time())
@@ -207,7 +227,7 @@ class Client:
         refs = record.pod_refs()
         if pod is not None:
             if not 0 <= pod < max(len(refs), 1) or not refs:
-                raise IndexError(f"workload {record.key} has no pod {pod} "
+                raise NotFound(f"workload {record.key} has no pod {pod} "
                                  f"(it has {len(refs)} in attempt {record.attempt})")
             return self.store.pods.logs(PodRef(record.key, record.attempt, pod))
         if len(refs) == 1:

@@ -8,6 +8,7 @@ States follow Kueue's conditions::
        +------evict-------------+                    |
     any live state --deactivate--> Inactive --activate--> Pending
     Pending / QuotaReserved --finish--> Finished (cancelled or deleted)
+    any live state --quarantine--> Invalid --finish--> Finished (cancelled)
 
     QuotaReserved / Admitted --stop--> Evicting --stopped--> Pending (requeued)
                                           |  --deactivate--> Inactive
@@ -22,9 +23,12 @@ steps, as in Kueue (``Evicted=True`` while ``QuotaReserved`` stays True):
 ``stop`` marks the workload *Evicting*, still holding its quota so nothing
 is admitted onto capacity its pods still use; ``stopped`` (its pods are
 gone) releases the quota and requeues it, or ``deactivate`` ends an
-eviction that was a deactivation. An illegal transition raises
-:class:`IllegalTransition` and leaves the state unchanged — the caller's
-record is only updated from the returned value.
+eviction that was a deactivation. ``quarantine`` sets aside a workload the
+scheduler cannot handle (a spec that fails the checks, or one that made a
+scheduling step raise): Invalid holds no quota and is never scheduled again;
+only cancelling it (``finish``) moves it on, so the user sees it and frees its
+name. An illegal transition raises :class:`IllegalTransition` and leaves the
+state unchanged — the caller's record is only updated from the returned value.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class State(enum.StrEnum):
     INACTIVE = "Inactive"
     #: Evicted, but its pods still run: it keeps its quota until they are gone.
     EVICTING = "Evicting"
+    INVALID = "Invalid"
 
 
 class Event(enum.StrEnum):
@@ -53,6 +58,7 @@ class Event(enum.StrEnum):
     ACTIVATE = "activate"
     STOP = "stop"
     STOPPED = "stopped"
+    QUARANTINE = "quarantine"
 
 
 TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
@@ -76,6 +82,11 @@ TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
     (State.EVICTING, Event.STOPPED): State.PENDING,
     (State.EVICTING, Event.DEACTIVATE): State.INACTIVE,
     (State.EVICTING, Event.FINISH): State.FINISHED,
+    (State.PENDING, Event.QUARANTINE): State.INVALID,
+    (State.QUOTA_RESERVED, Event.QUARANTINE): State.INVALID,
+    (State.ADMITTED, Event.QUARANTINE): State.INVALID,
+    (State.INACTIVE, Event.QUARANTINE): State.INVALID,
+    (State.INVALID, Event.FINISH): State.FINISHED,
 }
 
 #: States in which a workload holds quota.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Final, NamedTuple, TypeAlias
 
 from kubernetes.utils import parse_quantity  # pure string parsing, no I/O
@@ -34,6 +34,11 @@ Limit: TypeAlias = int | None
 UNLIMITED: Final[Limit] = None
 
 MILLI: Final = 1000
+#: The largest amount a quantity may have: what Kubernetes itself can hold as milli-units
+#: (an int64, ``Quantity.MilliValue``), about 9.2e15 units. Larger, infinite or NaN values
+#: are refused where they are read, so no sum, float conversion or rendering downstream can
+#: overflow — one absurd number must not break every process that reads it.
+MAX_AMOUNT: Final = 2**63 - 1
 
 
 class FlavorResource(NamedTuple):
@@ -59,18 +64,37 @@ class QuantityError(ValueError):
 def parse_amount(value: str | int | float | Decimal) -> Amount:
     """Parse a Kubernetes quantity into milli-units, rounding up like Kubernetes.
 
+    Refuses (:class:`QuantityError`) anything that is not a finite quantity between 0 and
+    :data:`MAX_AMOUNT` milli-units.
+
     >>> parse_amount("500m"), parse_amount("2"), parse_amount("1Ki")
     (500, 2000, 1024000)
     """
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
+    shown = short_repr(value)
+    if isinstance(value, int) and abs(value) > MAX_AMOUNT:  # before any text conversion
+        raise QuantityError(f"{shown} is too large (at most {MAX_AMOUNT // MILLI})")
     try:
-        parsed = parse_quantity(value)  # type: ignore[no-untyped-call]
-    except (ValueError, TypeError, InvalidOperation) as exc:
-        raise QuantityError(f"{value!r} is not a quantity: {exc}") from exc
+        parsed = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise QuantityError(f"{shown} is not a quantity") from exc
+    if not parsed.is_finite():
+        raise QuantityError(f"{shown} is not a finite quantity")
     if parsed < 0:
-        raise QuantityError(f"{value!r} must not be negative")
-    return math.ceil(Decimal(parsed) * MILLI)
+        raise QuantityError(f"{shown} must not be negative")
+    if parsed > Decimal(MAX_AMOUNT) / MILLI:
+        raise QuantityError(f"{shown} is too large (at most {MAX_AMOUNT // MILLI})")
+    return math.ceil(parsed * MILLI)
+
+
+def short_repr(value: object) -> str:
+    """A value for a message, cut short: a pathological input must not make the message
+    itself fail (Python refuses to render ints of more than 4,300 digits) or flood a log."""
+    if isinstance(value, int) and abs(value) > 10**30:
+        return "a number of more than 30 digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 _BINARY_SUFFIXES: Final = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30),

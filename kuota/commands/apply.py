@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from kuota.service import cli
@@ -25,6 +26,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     client = cli.client(args)
     for path in args.filename:
-        for name in client.apply(path):
+        for name in client.apply(Path(path)):  # -f names a file, never YAML text
             print(f"{name} configured")
     return 0

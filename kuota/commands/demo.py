@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from importlib import resources
 from typing import Any
 
@@ -12,7 +13,7 @@ from rich.panel import Panel
 
 from kuota import render
 from kuota.scenario import load_scenario
-from kuota.service import showcase
+from kuota.service import cli, showcase
 from kuota.simulator import simulate
 
 
@@ -56,5 +57,7 @@ def run(args: argparse.Namespace) -> int:
         "Part 2: the same engine, live, on Redis-backed worker pools — two pools (a GPU node, "
         "two CPU nodes) running real commands as rq jobs; watch a queue borrow, two jobs wait "
         "for quota and start as soon as it frees.", title="kuota on worker pools"))
+    if args.redis is None:
+        print(cli.EMBEDDED_NOTE, file=sys.stderr)
     return showcase.run(args.redis,
                         say=lambda line: console.print(line, markup=False, highlight=False))

@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
-    client = cli.client(args, quiet=True)
+    client = cli.client(args)
     kind = KINDS[args.kind]
     rows: list[dict[str, Any]]
     if kind == "workloads":
@@ -99,7 +99,9 @@ def _nodes(client: Any) -> list[dict[str, Any]]:
     now = client.store.nodes.time()
     rows = []
     for n in client.nodes():
-        rows.append({"name": n.name, "pool": n.pool, "state": n.state.value,
+        state = n.state.value + (",Draining" if n.draining else
+                                 ",SchedulingDisabled" if n.cordoned else "")
+        rows.append({"name": n.name, "pool": n.pool, "state": state,
                      "capacity": ",".join(f"{k}={format_amount(v, k)}"
                                           for k, v in sorted(n.capacity.items())),
                      "pods": len(pods.get(n.name, ())),

@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
 
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
-    client = cli.client(args, quiet=True)
+    client = cli.client(args)
     handle = client.workload(args.workload)
     if not args.follow:
         sys.stdout.write(handle.logs(pod=args.pod))

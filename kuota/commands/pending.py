@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
 
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
-    snap = cli.client(args, quiet=True).snapshot()
+    snap = cli.client(args).snapshot()
     if args.cluster_queue not in snap.pending:
         known = ", ".join(sorted(snap.pending)) or "none"
         print(f"error: ClusterQueue {args.cluster_queue} not found (known: {known})",

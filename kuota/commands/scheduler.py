@@ -9,7 +9,6 @@ import threading
 from typing import Any
 
 from kuota.service import cli
-from kuota.service.connection import connect, resolve_url
 from kuota.service.leader import Timing
 from kuota.service.scheduler import SchedulerOptions, SchedulerService, default_identity
 from quota.config import EngineConfig
@@ -56,9 +55,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag) <= 0:
             print(f"error: --{flag.replace('_', '-')} must be positive", file=sys.stderr)
             return 2
-    if resolve_url(args.redis) is None:
-        print(cli.EMBEDDED_NOTE, file=sys.stderr)
-    conn = connect(args.redis, prefix=args.prefix)
+    conn = cli.connection(args)
     options = SchedulerOptions(
         identity=args.identity or default_identity(),
         timing=Timing(lease_ttl=args.lease_ttl, node_timeout=args.node_timeout, poll=args.poll,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
+from kuota.client import WorkloadStatus
 from kuota.service import cli
 from quota.resources import QuantityError, format_vector, parse_vector
 
@@ -32,7 +34,8 @@ def register(subparsers: Any) -> None:
                         help="environment variable for the pods (repeatable)")
     parser.add_argument("-f", "--filename", metavar="FILE", help="a Workload manifest")
     parser.add_argument("--wait", action="store_true",
-                        help="wait until it finishes; exit 0 only if it succeeded")
+                        help="wait until it finishes; exit with its status: 0 if it "
+                             "succeeded, else its first failed pod's exit code (1 if none)")
     parser.add_argument("--timeout", type=float, default=None, help="with --wait: give up "
                         "after this many seconds (exit 1)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     client = cli.client(args)
     if args.filename:
-        handle = client.submit(workload=args.filename, queue=args.queue)
+        handle = client.submit(workload=Path(args.filename), queue=args.queue)
     else:
         try:
             vector = parse_vector(args.requests)
@@ -78,4 +81,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"workload {handle.key} {status.outcome or status.state}: {status.message}")
-    return 0 if status.succeeded else 1
+    return exit_status(status)
+
+
+def exit_status(status: WorkloadStatus) -> int:
+    """What ``--wait`` exits with: 0 when the workload succeeded, else the exit code of its
+    first failed pod (128+N for a pod killed by signal N, as a shell reports it), else 1
+    (cancelled, refused, or failed with no pod exit to report)."""
+    if status.succeeded:
+        return 0
+    for pod in sorted(status.pods, key=lambda p: p.index):
+        if pod.exit_code:
+            return min(128 - pod.exit_code if pod.exit_code < 0 else pod.exit_code, 255)
+    return 1

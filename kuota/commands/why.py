@@ -88,7 +88,7 @@ def _load(args: argparse.Namespace) -> WorkloadView | None:
         raise ValueError("--context needs --kubeconfig")
     if args.kubeconfig is not None:
         return _from_cluster(args.kubeconfig, args.context, namespace, name)
-    client = cli.client(args, quiet=True)
+    client = cli.client(args)
     return explanation.from_record(client.store.workloads.get(f"{namespace}/{name}"))
 
 

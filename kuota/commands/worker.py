@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from kuota.service import cli
-from kuota.service.connection import connect, resolve_url
 from kuota.service.supervisor import SupervisorTiming
 from kuota.service.worker import PoolWorker, WorkerOptions
 from quota.resources import QuantityError, parse_vector
@@ -36,6 +35,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--grace", type=float, default=5.0, metavar="SECONDS",
                         help="seconds between SIGTERM and SIGKILL when stopping a pod "
                              "(default 5)")
+    parser.add_argument("--replace", action="store_true",
+                        help="take the node name over from a worker still running under it "
+                             "(it is fenced and stops); without it such a start is refused")
     parser.add_argument("--log-dir", type=Path, default=None,
                         help="where pod output is buffered before it is sent to Redis "
                              "(default a temporary directory)")
@@ -58,9 +60,8 @@ def run(args: argparse.Namespace) -> int:
     options = WorkerOptions(
         pool=args.pool, node=args.node, capacity=capacity,
         labels=cli.parse_labels(args.labels), devices=devices, heartbeat=args.heartbeat,
-        log_dir=args.log_dir, supervisor=SupervisorTiming(grace=args.grace))
-    if resolve_url(args.redis) is None:
-        print(cli.EMBEDDED_NOTE, file=sys.stderr)
-    worker = PoolWorker(connect(args.redis, prefix=args.prefix), options)
+        log_dir=args.log_dir, supervisor=SupervisorTiming(grace=args.grace),
+        replace=args.replace)
+    worker = PoolWorker(cli.connection(args), options)
     worker.run()
     return 1 if worker.replaced else 0

@@ -1,10 +1,12 @@
 """What every Redis-mode command shares: where the store is, and how errors are told.
 
-``--redis URL`` (default: ``REDIS_URL``, else an embedded in-process store)
-and ``--prefix`` (default ``kuota``, or ``KUOTA_PREFIX``) pick the store.
+``--redis URL`` (default: ``REDIS_URL``, else ``redis://localhost:6379/0``;
+``embedded`` for an in-process store, announced on stderr) and ``--prefix``
+(default ``kuota``, or ``KUOTA_PREFIX``) pick the store.
 Errors end the command with one clear line each and an exit status: 2 for
 invalid input (every problem listed with its file, object and field), 1 for
-everything else (not found, refused, Redis unreachable).
+everything else (not found, refused, Redis unreachable); a closed output pipe
+(``| head``) ends it quietly.
 """
 
 from __future__ import annotations
@@ -22,19 +24,28 @@ from typing import Any
 import redis
 
 from kuota.client import Client
-from kuota.service.connection import connect, resolve_url
+from kuota.service.connection import (
+    DEFAULT_URL,
+    EMBEDDED,
+    Connection,
+    connect,
+    redact,
+    resolve_url,
+)
 from queueing.store import StoreError
 from queueing.store.keys import BadKey
 from quota import api
 from quota.resources import QuantityError
 
-EMBEDDED_NOTE = ("note: no --redis and no REDIS_URL: using an embedded store that lives only in "
-                 "this process (see docs/redis-mode.md)")
+EMBEDDED_NOTE = ("note: --redis embedded: using an in-process store that lives only as long as "
+                 "this command; no other process sees it (see docs/redis-mode.md)")
 
 
 def add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", metavar="URL", default=None,
-                        help="Redis URL (default: $REDIS_URL, else an embedded in-process store)")
+                        help=f"Redis URL (default: $REDIS_URL, else {DEFAULT_URL}); "
+                             f"'{EMBEDDED}' for an in-process store that lives only as long "
+                             "as this command")
     parser.add_argument("--prefix", default=os.environ.get("KUOTA_PREFIX", "kuota"),
                         help="key prefix of this kuota deployment (default: kuota)")
 
@@ -49,11 +60,17 @@ def setup_logging(args: argparse.Namespace) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def client(args: argparse.Namespace, *, quiet: bool = False) -> Client:
+def connection(args: argparse.Namespace) -> Connection:
+    """The store ``--redis``/``--prefix`` name; the embedded one is always announced on
+    stderr (stdout stays clean for ``-o json``)."""
     url = resolve_url(args.redis)
-    if url is None and not quiet:
+    if url == EMBEDDED:
         print(EMBEDDED_NOTE, file=sys.stderr)
-    return Client(connection=connect(url, prefix=args.prefix))
+    return connect(url, prefix=args.prefix)
+
+
+def client(args: argparse.Namespace) -> Client:
+    return Client(connection=connection(args))
 
 
 def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -74,13 +91,29 @@ def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argpar
             print(f"error: {exc}", file=sys.stderr)
             return 1
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            where = resolve_url(getattr(args, "redis", None)) or "the embedded store"
-            print(f"error: cannot reach Redis at {where}: {exc}", file=sys.stderr)
+            print(f"error: cannot reach Redis at {_where(args)}: {_first_line(exc)}",
+                  file=sys.stderr)
+            return 1
+        except redis.RedisError as exc:  # a DB index out of range, a server that is not Redis
+            print(f"error: Redis at {_where(args)} refused: {_first_line(exc)}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             return 130
+        except BrokenPipeError:
+            # The reader went away (`kuota get -o json | head`): what is left unsaid is not
+            # an error. Point stdout at nothing so the interpreter's final flush is quiet.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
 
     return wrapper
+
+
+def _where(args: argparse.Namespace) -> str:
+    return redact(resolve_url(getattr(args, "redis", None)))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def parse_labels(text: str | None) -> dict[str, str]:

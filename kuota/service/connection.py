@@ -1,14 +1,21 @@
-"""Where the store lives: a Redis URL, ``REDIS_URL``, or an embedded fakeredis.
+"""Where the store lives: a Redis URL, ``REDIS_URL``, or — if asked — an embedded fakeredis.
 
 Two clients share one server: a text client (``decode_responses=True``) for
 the store, and a bytes client for rq, which stores pickles and does not work
 with decoded responses.
 
-Without a URL, kuota uses one in-process fakeredis server per process (with
-``lupa`` for Lua), so ``kuota`` runs everything on one machine with nothing
-installed. That store lives only as long as the process: it serves the
-Python API and the demo, which run the scheduler and workers as threads
-(:mod:`kuota.service.embedded`).
+Without a URL, kuota connects to ``REDIS_URL``, else to
+:data:`DEFAULT_URL` (``redis://localhost:6379/0``, as rq does). The store is
+never chosen silently: a process that stored its objects in a private
+in-memory store would report success while no scheduler ever sees them. The
+embedded store — one in-process fakeredis server per process, with ``lupa``
+for Lua — is used only when asked for by name (``--redis embedded``,
+:data:`EMBEDDED`) or by passing a fakeredis ``server``: it lives only as
+long as the process, which suits the demo, notebooks and tests that run the
+scheduler and workers as threads (:mod:`kuota.service.embedded`).
+
+URLs are shown only through :func:`redact`, so a password never reaches a
+message or a log.
 """
 
 from __future__ import annotations
@@ -16,12 +23,18 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 import fakeredis
 import redis
 
 from queueing.store import DEFAULT_PREFIX, Store
+
+#: Where kuota looks for Redis when neither ``--redis`` nor ``REDIS_URL`` says.
+DEFAULT_URL: Final = "redis://localhost:6379/0"
+#: The ``--redis`` value that asks for the in-process store.
+EMBEDDED: Final = "embedded"
 
 _EMBEDDED_LOCK = threading.Lock()
 _EMBEDDED: fakeredis.FakeServer | None = None
@@ -38,7 +51,7 @@ def embedded_server() -> fakeredis.FakeServer:
 
 @dataclass(frozen=True)
 class Connection:
-    #: ``redis://…`` or None for the embedded server.
+    #: ``redis://…`` or None for the embedded server (never shown: see :func:`redact`).
     url: str | None
     text: Any
     raw: Any
@@ -53,27 +66,41 @@ class Connection:
         return self.store.prefix
 
     def describe(self) -> str:
-        return "embedded fakeredis (this process only)" if self.url is None else self.url
+        return "embedded fakeredis (this process only)" if self.url is None else redact(self.url)
 
 
-def resolve_url(url: str | None) -> str | None:
-    """``--redis`` if given, else ``REDIS_URL``, else None (embedded)."""
-    return url or os.environ.get("REDIS_URL") or None
+def resolve_url(url: str | None) -> str:
+    """``--redis`` if given, else ``REDIS_URL``, else :data:`DEFAULT_URL`; :data:`EMBEDDED`
+    stands for the in-process store."""
+    return url or os.environ.get("REDIS_URL") or DEFAULT_URL
+
+
+def redact(url: str | None) -> str:
+    """The URL as it may be shown: any password replaced by ``***``."""
+    if url is None or url == EMBEDDED:
+        return "the embedded store"
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = f"{parts.username}:" if parts.username else ":"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
 def connect(url: str | None = None, *, prefix: str = DEFAULT_PREFIX,
             server: fakeredis.FakeServer | None = None) -> Connection:
-    """Connect to ``url`` (``REDIS_URL`` when None) or to the embedded server."""
-    url = resolve_url(url)
-    if url is None:
+    """Connect to ``url`` (see :func:`resolve_url`), or to the embedded server when ``url``
+    is :data:`EMBEDDED` or a fakeredis ``server`` is given."""
+    url = EMBEDDED if server is not None else resolve_url(url)
+    if url == EMBEDDED:
         fake = server or embedded_server()
         text: Any = fakeredis.FakeRedis(server=fake, decode_responses=True)
         raw: Any = fakeredis.FakeRedis(server=fake)
-    else:
-        # Socket timeouts keep a dead server from hanging a loop forever; the
-        # keepalive lets a blocked XREAD/BLPOP notice a vanished peer.
-        options: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 5,
-                                   "socket_keepalive": True, "health_check_interval": 10}
-        text = redis.Redis.from_url(url, decode_responses=True, **options)
-        raw = redis.Redis.from_url(url, **options)
+        return Connection(None, text, raw, Store(text, prefix))
+    # Socket timeouts keep a dead server from hanging a loop forever; the
+    # keepalive lets a blocked XREAD/BLPOP notice a vanished peer.
+    options: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 5,
+                               "socket_keepalive": True, "health_check_interval": 10}
+    text = redis.Redis.from_url(url, decode_responses=True, **options)
+    raw = redis.Redis.from_url(url, **options)
     return Connection(url, text, raw, Store(text, prefix))

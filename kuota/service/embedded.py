@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from kuota.client import Client
-from kuota.service.connection import Connection, connect
+from kuota.service.connection import EMBEDDED, Connection, connect
 from kuota.service.leader import Timing
 from kuota.service.scheduler import SchedulerOptions, SchedulerService
 from kuota.service.supervisor import SupervisorTiming
@@ -47,7 +47,7 @@ class LocalCluster:
     def __init__(self, nodes: Iterable[WorkerOptions] = (), *,
                  connection: Connection | None = None, timing: Timing = FAST,
                  schedulers: int = 1, prefix: str = "kuota") -> None:
-        self.connection = connection or connect(None, prefix=prefix)
+        self.connection = connection or connect(EMBEDDED, prefix=prefix)
         self.timing = timing
         self._stop = threading.Event()
         self.schedulers = [SchedulerService(self.connection, SchedulerOptions(

@@ -14,7 +14,7 @@ nothing for it.
 
 The command comes from the pod set's pod template: the first container's
 ``command`` followed by its ``args`` — an argument list, never a shell
-string — and its ``env`` values.
+string — its ``env`` values and its ``workingDir``.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ class PodJob:
     command: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     requests: Mapping[str, int] = field(default_factory=dict)
+    #: The container's ``workingDir`` ("": the worker's own directory).
+    working_dir: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -61,7 +63,8 @@ class PodJob:
                    epoch=int(doc["epoch"]), pod_count=int(doc["pod_count"]),
                    pod_set=str(doc["pod_set"]), peers=tuple(doc["peers"]),
                    command=tuple(doc["command"]), env=dict(doc.get("env") or {}),
-                   requests={str(k): int(v) for k, v in (doc.get("requests") or {}).items()})
+                   requests={str(k): int(v) for k, v in (doc.get("requests") or {}).items()},
+                   working_dir=str(doc.get("working_dir") or ""))
 
 
 def pod_command(workload: api.Workload, pod_set: str) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -79,6 +82,14 @@ def pod_command(workload: api.Workload, pod_set: str) -> tuple[tuple[str, ...], 
         raise ValueError(f"{where}: command is required in Redis mode (the program to run)")
     env = {e.name: e.value or "" for e in container.env or ()}
     return argv, env
+
+
+def working_dir(workload: api.Workload, pod_set: str) -> str:
+    """The first container's ``workingDir`` ("" when unset)."""
+    ps = workload.spec.pod_set(pod_set)
+    if ps is None or not ps.template.spec.containers:
+        return ""
+    return str((ps.template.spec.containers[0].model_extra or {}).get("workingDir") or "")
 
 
 def enqueue(raw: Any, keys: Keys, jobs: Iterable[PodJob]) -> int:

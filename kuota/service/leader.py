@@ -27,6 +27,14 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
 
 Any :class:`~queueing.store.Fenced` answer, a config change, or a lost Redis
 connection ends the leader; the service builds a new one from Redis.
+
+**Quarantine.** A workload whose stored record or spec cannot be read, or
+fails the submission checks, is set aside as ``Invalid`` (:meth:`Leader.quarantine`)
+before it enters the engine. Work done for one workload — its cycle, its
+reconciliation, its placement — runs under :func:`admission.errors.blame`, so
+an error nobody foresaw is raised as ``WorkloadFailed`` naming it; the service
+quarantines that workload and rebuilds (the engine may be half-way through a
+change), and every other workload goes on.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from admission.engine import Engine
+from admission.errors import blame
 from kuota.service import decisions, jobs, pinning, placing, rebuild, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
@@ -47,11 +56,15 @@ from kuota.service.nodeview import NodeView
 from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
 from queueing.store.events import Event
 from queueing.store.workloads import PlaceRequest, PodPlacement
-from quota import api
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
+from quota.resources import format_vector
+from quota.workload import Admission
 
 log = logging.getLogger(__name__)
+
+#: Reason of a workload taken out of scheduling because no node can ever hold it.
+INADMISSIBLE = "Inadmissible"
 
 
 class NeedRebuild(Exception):
@@ -110,6 +123,11 @@ class Leader:
         #: Why the first gang of a kind did not fit, this round.
         self._waiting_why: dict[tuple[int, str], str] = {}
         self._reasons: dict[str, tuple[str, str]] = {}
+        #: Workloads set aside because no node could ever hold them -> the Ready nodes then
+        #: (names and epochs); given another chance when the nodes differ.
+        self._inadmissible: dict[str, tuple[tuple[str, int, bool], ...] | None] = {}
+        #: Kinds of gang found to fit these nodes were they empty (so they only wait).
+        self._could_fit: dict[tuple[int, str], tuple[tuple[str, int, bool], ...]] = {}
         now = clock()
         self._renew_at = now + timing.lease_ttl / 3
         self._node_check_at = now
@@ -128,9 +146,10 @@ class Leader:
             PoolMembers(self.engine, configs.members, configs.multicluster_configs)
             if wanted(configs.objects, configs.members, configs.multicluster_configs) else None)
         for key, message in loaded.invalid.items():
-            self._check(self.store.workloads.reject(holder, key, message=message, now=now),
-                        f"rejecting {key}")
+            self.quarantine(key, message, now, loaded.workloads[key].pod_refs())
         self._resume([r for k, r in loaded.workloads.items() if k not in loaded.invalid], now)
+        self._inadmissible = {k: None for k, r in loaded.workloads.items()
+                              if r.state is State.INACTIVE and r.reason == INADMISSIBLE}
         self.dispatched.resume(list(loaded.dispatched.values()), now)
         self._read_nodes(now)
         if self.members is not None:
@@ -166,6 +185,8 @@ class Leader:
         self._schedule(now)
         self.dispatched.step(now)
         self._place(now)
+        if self._inadmissible:
+            self._retry_inadmissible(now)
         if now >= self._node_check_at:
             self._watch_nodes(now)
         if now >= self._reasons_at:
@@ -208,7 +229,8 @@ class Leader:
             for key, text in self.store.workloads.specs(new).items():
                 records[key] = dataclasses.replace(records[key], spec_json=text)
             for key in sorted(keys):
-                self._reconcile(key, records.get(key), now)
+                with blame(key):
+                    self._reconcile(key, records.get(key), now)
         mirrored = self.engine.drain_outbox()  # these mirror Redis: nothing to write back
         if self.members is not None and self.members.observe(mirrored):
             self.members.refresh(self.nodes, self.unplaced, now)
@@ -218,7 +240,9 @@ class Leader:
             return
         mine = self.engine.records.get(key)
         state = stored.state if stored is not None else State.FINISHED
-        if state is State.FINISHED:
+        if stored is not None and stored.corrupt and state not in rebuild.SET_ASIDE:
+            raise ValueError(stored.corrupt)  # blamed on the workload: it is quarantined
+        if state in rebuild.SET_ASIDE:
             if mine is not None and mine.state is not State.FINISHED:
                 self.engine.finish(key, now)
             self._forget(key)
@@ -243,13 +267,20 @@ class Leader:
             self.engine.deactivate(key, now, stored.reason or "Inactive", stored.message)
 
     def _enter(self, stored: WorkloadRecord, now: float) -> None:
-        try:
-            info = rebuild.workload_info(stored)
-        except (api.ObjectError, ValueError) as exc:
-            self._check(self.store.workloads.reject(self.holder, stored.key, message=str(exc),
-                                                    now=now), f"rejecting {stored.key}")
+        checked = rebuild.checked_info(stored)
+        if isinstance(checked, str):  # never entered the engine: nothing to undo
+            self.quarantine(stored.key, checked, now, stored.pod_refs())
             return
-        rebuild.add(self.engine, stored, info)
+        rebuild.add(self.engine, stored, checked)
+
+    def quarantine(self, key: str, message: str, now: float, pods: Iterable[PodRef] = ()) -> None:
+        """Set a workload aside as Invalid (its pods asked to stop): a spec the scheduler
+        cannot read or run, or one that made a step raise. It is never scheduled again."""
+        status = self.store.workloads.quarantine(self.holder, key, message=message, now=now,
+                                                 pods=pods)
+        self._check(status, f"quarantining {key}")
+        if status == "ok":
+            log.error("workload %s set aside as Invalid: %s", key, message)
 
     def _forget(self, key: str) -> None:
         record = self.engine.records.get(key)
@@ -330,12 +361,29 @@ class Leader:
                     continue
                 record, tracked = self.engine.records[key], self.tracked[key]
                 assert record.admission is not None
-                pods = placing.gang_pods(record.info, record.admission,
-                                         self.engine.cache.flavors)
-                pool = (self.members.pool_for(record.admission)
-                        if self.members is not None else None)
-                result = pinning.place(pods, record.admission, pools, pool=pool)
+                with blame(key):
+                    pods = placing.gang_pods(record.info, record.admission,
+                                             self.engine.cache.flavors)
+                    pool = (self.members.pool_for(record.admission)
+                            if self.members is not None else None)
+                    result = pinning.place(pods, record.admission, pools, pool=pool)
                 if isinstance(result, placing.Unplaceable):
+                    nodes_now = self._ready_nodes()
+                    with blame(key):
+                        # Judged once per kind and set of nodes: a gang that waits for busy
+                        # nodes costs no second placement every round.
+                        never = None if self._could_fit.get(kind) == nodes_now else \
+                            self._never_fits(pods, record.admission, pool)
+                    if never is None:
+                        self._could_fit[kind] = nodes_now
+                    if never is not None:  # waiting would hold its quota forever
+                        log.warning("workload %s can never be placed: %s", key, never)
+                        self.engine.deactivate(key, now, INADMISSIBLE, never)
+                        self._inadmissible[key] = nodes_now
+                        self.unplaced.pop(key, None)
+                        del keys[key]
+                        self._kind_of.pop(key, None)
+                        continue
                     self._waiting_why[kind] = result.reason
                     break
                 # Later gangs of this round see these pods on their nodes.
@@ -350,6 +398,7 @@ class Leader:
                 self._waiting_why.pop(kind, None)
             if not keys:
                 del self._by_kind[kind]
+                self._could_fit.pop(kind, None)
         if not requests:
             return
         statuses = self.store.workloads.place_many(self.holder, requests, now)
@@ -363,8 +412,9 @@ class Leader:
                 self.nodes.placed(request.pods)
                 record = self.engine.records[request.key]
                 record.pending_reason = record.pending_message = None
-                to_send += self._pod_jobs(request.key, request.attempt, placed,
-                                          pods_of[request.key])
+                with blame(request.key):
+                    to_send += self._pod_jobs(request.key, request.attempt, placed,
+                                              pods_of[request.key])
             else:  # a node went away, or the workload changed: look again
                 log.info("placement of %s not stored (%s)", request.key, status)
                 self.nodes.dirty = True
@@ -373,6 +423,53 @@ class Leader:
         jobs.enqueue(self.conn.raw, self.store.keys, to_send)
         for job in to_send:
             self._sent_at[PodRef.parse(job.pod_id).workload] = now
+
+    def _never_fits(self, pods: list[placing.GangPod], admission: Admission,
+                    pool: str | None) -> str | None:
+        """Why no Ready node could hold the gang even with nothing else on it, or None when
+        it could (it waits) — or when that cannot be told yet: no node has registered, the
+        pool dispatch chose has none, or topology-aware admission pinned its nodes."""
+        empty = self.nodes.empty_pools()
+        if not empty or (pool is not None and pool not in empty) or pinning.pinned(admission):
+            return None
+        if isinstance(pinning.place(pods, admission, empty, pool=pool), placing.Placed):
+            return None
+        shapes = "; ".join(
+            f"pool {name}: " + ", ".join(f"{n.name} ({format_vector(n.allocatable)})"
+                                         for n in sorted(nodes, key=lambda n: n.name)[:3])
+            + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+            for name, nodes in sorted(empty.items()) if pool is None or name == pool)
+        asks = "; ".join(sorted({f"{p.pod_set}: {format_vector(p.requests)} per pod"
+                                 for p in pods}))
+        return (f"no node can ever hold this gang of {len(pods)} pod(s) ({asks}), even with "
+                f"nothing else running: the Ready nodes are {shapes}")
+
+    def _ready_nodes(self) -> tuple[tuple[str, int, bool], ...]:
+        """Which nodes there are to place on (a node that registers again, or is cordoned or
+        uncordoned, changes it)."""
+        return tuple(sorted((n.name, n.epoch, n.cordoned)
+                            for n in self.nodes.records.values() if n.ready))
+
+    def _retry_inadmissible(self, now: float) -> None:
+        """Give gangs no node could hold another chance once the Ready nodes change (a
+        bigger node may have registered): back to Pending, in their old place in line."""
+        if self.nodes.dirty:
+            self.nodes.refresh()
+        nodes = self._ready_nodes()
+        for key in [k for k, seen in self._inadmissible.items() if seen != nodes]:
+            del self._inadmissible[key]
+            record, tracked = self.engine.records.get(key), self.tracked.get(key)
+            if record is None or record.state is not State.INACTIVE or tracked is None:
+                continue
+            status = self.store.workloads.settle(
+                self.holder, WorkloadRecord(key, State.INACTIVE, attempt=tracked.attempt),
+                event="activate", reason="Pending", message="nodes changed: trying again",
+                queued_at=record.info.created, now=now)
+            self._check(status, f"activating {key}")
+            if status == "ok":
+                self.engine.activate(key, now)
+            else:
+                self.recheck.add(key)
 
     def _pod_jobs(self, key: str, attempt: int, placed: tuple[tuple[str, int], ...],
                   pods: list[placing.GangPod]) -> list[jobs.PodJob]:
@@ -383,7 +480,7 @@ class Leader:
             command, env = jobs.pod_command(obj, pod.pod_set)
             out.append(jobs.PodJob(self.store.prefix, PodRef(key, attempt, pod.index).id, node,
                                    epoch, len(placed), pod.pod_set, peers, command, env,
-                                   pod.requests))
+                                   pod.requests, jobs.working_dir(obj, pod.pod_set)))
         return out
 
     # -- 5. watch nodes -----------------------------------------------------------------
@@ -403,6 +500,7 @@ class Leader:
         self.dispatched.check_nodes(now)
         self._evict_from_lost_members(now)
         self._evict_from_lost_nodes(now)
+        self._evict_from_drained_nodes(now)
         self._persist(now)
         self._sent_at = {k: at for k, at in self._sent_at.items() if k in self.tracked}
         self._resend([k for k, at in self._sent_at.items()
@@ -448,6 +546,20 @@ class Leader:
                 self.engine.evict(key, now, "NodeFailures", "",
                                   f"node(s) {nodes} lost while running the workload")
 
+    def _evict_from_drained_nodes(self, now: float) -> None:
+        """Requeue the workloads with a live pod on a node being drained (``kuota node
+        drain``): they run again on other nodes, the drained one being cordoned."""
+        draining = sorted(n.name for n in self.nodes.records.values()
+                          if n.ready and n.draining)
+        if not draining:
+            return
+        for node, pod_ids in self.store.nodes.pod_ids(draining).items():
+            for key in sorted({PodRef.parse(p).workload for p in pod_ids}):
+                record = self.engine.records.get(key)
+                if record is not None and record.state in HOLDS_QUOTA:
+                    self.engine.evict(key, now, "NodeDrained", "",
+                                      f"node {node} is being drained")
+
     def _resync(self, now: float) -> None:
         """Compare every stored state with the engine's; re-read those that differ. Forget
         workloads finished longer than the retention ago."""
@@ -461,6 +573,8 @@ class Leader:
         for key, (state, attempt, finished, origin) in zip(keys, pipe.execute(), strict=True):
             mine = self.engine.records.get(key)
             tracked = self.tracked.get(key)
+            if state == State.INVALID and (mine is None or mine.state is State.FINISHED):
+                continue  # set aside: kept, never scheduled, until cancelled
             if state == State.FINISHED and (mine is None or mine.state is State.FINISHED) \
                     and key not in self.dispatched.copies:
                 # A dispatched copy is removed by its manager once it has seen the end: were
@@ -543,8 +657,10 @@ class Leader:
                 self._sent_at.pop(key, None)
                 continue
             tracked = self.tracked[key]
-            gang = placing.gang_pods(record.info, record.admission, self.engine.cache.flavors)
-            all_jobs = self._pod_jobs(key, tracked.attempt, tracked.placed, gang)
+            with blame(key):
+                gang = placing.gang_pods(record.info, record.admission,
+                                         self.engine.cache.flavors)
+                all_jobs = self._pod_jobs(key, tracked.attempt, tracked.placed, gang)
             to_send += [all_jobs[i] for i in unsent]
             self._sent_at[key] = now
         if to_send:

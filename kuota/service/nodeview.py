@@ -50,13 +50,23 @@ class NodeView:
         self.dirty = False
 
     def pools(self) -> dict[str, list[Node]]:
-        """Ready nodes, as placement values with their usage, by pool."""
+        """Ready nodes not cordoned, as placement values with their usage, by pool."""
         if self.dirty:
             self.refresh()
         pools: dict[str, list[Node]] = {}
         for name, record in self.records.items():
-            if record.ready:
+            if record.schedulable:
                 pools.setdefault(record.pool, []).append(self._values[name])
+        return pools
+
+    def empty_pools(self) -> dict[str, list[Node]]:
+        """Ready nodes with nothing on them, by pool: what a gang could ever have."""
+        if self.dirty:
+            self.refresh()
+        pools: dict[str, list[Node]] = {}
+        for record in self.records.values():
+            if record.schedulable:
+                pools.setdefault(record.pool, []).append(placing.node_value(record))
         return pools
 
     def usage_by_node(self, include: Callable[[str], bool]) -> dict[str, ResourceVector]:

@@ -7,7 +7,11 @@ exactly as admitted — before any cycle runs, so a new leader can never admit
 past a quota its predecessor already filled. Pending workloads are queued by
 their stored queue-order timestamp, so the order survives a failover.
 Workloads dispatched here by a manager are listed apart (``Loaded.dispatched``):
-they bypass the engine (:mod:`kuota.service.dispatched`).
+they bypass the engine (:mod:`kuota.service.dispatched`). A workload whose
+record or spec cannot be read, or fails the submission checks, is listed in
+``Loaded.invalid`` and left out; one the engine fails on while restoring it
+raises :class:`~admission.errors.WorkloadFailed` naming it (the scheduler
+quarantines it and rebuilds).
 
 The same rebuild serves read-only views (``kuota get clusterqueues``,
 ``kuota pending``): they show the real engine's numbers, not a re-implementation.
@@ -18,9 +22,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from admission.engine import ConfigObject, Engine, Record
+from admission.errors import blame
+from kuota.service import runnable
 from queueing.store import Store, WorkloadRecord
 from queueing.store.objects import KINDS
 from quota import api, convert, lifecycle
@@ -29,6 +35,9 @@ from quota.lifecycle import State
 from quota.workload import Admission, WorkloadInfo
 
 log = logging.getLogger(__name__)
+
+#: States the scheduler leaves alone: done, or set aside as unschedulable.
+SET_ASIDE: Final = frozenset({State.FINISHED, State.INVALID})
 
 
 @dataclass
@@ -87,6 +96,9 @@ def workload_object(record: WorkloadRecord) -> api.Workload:
     key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
     if key != record.key:
         raise ValueError(f"workload {record.key}: stored spec names {key}")
+    found = runnable.problems(obj, f"workload {record.key}")
+    if found:
+        raise api.ObjectError(found)
     return obj
 
 
@@ -102,6 +114,19 @@ def workload_info(record: WorkloadRecord) -> WorkloadInfo:
     """The core's view of a stored workload, queued by its queue-order timestamp."""
     return convert.workload(workload_object(record), priority=record.priority,
                             created=record.queued_at)
+
+
+def checked_info(record: WorkloadRecord) -> WorkloadInfo | str:
+    """The core's view of a stored workload, or why there is none: its record or spec is
+    unreadable, or its spec fails the checks every submission passes."""
+    if record.corrupt:
+        return record.corrupt
+    try:
+        return workload_info(record)
+    except (api.ObjectError, ValueError) as exc:
+        return str(exc)
+    except RecursionError:
+        return f"workload {record.key}: stored spec is nested too deeply"
 
 
 def new_engine(configs: Configs, config: EngineConfig) -> Engine:
@@ -126,18 +151,18 @@ def load(store: Store, config: EngineConfig | None = None) -> Loaded:
     invalid: dict[str, str] = {}
     dispatched: dict[str, WorkloadRecord] = {}
     for record in store.workloads.all():
-        if record.state is State.FINISHED:
+        if record.state in SET_ASIDE:
             continue
         if record.dispatched:
             dispatched[record.key] = record
             continue
         live[record.key] = record
-        try:
-            info = workload_info(record)
-        except (api.ObjectError, ValueError) as exc:
-            invalid[record.key] = str(exc)
+        checked = checked_info(record)
+        if isinstance(checked, str):
+            invalid[record.key] = checked
             continue
-        add(engine, record, info)
+        with blame(record.key):
+            add(engine, record, checked)
     engine.drain_outbox()
     return Loaded(engine, configs, live, invalid, dispatched)
 

@@ -7,7 +7,11 @@ from Redis and steps it. Leadership ends — and all in-memory state is dropped
 leader asks for a rebuild, or Redis cannot be reached; the next loop
 re-acquires (keeping the token if the lease is still ours) and rebuilds. Redis
 being the truth, dropping state is always safe; keeping it after a doubt
-never is.
+never is. A step that fails because of one workload
+(:class:`~admission.errors.WorkloadFailed`) sets that workload aside as
+``Invalid`` with the error as its message, then rebuilds without it; any
+other error is logged and followed by a rebuild — a scheduler outlives
+whatever is stored.
 
 A standby takes over at most one TTL after the active scheduler dies
 (``--lease-ttl``, default 5 s); a clean shutdown releases the lease at once.
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from admission.errors import WorkloadFailed
 from kuota.service.connection import Connection
 from kuota.service.leader import Leader, NeedRebuild, Timing
 from queueing.store import Fenced
@@ -54,6 +59,9 @@ class SchedulerService:
         self.leader: Leader | None = None
         #: Times this process became leader (tests and status output).
         self.terms = 0
+        #: Steps that failed for a reason not traced to one workload, or with a request Redis
+        #: refused (logged; tests assert none happen).
+        self.failures = 0
         self._backoff = 0.1
 
     @property
@@ -97,3 +105,37 @@ class SchedulerService:
             self.leader = None
             wait(self._backoff)
             self._backoff = min(self._backoff * 2, 2.0)
+        except WorkloadFailed as exc:
+            # One workload broke the step: set it aside, rebuild without it, go on.
+            self.leader = None
+            self._quarantine(exc)
+        except redis.RedisError as exc:
+            log.error("redis refused a request (%s); rebuilding in %.1fs", exc, self._backoff)
+            self.failures += 1
+            self.leader = None
+            wait(self._backoff)
+            self._backoff = min(self._backoff * 2, 2.0)
+        except Exception:
+            # Not traceable to one workload: a long-running scheduler must not die of it (its
+            # standbys would die of the same thing). Drop all state — Redis is the truth —
+            # and rebuild after a pause, so a persistent fault shows in the log, not in a spin.
+            log.exception("scheduling step failed; rebuilding from Redis in %.1fs",
+                          self._backoff)
+            self.failures += 1
+            self.leader = None
+            wait(self._backoff)
+            self._backoff = min(self._backoff * 2, 2.0)
+
+    def _quarantine(self, failure: WorkloadFailed) -> None:
+        holder = self.lease.holder
+        if holder is None:
+            return  # not leading any more: the next leader meets the workload again
+        log.error("workload %s made a scheduling step fail", failure.key, exc_info=failure.cause)
+        store = self.conn.store
+        record = store.workloads.find(failure.key)
+        status = store.workloads.quarantine(
+            holder, failure.key, message=f"kuota cannot schedule this workload: "
+            f"{failure.reason}", now=self.options.clock(),
+            pods=record.pod_refs() if record is not None else ())
+        if status == "fenced":
+            self.lease.holder = None

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kuota.service.connection import connect
+from kuota.service.connection import EMBEDDED, connect
 from kuota.service.embedded import LocalCluster, node
 from kuota.service.leader import Timing
 from quota.resources import format_amount
@@ -88,7 +88,7 @@ def run(redis_url: str | None = None, *, say: Callable[[str], Any] = print,
              node("cpu-pool", "cpu-2", "cpu=4", {"kind": "cpu"})]
     timing = Timing(lease_ttl=2.0, node_timeout=5.0, poll=0.1, reasons_every=0.2)
     prefix = f"showcase-{int(time.time())}"
-    with LocalCluster(nodes, connection=connect(redis_url, prefix=prefix),
+    with LocalCluster(nodes, connection=connect(redis_url or EMBEDDED, prefix=prefix),
                       timing=timing) as cluster:
         client = cluster.client()
         say(f"store: {cluster.connection.describe()}; pools gpu-pool (gpu-1: 8 cpu, 2 GPUs) "

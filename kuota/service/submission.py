@@ -3,10 +3,12 @@
 Everything a user can get wrong is caught here, before anything is written,
 and reported as :class:`~quota.api.Problem` lines naming the field: a bad
 name or queue, an unparsable quantity, a pod set without a command, an
-unknown priority class, a negative backoff limit. A submission that passes is
-a valid Workload manifest whose pods have a command — so a malformed
-submission never reaches Redis, let alone a worker. (The scheduler checks
-stored specs again and rejects any written around this door.)
+unknown priority class, a negative backoff limit, and whatever a pool cannot
+run (:mod:`kuota.service.runnable`: empty pod sets, NUL bytes, bad env
+names). A submission that passes is a valid Workload manifest whose pods
+have a command — so a malformed submission never reaches Redis, let alone a
+worker. (The scheduler checks stored specs again, with the same rules, and
+quarantines any written around this door.)
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kuota.service import jobs, rebuild
+from kuota.service import rebuild, runnable
 from quota import api
 
 #: Annotation carrying the number of gang retries after a failed pod.
@@ -91,8 +93,13 @@ def from_args(command: Sequence[str], *, queue: str, name: str | None = None, co
 
 
 def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
-          queue: str | None = None, source: str = SOURCE) -> Submission:
-    """Validate a Workload manifest for Redis mode; raises :class:`~quota.api.ObjectError`."""
+          queue: str | None = None, source: str = SOURCE,
+          default_requests: Mapping[str, Mapping[str, str]] | None = None) -> Submission:
+    """Validate a Workload manifest for Redis mode; raises :class:`~quota.api.ObjectError`.
+
+    ``default_requests``: per LocalQueue (``namespace/name``), the per-pod requests given to
+    pod sets that request nothing (the LocalQueue's ``spec.defaultRequests``).
+    """
     obj = rebuild.parse_workload(manifest, source=source)
     name = obj.metadata.name
     problems: list[api.Problem] = []
@@ -109,11 +116,10 @@ def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
                     f"{namespace}")
     if not lq:
         problem("spec.queueName", "is required (the LocalQueue to submit to)")
-    for ps in obj.spec.pod_sets:
-        try:
-            jobs.pod_command(obj, ps.name)
-        except ValueError as exc:
-            problem(f"spec.podSets[{ps.name}]", str(exc).split(": ", 1)[-1])
+    defaults = (default_requests or {}).get(f"{namespace}/{lq}")
+    if defaults:
+        obj = with_default_requests(obj, defaults, source)
+    problems += runnable.problems(obj, source)
     priority = obj.spec.priority
     pc = obj.spec.priority_class_name
     if pc is not None and obj.spec.priority_class_ref is not None \
@@ -140,3 +146,18 @@ def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
     stored["spec"]["priority"] = priority or 0
     return Submission(f"{namespace}/{name}", f"{namespace}/{lq}", stored, priority or 0,
                       backoff)
+
+
+def with_default_requests(obj: api.Workload, defaults: Mapping[str, str],
+                          source: str) -> api.Workload:
+    """``obj`` with ``defaults`` as the first container's requests in every pod set whose
+    pods request nothing — what a LimitRange's ``defaultRequest`` does on Kubernetes."""
+    empty = [i for i, ps in enumerate(obj.spec.pod_sets)
+             if not ps.pod_requests() and ps.template.spec.containers]
+    if not empty:
+        return obj
+    doc = obj.to_dict()
+    for i in empty:
+        container = doc["spec"]["podSets"][i]["template"]["spec"]["containers"][0]
+        container.setdefault("resources", {})["requests"] = dict(defaults)
+    return rebuild.parse_workload(doc, source=source)

@@ -201,6 +201,12 @@ class PodSupervisor:
 
     def _launch(self, job: PodJob) -> str:
         ref = PodRef.parse(job.pod_id)
+        if job.epoch != self._epoch():
+            # Placed on another incarnation of this node (a worker that replaced this one, or
+            # one before it): not ours to run, whatever the store would say.
+            log.info("pod %s is for epoch %d of node %s, this worker is epoch %d: not started",
+                     job.pod_id, job.epoch, self.node, self._epoch())
+            return "wrong-node"
         wanted = job.requests.get(GPU, 0) // MILLI
         if wanted > len(self._free_devices):
             message = (f"node {self.node} has {len(self._free_devices)} free GPU device(s), "
@@ -213,7 +219,14 @@ class PodSupervisor:
             log.info("pod %s not started: %s", job.pod_id, status)
             return status
         del self._free_devices[:wanted]
-        if shutil.which(job.command[0], path=job.env.get("PATH")) is None:
+        cwd = job.working_dir or None
+        if cwd is not None and not os.path.isdir(cwd):
+            return self._fail_to_start(job, ref, f"working directory {cwd!r} does not exist on "
+                                       f"node {self.node}", started=True, devices=devices)
+        program = job.command[0]
+        if cwd is not None and os.sep in program and not os.path.isabs(program):
+            program = os.path.join(cwd, program)  # found where the pod will run, not here
+        if shutil.which(program, path=job.env.get("PATH")) is None:
             return self._fail_to_start(job, ref, f"cannot run {job.command[0]!r}: command not "
                                        "found or not executable", started=True,
                                        devices=devices)
@@ -222,7 +235,7 @@ class PodSupervisor:
         try:
             proc = subprocess.Popen(
                 _argv(job.command), stdin=subprocess.DEVNULL, stdout=log_file,
-                stderr=subprocess.STDOUT, env=self._env(job, ref, devices),
+                stderr=subprocess.STDOUT, env=self._env(job, ref, devices), cwd=cwd,
                 start_new_session=True, close_fds=True,
                 preexec_fn=_die_with_parent if _LIBC is not None and _SETPRIV is None else None)
         except OSError as exc:

@@ -12,7 +12,11 @@ A worker
 If a heartbeat finds the node declared Lost (the worker was too slow, or cut
 off from Redis for longer than the node timeout), its pods were already
 requeued elsewhere: the worker terminates them and registers again as a new
-incarnation. If another worker took the node's name, this one stops. A
+incarnation. A worker refuses to start under the name of a node whose
+worker is alive (recent heartbeat) unless ``replace`` is set; the one
+replaced learns it at its next heartbeat (its epoch is stale), stops taking
+jobs at once and terminates its pods — and never starts a pod sent to the
+newer incarnation (the supervisor checks each job's epoch against its own). A
 clean stop terminates the pods and takes the node out, so the scheduler
 requeues its workloads at once instead of waiting for the timeout.
 
@@ -24,6 +28,8 @@ the main thread.
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import tempfile
 import threading
 import time
@@ -82,6 +88,8 @@ class WorkerOptions:
     #: a stop request is noticed.
     rq_worker_ttl: int = 20
     clock: Callable[[], float] = time.time
+    #: Take the node name over from a live worker (fencing it) instead of refusing to start.
+    replace: bool = False
 
     def __post_init__(self) -> None:
         check_node_name(self.node)
@@ -109,16 +117,22 @@ class PoolWorker:
                                         devices=options.gpu_devices(), log_dir=self._log_dir,
                                         timing=options.supervisor, clock=options.clock)
         self._rq: NodeWorker | None = None
+        #: rq runs in the main thread (``kuota worker``): only a signal stops it promptly.
+        self._in_main_thread = False
 
     @property
     def node(self) -> str:
         return self.options.node
 
-    def register(self) -> int:
+    def register(self, *, replace: bool | None = None) -> int:
+        """Register the node; a live worker of that name makes it raise
+        :class:`~queueing.store.NodeInUse` unless ``replace`` (default: the option)."""
         opts = self.options
         self.epoch = self.conn.store.nodes.register(
             opts.node, pool=opts.pool, capacity=opts.capacity, labels=opts.labels,
-            devices=opts.gpu_devices(), now=opts.clock())
+            devices=opts.gpu_devices(), now=opts.clock(),
+            replace=opts.replace if replace is None else replace,
+            heartbeat_every=opts.heartbeat)
         log.info("node %s (pool %s) registered, epoch %d", opts.node, opts.pool, self.epoch)
         return self.epoch
 
@@ -138,6 +152,7 @@ class PoolWorker:
         try:
             while not stop.is_set() and not self.replaced:
                 self._rq = self._new_rq_worker()
+                self._in_main_thread = threading.current_thread() is threading.main_thread()
                 if threading.current_thread() is not threading.main_thread():
                     threading.Thread(target=self._stop_rq_on, args=(stop, self._rq),
                                      daemon=True).start()
@@ -172,11 +187,7 @@ class PoolWorker:
         # dequeue does not look at the stop flag. Flag it, then wake it with a no-op job.
         stop.wait()
         worker._stop_requested = True
-        try:
-            Queue(self.conn.store.keys.node_queue(self.node), connection=self.conn.raw,
-                  ).enqueue(pod.WAKE, result_ttl=0, description="wake the worker to stop")
-        except redis.RedisError as exc:
-            log.warning("node %s: could not wake the worker: %s", self.node, exc)
+        self._wake_rq()
 
     def _heartbeats(self, done: threading.Event, stop: threading.Event) -> None:
         nodes = self.conn.store.nodes
@@ -187,13 +198,32 @@ class PoolWorker:
                     log.error("node %s was registered by another worker; stopping", self.node)
                     self.replaced = True
                     stop.set()
+                    self._stop_rq()
+                    return  # fenced: this worker has nothing left to say about the node
                 elif status != "ok":
                     log.warning("node %s: heartbeat answered %s; its pods were requeued, "
                                 "registering again", self.node, status)
                     self.supervisor.kill_all()
-                    self.register()
+                    # Declared Lost: the name is free again (this is still its only worker).
+                    self.register(replace=True)
             except redis.RedisError as exc:
                 log.warning("node %s: heartbeat failed: %s", self.node, exc)
+
+    def _stop_rq(self) -> None:
+        """Stop taking jobs. In a process, rq's own SIGTERM handling asks for a warm stop
+        (the same as ``kill``), and a no-op job wakes it from its blocking wait (at worst
+        rq's dequeue timeout ends that wait); in a thread, the stop watcher does both."""
+        if self._in_main_thread:
+            os.kill(os.getpid(), signal.SIGTERM)
+            self._wake_rq()
+
+    def _wake_rq(self) -> None:
+        """A no-op job on the node's queue: ends rq's blocking wait for the next job."""
+        try:
+            Queue(self.conn.store.keys.node_queue(self.node), connection=self.conn.raw,
+                  ).enqueue(pod.WAKE, result_ttl=0, description="wake the worker to stop")
+        except redis.RedisError as exc:
+            log.warning("node %s: could not wake the worker: %s", self.node, exc)
 
     def _leave(self) -> None:
         if self.replaced:

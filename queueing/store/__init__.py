@@ -6,7 +6,14 @@ MULTI/EXEC transaction) in :mod:`~queueing.store.lua`, atomic and safe to
 retry. This package is the only part of :mod:`queueing` that imports redis.
 """
 
-from queueing.store.errors import AlreadyExists, Conflict, Fenced, NotFound, StoreError
+from queueing.store.errors import (
+    AlreadyExists,
+    Conflict,
+    Fenced,
+    NodeInUse,
+    NotFound,
+    StoreError,
+)
 from queueing.store.keys import DEFAULT_PREFIX, Keys, PodRef
 from queueing.store.records import (
     NodeRecord,
@@ -24,6 +31,7 @@ __all__ = [
     "Conflict",
     "Fenced",
     "Keys",
+    "NodeInUse",
     "NodeRecord",
     "NodeState",
     "NotFound",

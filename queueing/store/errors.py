@@ -29,6 +29,10 @@ class AlreadyExists(StoreError):
     """A live workload of that name exists already."""
 
 
+class NodeInUse(StoreError):
+    """A live worker serves that node name (its heartbeat is recent)."""
+
+
 def outcome(status: str, what: str) -> str:
     """The value after ``ok:`` (or ``""`` for a bare ``ok``); raise for a refusal."""
     if status == "ok":

@@ -169,7 +169,8 @@ return "ok"
 
 SETTLE: Final = r"""
 -- Apply a scheduler decision that ends a workload's hold on quota or its chance to run:
--- ``evict`` (requeue; preemption, node failure, a stopped queue) or ``deactivate``.
+-- ``evict`` (requeue; preemption, node failure, a stopped queue) or ``deactivate``; or
+-- gives an Inactive workload its chance back (``activate``).
 -- The pods of the attempt are asked to stop.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4..] pod hashes of the attempt
 -- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] event  ARGV[4] reason  ARGV[5] message
@@ -185,6 +186,7 @@ redis.call("HSET", KEYS[2], "state", target, "queued_at", ARGV[7], "reason", ARG
            "message", ARGV[5], "admission", "", "cq", "", "placement", "")
 local event = "Evicted"
 if ARGV[3] == "deactivate" then event = "Deactivated" end
+if ARGV[3] == "activate" then event = "Activated" end
 note(KEYS[3], {at = tonumber(ARGV[6]), event = event, reason = ARGV[4],
                message = ARGV[5], attempt = tonumber(ARGV[2])})
 return "ok"
@@ -202,6 +204,29 @@ if not target then return "state:" .. state end
 redis.call("HSET", KEYS[2], "state", target, "outcome", "Rejected", "reason", "Invalid",
            "message", ARGV[2], "finished_at", ARGV[3])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Rejected", message = ARGV[2]})
+return "ok"
+"""
+
+QUARANTINE: Final = r"""
+-- Set aside a workload the scheduler cannot handle: state Invalid, the error as its message,
+-- its pods asked to stop. A state this version cannot read (a record written around kuota)
+-- is quarantined too: anything but Finished or Invalid.
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events  KEYS[5..] pod hashes
+-- ARGV[1] lease holder  ARGV[2] workload key  ARGV[3] message  ARGV[4] now
+-- ARGV[5] events maxlen
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local state = redis.call("HGET", KEYS[2], "state")
+if not state then
+  if redis.call("EXISTS", KEYS[2]) == 0 then return "missing" end
+  state = ""
+end
+if state == "Finished" or state == "Invalid" then return "state:" .. state end
+local target = step(state, "quarantine") or "Invalid"
+stop_pods(5)
+redis.call("HSET", KEYS[2], "state", target, "reason", "Invalid", "message", ARGV[3],
+           "quarantined_at", ARGV[4])
+note(KEYS[3], {at = tonumber(ARGV[4]), event = target, message = ARGV[3]})
+emit(KEYS[4], ARGV[5], "kind", "workload", "key", ARGV[2])
 return "ok"
 """
 
@@ -398,13 +423,22 @@ return "ok:purged"
 
 REGISTER_NODE: Final = r"""
 -- A worker (re)registers its node. Pods of an earlier incarnation died with it: mark them Lost.
+-- A node whose worker still heartbeats (within 3 of its heartbeat intervals) is refused
+-- ("live:<seconds since its heartbeat>") unless the caller replaces it: the new epoch then
+-- fences the old worker, whose next heartbeat answers "replaced".
 -- KEYS[1] nodes set  KEYS[2] node hash  KEYS[3] node pods set  KEYS[4] events
 -- KEYS[5..] pod hashes of the node's pods set, as read
 -- ARGV[1] node  ARGV[2] pool  ARGV[3] capacity JSON  ARGV[4] labels JSON  ARGV[5] devices JSON
--- ARGV[6] now  ARGV[7] events maxlen  ARGV[8..] the pod ids, in KEYS order
+-- ARGV[6] now  ARGV[7] events maxlen  ARGV[8] "1" to replace a live worker
+-- ARGV[9] this worker's heartbeat interval (seconds)  ARGV[10..] the pod ids, in KEYS order
+local n = redis.call("HMGET", KEYS[2], "state", "heartbeat", "heartbeat_every")
+if ARGV[8] ~= "1" and n[1] == "Ready" then
+  local age = redis_now() - (tonumber(n[2]) or 0)
+  if age < 3 * (tonumber(n[3]) or 5) then return "live:" .. string.format("%.1f", age) end
+end
 if redis.call("SCARD", KEYS[3]) ~= #KEYS - 4 then return "stale" end
 for i = 5, #KEYS do
-  if redis.call("SISMEMBER", KEYS[3], ARGV[i + 3]) == 0 then return "stale" end
+  if redis.call("SISMEMBER", KEYS[3], ARGV[i + 5]) == 0 then return "stale" end
 end
 for i = 5, #KEYS do
   local phase = redis.call("HGET", KEYS[i], "state")
@@ -416,7 +450,7 @@ redis.call("DEL", KEYS[3])
 local epoch = redis.call("HINCRBY", KEYS[2], "epoch", 1)
 redis.call("HSET", KEYS[2], "name", ARGV[1], "pool", ARGV[2], "capacity", ARGV[3],
            "labels", ARGV[4], "devices", ARGV[5], "state", "Ready", "heartbeat", redis_now(),
-           "registered_at", ARGV[6], "reason", "")
+           "registered_at", ARGV[6], "reason", "", "heartbeat_every", ARGV[9])
 redis.call("SADD", KEYS[1], ARGV[1])
 emit(KEYS[4], ARGV[7], "kind", "node", "node", ARGV[1])
 return "ok:" .. epoch
@@ -447,7 +481,8 @@ if not n[1] then return "missing" end
 if n[1] ~= "Ready" then return "state:" .. n[1] end
 if ARGV[1] == "" then
   if n[2] ~= ARGV[3] then return "replaced" end
-elseif redis_now() - tonumber(n[3]) < tonumber(ARGV[2]) then
+elseif redis_now() - (tonumber(n[3]) or 0) < tonumber(ARGV[2]) then
+  -- (an unreadable heartbeat, from a record written around kuota, counts as none)
   return "alive"
 end
 if redis.call("SCARD", KEYS[3]) ~= #KEYS - 4 then return "stale" end
@@ -462,7 +497,33 @@ for i = 5, #KEYS do
 end
 redis.call("DEL", KEYS[3])
 redis.call("HSET", KEYS[2], "state", "Lost", "reason", ARGV[4], "lost_at", ARGV[5])
-emit(KEYS[4], ARGV[6], "kind", "node", "node", redis.call("HGET", KEYS[2], "name"))
+emit(KEYS[4], ARGV[6], "kind", "node", "node", redis.call("HGET", KEYS[2], "name") or "")
+return "ok"
+"""
+
+NODE_SCHEDULING: Final = r"""
+-- An operator's say on a node: cordon (no new pods), drain (cordon, and the scheduler
+-- requeues the workloads running there) or uncordon (both undone). Survives the worker's
+-- re-registrations: the fields are the node's, not the incarnation's.
+-- KEYS[1] node hash  KEYS[2] events  ARGV[1] node  ARGV[2] cordoned "1"/""
+-- ARGV[3] draining "1"/""  ARGV[4] events maxlen
+if redis.call("EXISTS", KEYS[1]) == 0 then return "missing" end
+redis.call("HSET", KEYS[1], "cordoned", ARGV[2], "draining", ARGV[3])
+emit(KEYS[2], ARGV[4], "kind", "node", "node", ARGV[1])
+return "ok"
+"""
+
+NODE_REMOVE: Final = r"""
+-- Forget a node that no worker serves (Lost): its record and its pods set. A Ready node
+-- is refused: its worker would register it again at its next heartbeat.
+-- KEYS[1] nodes set  KEYS[2] node hash  KEYS[3] node pods set  KEYS[4] events
+-- ARGV[1] node  ARGV[2] events maxlen
+local state = redis.call("HGET", KEYS[2], "state")
+if not state and redis.call("SISMEMBER", KEYS[1], ARGV[1]) == 0 then return "missing" end
+if state == "Ready" then return "state:Ready" end
+redis.call("DEL", KEYS[2], KEYS[3])
+redis.call("SREM", KEYS[1], ARGV[1])
+emit(KEYS[4], ARGV[2], "kind", "node", "node", ARGV[1])
 return "ok"
 """
 
@@ -501,10 +562,12 @@ return "ok"
 #: Every script, by name; each gets the prologue.
 SCRIPTS: Final = {
     "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "settle": SETTLE, "reject": REJECT,
+    "quarantine": QUARANTINE,
     "set_reasons": SET_REASONS, "set_dispatch": SET_DISPATCH, "cancel": CANCEL,
     "dispatch": DISPATCH, "remove_dispatched": REMOVE_DISPATCHED,
     "pod_start": POD_START, "pod_exit": POD_EXIT,
-    "register_node": REGISTER_NODE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
+    "register_node": REGISTER_NODE, "node_scheduling": NODE_SCHEDULING,
+    "node_remove": NODE_REMOVE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
     "purge_finished": PURGE_FINISHED,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
 }

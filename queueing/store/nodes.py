@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from queueing.store.errors import Conflict, NotFound, outcome
+from queueing.store.errors import Conflict, NodeInUse, NotFound, outcome
 from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.keys import Keys, PodRef, check_node_name
 from queueing.store.records import NodeRecord, vector_to_json
@@ -40,8 +40,12 @@ class NodeStore:
         self._scripts = scripts
 
     def register(self, name: str, *, pool: str, capacity: ResourceVector,
-                 labels: Mapping[str, str], devices: Sequence[str], now: float) -> int:
-        """(Re)register a node as Ready; returns its new epoch."""
+                 labels: Mapping[str, str], devices: Sequence[str], now: float,
+                 replace: bool = False, heartbeat_every: float = 5.0) -> int:
+        """(Re)register a node as Ready; returns its new epoch.
+
+        Raises :class:`NodeInUse` if a live worker serves the name, unless ``replace``
+        (which fences that worker: its next heartbeat learns it was replaced)."""
         check_node_name(name)
         if not pool:
             raise ValueError(f"node {name}: pool must not be empty")
@@ -53,10 +57,34 @@ class NodeStore:
                 [k.nodes, k.node(name), k.node_pods(name), k.events,
                  *(k.pod(PodRef.parse(p)) for p in pods)],
                 [name, pool, vector_to_json(capacity), json.dumps(dict(labels), sort_keys=True),
-                 json.dumps(list(devices)), now, EVENTS_MAXLEN, *pods])
+                 json.dumps(list(devices)), now, EVENTS_MAXLEN, "1" if replace else "0",
+                 heartbeat_every, *pods])
+            if status.startswith("live:"):
+                raise NodeInUse(
+                    f"node {name} is served by a live worker (its last heartbeat was "
+                    f"{status[5:]}s ago): stop that worker, choose another --node name, or "
+                    "pass --replace to take the name over (the old worker is fenced and stops)")
             if status != "stale":
                 return int(outcome(status, f"node {name}"))
         raise Conflict(f"node {name}: pods kept changing during registration")
+
+    def set_scheduling(self, name: str, *, cordoned: bool, draining: bool = False) -> None:
+        """Cordon (no new pods), drain (cordon + requeue what runs there) or uncordon."""
+        k = self._keys
+        status = self._scripts.run("node_scheduling", [k.node(name), k.events],
+                                   [name, "1" if cordoned else "", "1" if draining else "",
+                                    EVENTS_MAXLEN])
+        outcome(status, f"node {name}")
+
+    def remove(self, name: str) -> None:
+        """Forget a node no worker serves; a Ready node is refused (:class:`Conflict`)."""
+        k = self._keys
+        status = self._scripts.run("node_remove", [k.nodes, k.node(name), k.node_pods(name),
+                                                   k.events], [name, EVENTS_MAXLEN])
+        if status == "state:Ready":
+            raise Conflict(f"node {name} is Ready (a worker serves it): stop its worker first "
+                           f"(`kuota node drain {name}` moves its workloads elsewhere)")
+        outcome(status, f"node {name}")
 
     def heartbeat(self, name: str, epoch: int) -> str:
         """``ok``, ``replaced`` (another worker took the name), ``state:Lost`` or ``missing``."""

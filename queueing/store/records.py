@@ -138,8 +138,29 @@ class WorkloadRecord:
     #: The manager that dispatched this workload here (multi-cluster dispatch), or "".
     origin: str = ""
 
+    #: Why the stored hash could not be read ("" when it could): a record written around
+    #: kuota. Such a record carries only its key and state (Pending when the state itself is
+    #: unreadable), so the scheduler quarantines it instead of failing on it.
+    corrupt: str = ""
+
     @classmethod
     def from_hash(cls, key: str, h: Mapping[str, str]) -> WorkloadRecord:
+        """The record; never raises — an unreadable hash gives a :attr:`corrupt` record."""
+        try:
+            return cls._parse(key, h)
+        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError,
+                RecursionError) as exc:
+            try:
+                state = State(h.get("state") or State.PENDING)
+            except ValueError:
+                state = State.PENDING
+            return cls(key=key, state=state, reason=str(h.get("reason", "")),
+                       message=str(h.get("message", "")),
+                       corrupt=f"unreadable workload record: {type(exc).__name__}: "
+                               f"{str(exc)[:200]}")
+
+    @classmethod
+    def _parse(cls, key: str, h: Mapping[str, str]) -> WorkloadRecord:
         admission = h.get("admission") or ""
         placement = h.get("placement") or ""
         return cls(
@@ -232,17 +253,38 @@ class NodeRecord:
     epoch: int = 0
     heartbeat: float = 0.0
     reason: str = ""
+    #: Set by ``kuota node cordon|drain``: no new pods are placed here.
+    cordoned: bool = False
+    #: Set by ``kuota node drain``: the scheduler requeues the workloads running here.
+    draining: bool = False
 
     @classmethod
     def from_hash(cls, name: str, h: Mapping[str, str]) -> NodeRecord:
+        """The record; never raises — an unreadable hash (written around kuota) reads as a
+        Lost node of no pool, which nothing is placed on."""
+        try:
+            return cls._parse(name, h)
+        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError,
+                RecursionError) as exc:
+            return cls(name=name, pool="", state=NodeState.LOST,
+                       reason=f"unreadable node record: {type(exc).__name__}: {str(exc)[:200]}")
+
+    @classmethod
+    def _parse(cls, name: str, h: Mapping[str, str]) -> NodeRecord:
         return cls(name=name, pool=h.get("pool", ""),
                    state=NodeState(h.get("state") or NodeState.LOST),
                    capacity=vector_from_json(h.get("capacity", "")),
                    labels={str(k): str(v) for k, v in json.loads(h.get("labels") or "{}").items()},
                    devices=tuple(json.loads(h.get("devices") or "[]")),
                    epoch=_int(h, "epoch"), heartbeat=_float(h, "heartbeat") or 0.0,
-                   reason=h.get("reason", ""))
+                   reason=h.get("reason", ""), cordoned=h.get("cordoned") == "1",
+                   draining=h.get("draining") == "1")
 
     @property
     def ready(self) -> bool:
         return self.state is NodeState.READY
+
+    @property
+    def schedulable(self) -> bool:
+        """Ready and not cordoned: new pods may be placed here."""
+        return self.ready and not self.cordoned

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from queueing.store.errors import Conflict, NotFound, outcome
 from queueing.store.events import EVENTS_MAXLEN
@@ -33,6 +33,10 @@ from queueing.store.scripts import Scripts, text
 from quota.lifecycle import State
 from quota.resources import ResourceVector
 from quota.workload import Admission
+
+#: Longest message stored with a quarantined workload: an error may quote the input, and
+#: the input may be huge.
+MESSAGE_MAX: Final = 2000
 
 #: Every field but ``spec``: what a status read needs.
 _STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "attempt",
@@ -184,9 +188,11 @@ class WorkloadStore:
 
     def settle(self, holder: str, record: WorkloadRecord, *, event: str, reason: str,
                message: str, queued_at: float, now: float) -> str:
-        """Evict (requeue) or deactivate: stops the pods of the attempt; returns the status."""
-        if event not in ("evict", "deactivate"):
-            raise ValueError(f"settle: event must be evict or deactivate, got {event!r}")
+        """Evict (requeue) or deactivate: stops the pods of the attempt; or activate an
+        Inactive workload. Returns the status."""
+        if event not in ("evict", "deactivate", "activate"):
+            raise ValueError(f"settle: event must be evict, deactivate or activate, "
+                             f"got {event!r}")
         k = self._keys
         return self._scripts.run(
             "settle", [k.lease, k.workload(record.key), k.history(record.key),
@@ -197,6 +203,16 @@ class WorkloadStore:
         k = self._keys
         return self._scripts.run("reject", [k.lease, k.workload(key), k.history(key)],
                                  [holder, message, now])
+
+    def quarantine(self, holder: str, key: str, *, message: str, now: float,
+                   pods: Iterable[PodRef] = ()) -> str:
+        """Set the workload aside as Invalid with ``message`` (its ``pods`` asked to stop):
+        ``ok``, ``state:<State>`` (finished or already Invalid), ``missing`` or ``fenced``."""
+        k = self._keys
+        return self._scripts.run(
+            "quarantine", [k.lease, k.workload(key), k.history(key), k.events,
+                           *(k.pod(ref) for ref in pods)],
+            [holder, key, message[:MESSAGE_MAX], now, EVENTS_MAXLEN])
 
     def set_reasons(self, holder: str,
                     reasons: Sequence[tuple[str, int, str, str]]) -> str:

@@ -23,8 +23,13 @@ def read_documents(path_or_text: str | Path) -> tuple[str, list[Any]]:
     """``(source, documents)`` of a YAML file, or of YAML text (source ``<text>``).
 
     A ``str`` is taken as a path when it has no newline and names an existing
-    file. Empty documents are skipped; ``kind: List`` documents are expanded.
+    file; one that ends in ``.yaml``, ``.yml`` or ``.json`` but names no file is
+    refused as a missing file (not read as YAML text). A missing or unreadable
+    :class:`~pathlib.Path` is refused too. Empty documents are skipped; ``kind:
+    List`` documents are expanded.
     """
+    if isinstance(path_or_text, str) and _names_a_missing_file(path_or_text):
+        raise ObjectError([Problem(path_or_text, "", "", "", "no such file")])
     if isinstance(path_or_text, Path) or (
         "\n" not in path_or_text and Path(path_or_text).is_file()
     ):
@@ -41,7 +46,17 @@ def read_documents(path_or_text: str | Path) -> tuple[str, list[Any]]:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         raise ObjectError([Problem(source, "", "", "", _yaml_error(exc))]) from None
+    except RecursionError:
+        raise ObjectError([Problem(source, "", "", "", "not valid YAML: nested too deeply")]
+                          ) from None
     return source, list(_expand_lists(docs))
+
+
+def _names_a_missing_file(text: str) -> bool:
+    """A one-line string ending like a manifest file's name that names no file: a path
+    mistyped, not YAML text (which would be read as the scalar ``nope.yaml``)."""
+    return "\n" not in text and text.strip().endswith((".yaml", ".yml", ".json")) \
+        and not Path(text.strip()).is_file()
 
 
 def _yaml_error(exc: yaml.YAMLError) -> str:

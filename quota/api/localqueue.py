@@ -4,7 +4,9 @@ A LocalQueue points at one ClusterQueue. Users label their jobs with the
 LocalQueue's name; the workload then competes for the ClusterQueue's quota
 (if the ClusterQueue's namespaceSelector admits the namespace). A LocalQueue
 has its own stop policy, so one team's queue can be held without stopping the
-ClusterQueue.
+ClusterQueue. In Redis mode a LocalQueue may also give default per-pod
+requests to submissions that request nothing (``defaultRequests``), as a
+Kubernetes LimitRange does for the pods of a namespace.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ class LocalQueueSpec(ApiModel):
     fair_sharing: FairSharing = Field(
         default_factory=FairSharing,
         description="Weight of this queue under admission fair sharing.",
+    )
+    default_requests: dict[str, Quantity] = Field(
+        default_factory=dict,
+        description="Redis mode: per-pod requests given to a submission that requests "
+        "nothing (like a LimitRange's defaultRequest). Without it such a submission is "
+        "refused.",
     )
 
 

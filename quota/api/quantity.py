@@ -28,15 +28,16 @@ QUANTITY_PATTERN: Final = (
 def _check_quantity(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
         raise ValueError(f"{value!r} is not a quantity (expected a string like '500m' or a number)")
-    text = value.strip() if isinstance(value, str) else str(value)
     try:
-        resources.parse_amount(text)
+        # The value itself first: a huge int must be refused before it is turned into text.
+        resources.parse_amount(value.strip() if isinstance(value, str) else value)
     except resources.QuantityError as exc:
         raise ValueError(str(exc)) from None
-    return text
+    return value.strip() if isinstance(value, str) else str(value)
 
 
-#: A non-negative Kubernetes quantity, stored as written.
+#: A finite, non-negative Kubernetes quantity of at most
+#: :data:`quota.resources.MAX_AMOUNT` milli-units, stored as written.
 Quantity = Annotated[
     str,
     BeforeValidator(_check_quantity),

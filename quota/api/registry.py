@@ -28,6 +28,7 @@ from quota.api.problems import ObjectError, Problem
 from quota.api.resourceflavor import ResourceFlavor
 from quota.api.topology import Topology
 from quota.api.workload import Workload
+from quota.resources import short_repr
 
 #: Every kind, by its ``kind`` string.
 KINDS: Final[dict[str, type[ApiObject]]] = {
@@ -84,6 +85,14 @@ def parse_object(doc: Mapping[str, Any], *, source: str = "") -> ApiObject:
                 )
             ]
         )
+    try:
+        return _validate(doc, source=source, kind=kind, name=name)
+    except RecursionError:
+        # Input nested thousands deep (a raw write, a fuzzer): refuse it, never crash on it.
+        raise ObjectError([Problem(source, kind, name, "", "nested too deeply")]) from None
+
+
+def _validate(doc: Mapping[str, Any], *, source: str, kind: str, name: str) -> ApiObject:
     converted, conversion_problems = to_kuota(doc)
     if conversion_problems:
         raise ObjectError([Problem(source, kind, name, f, m) for f, m in conversion_problems])
@@ -145,5 +154,5 @@ def _message(error: Any) -> str:
     message = message.replace("Input should be", "must be").replace("input should be", "must be")
     value = error.get("input")
     if isinstance(value, str | int | float | bool) or value is None:
-        message += f" (got {value!r})"
+        message += f" (got {short_repr(value)})"
     return message

@@ -218,10 +218,12 @@ class Processes:
                                   str(node_timeout), "--lease-ttl", str(lease_ttl),
                                   "--poll", "0.05"])
 
-    def worker(self, pool: str, node_name: str, resources: str) -> subprocess.Popen[bytes]:
-        return self._start(node_name, ["worker", "--pool", pool, "--node", node_name,
-                                       "--resources", resources, "--heartbeat", "0.2",
-                                       "--grace", "1"])
+    def worker(self, pool: str, node_name: str, resources: str, *extra: str,
+               name: str | None = None) -> subprocess.Popen[bytes]:
+        """A worker process (``name``: its key in :attr:`procs`, default the node name)."""
+        return self._start(name or node_name, ["worker", "--pool", pool, "--node", node_name,
+                                               "--resources", resources, "--heartbeat", "0.2",
+                                               "--grace", "1", *extra])
 
     def kill(self, name: str) -> None:
         proc = self.procs.pop(name)

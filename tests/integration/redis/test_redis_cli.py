@@ -9,6 +9,7 @@ import pytest
 from harness import CQ, local_cluster, node, queues, wait_for
 
 from kuota.cli import main
+from kuota.client import WorkloadHandle
 
 pytestmark = pytest.mark.redis
 
@@ -58,8 +59,16 @@ def test_apply_submit_wait_logs(kuota: Kuota, redis_server_url: str, redis_prefi
         assert status == 0, err
         assert "workload default/hello Succeeded: all pods exited 0" in out
         assert kuota("logs", "hello") == (0, "hello world\n", "")
-        failing = kuota("submit", "--queue", "default/lq-cq", "--wait", "--", "false")
+        failing = kuota("submit", "--queue", "default/lq-cq", "--requests", "cpu=1", "--wait",
+                        "--", "false")
         assert failing[0] == 1 and "Failed" in failing[1]
+        # Issue 12: --wait exited 1 whatever the job's own exit code.
+        seven = kuota("submit", "--queue", "default/lq-cq", "--requests", "cpu=1", "--wait",
+                      "--", "sh", "-c", "exit 7")
+        assert seven[0] == 7 and "Failed" in seven[1]
+        status, out, err = kuota("logs", "hello", "--pod", "5")
+        assert (status, out) == (1, "")
+        assert err == "error: workload default/hello has no pod 5 (it has 1 in attempt 1)\n"
 
 
 def test_get_and_pending_show_usage_and_positions(kuota: Kuota, redis_server_url: str,
@@ -104,3 +113,82 @@ def test_delete_and_error_statuses(kuota: Kuota, tmp_path: Path) -> None:
     status, _, err = kuota("logs", "nope")
     assert status == 1 and "default/nope: not found" in err
     assert kuota("pending", "nope")[0] == 1
+
+
+def test_node_commands_cordon_drain_uncordon_and_remove(
+        kuota: Kuota, redis_server_url: str, redis_prefix: str) -> None:
+    from kuota.client import Client
+    from kuota.service.connection import connect
+
+    store = Client(connection=connect(redis_server_url, prefix=redis_prefix)).store
+    store.nodes.register("n1", pool="pool", capacity={"cpu": 1000}, labels={}, devices=[],
+                         now=1.0)
+
+    def state() -> object:
+        return [n["state"] for n in kuota.json("get", "nodes")]
+
+    assert kuota("node", "cordon", "n1") == (0, "node n1 cordoned\n", "")
+    assert state() == ["Ready,SchedulingDisabled"]
+    assert kuota("node", "drain", "n1")[:2] == (0, "node n1 draining\n")
+    assert state() == ["Ready,Draining"]
+    assert kuota("node", "uncordon", "n1")[:2] == (0, "node n1 uncordoned\n")
+    assert state() == ["Ready"]
+    status, _, err = kuota("node", "remove", "n1")
+    assert status == 1 and err.startswith("error: node n1 is Ready (a worker serves it)")
+    status, _, err = kuota("node", "cordon", "nope")
+    assert status == 1 and "nope" in err
+
+
+@pytest.mark.parametrize(("argv", "want_error"), [
+    (["apply", "-f", "nope.yaml"], "error: nope.yaml: cannot read: No such file or directory"),
+    (["apply", "-f", "nope"], "error: nope: cannot read: No such file or directory"),
+    (["submit", "-f", "nope.yaml"], "error: nope.yaml: cannot read: No such file or directory"),
+])
+def test_a_missing_file_is_named_as_missing(kuota: Kuota, argv: list[str],
+                                            want_error: str) -> None:
+    """Issue 12: the path was parsed as YAML text ("expected an object")."""
+    status, out, err = kuota(*argv)
+    assert (status, out) == (2, "")
+    assert err.strip() == want_error
+
+
+def test_a_command_string_is_refused_not_split_into_characters(
+        redis_server_url: str, redis_prefix: str) -> None:
+    from kuota.client import Client
+    from kuota.service.connection import connect
+    from quota import api
+
+    client = Client(connection=connect(redis_server_url, prefix=redis_prefix))
+    with pytest.raises(api.ObjectError) as caught:
+        client.submit("echo hi", queue="default/lq", requests={"cpu": 1})  # type: ignore[arg-type]
+    [problem] = caught.value.problems
+    assert problem.field == "command"
+    assert "['echo', 'hi']" in problem.message
+    assert client.workloads() == []
+
+
+def test_working_dir_and_env_values_are_honoured(redis_server_url: str, redis_prefix: str,
+                                                 tmp_path: Path) -> None:
+    with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=2")]) as cluster:
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 2})))
+
+        def run(working_dir: str) -> WorkloadHandle:
+            return client.submit(workload={
+                "apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
+                "metadata": {"name": f"wd-{len(working_dir)}", "namespace": "default"},
+                "spec": {"queueName": "lq-cq", "podSets": [{"name": "main", "count": 1,
+                         "template": {"spec": {"containers": [{
+                             "name": "main", "workingDir": working_dir,
+                             "command": ["sh", "-c", 'pwd; echo "$GREETING"'],
+                             "env": [{"name": "GREETING", "value": "hello there"}],
+                             "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+
+        here = run(str(tmp_path))
+        assert here.wait(30).succeeded
+        assert here.logs() == f"{tmp_path}\nhello there\n"
+        missing = run(str(tmp_path / "absent"))
+        status = missing.wait(30)
+        assert status.outcome == "Failed"
+        assert "working directory" in status.message and "does not exist on node n1" \
+            in status.message

@@ -7,7 +7,7 @@ import pytest
 import kuota
 from kuota.client import Client
 from kuota.service import showcase
-from kuota.service.connection import connect
+from kuota.service.connection import EMBEDDED, connect
 from kuota.service.embedded import LocalCluster, node
 
 
@@ -15,10 +15,10 @@ def test_client_is_exported_lazily() -> None:
     assert kuota.Client is Client
 
 
-def test_without_a_url_the_store_is_embedded_and_runs_workloads(
+def test_the_embedded_store_runs_workloads_in_one_process(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("REDIS_URL", raising=False)
-    conn = connect(None, prefix="embedded-test")
+    conn = connect(EMBEDDED, prefix="embedded-test")
     assert conn.embedded and conn.describe().startswith("embedded fakeredis")
     with LocalCluster([node("pool", "n1", "cpu=2")], connection=conn) as cluster:
         client = cluster.client()

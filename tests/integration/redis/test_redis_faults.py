@@ -174,7 +174,7 @@ def test_malformed_submissions_are_refused_with_a_clear_error(
     assert Client(connection=connect(redis_server_url, prefix=redis_prefix)).workloads() == []
 
 
-def test_a_bad_spec_written_around_the_client_is_rejected_before_any_worker(
+def test_a_bad_spec_written_around_the_client_is_quarantined_before_any_worker(
         redis_server_url: str, redis_prefix: str) -> None:
     with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=4")]) as cluster:
         client = cluster.client()
@@ -186,12 +186,12 @@ def test_a_bad_spec_written_around_the_client_is_rejected_before_any_worker(
                        {"name": "main", "resources": {"requests": {"cpu": "nope"}}}]}}}]}}
         client.store.workloads.submit("default/sneaky", spec=bad, queue="default/lq-cq",
                                       priority=0, backoff_limit=0, submission="x", now=time.time())
-        record = wait_for("the scheduler to reject it",
+        record = wait_for("the scheduler to quarantine it",
                           lambda: (r := client.store.workloads.get("default/sneaky")).state
-                          == "Finished" and r)
+                          == "Invalid" and r)
         queue_key = f"rq:queue:{client.store.keys.node_queue('n1')}"
         assert client.store.redis.llen(queue_key) == 0
-    assert (record.outcome, record.reason) == ("Rejected", "Invalid")
+    assert (record.outcome, record.reason) == ("", "Invalid")
     assert "'nope' is not a quantity" in record.message
     assert record.attempt == 0, "never admitted"
 
@@ -207,7 +207,9 @@ def test_the_python_api_reports_every_problem_at_once(redis_server_url: str,
     with pytest.raises(api.ObjectError) as caught:
         client.submit(workload=manifest)
     fields = [p.field for p in caught.value.problems]
-    assert fields == ["spec.podSets[a]", "spec.podSets[b]"]
+    assert fields == ["spec.podSets[a]",
+                      "spec.podSets[0].template.spec.containers[0].resources.requests",
+                      "spec.podSets[b]"]
     assert client.workloads() == []
 
 

@@ -9,6 +9,7 @@ import fakeredis
 from queueing.store import PodRef, Store
 from queueing.store.workloads import AdmitRequest, PlaceRequest, PodPlacement
 from quota.workload import Admission, PodSetAdmission
+from tests.integration.redis.harness import CQ, queues
 
 
 def new_store(prefix: str = "t") -> Store:
@@ -47,9 +48,10 @@ def admit(store: Store, holder: str, key: str = "ns/w", *, pods: int = 1, attemp
     return status
 
 
-def node(store: Store, name: str, cpu: int = 4, pool: str = "p") -> int:
+def node(store: Store, name: str, cpu: int = 4, pool: str = "p", *,
+         replace: bool = False) -> int:
     return store.nodes.register(name, pool=pool, capacity={"cpu": cpu * 1000}, labels={},
-                                devices=[], now=1.0)
+                                devices=[], now=1.0, replace=replace)
 
 
 def place(store: Store, holder: str, key: str, attempt: int,
@@ -73,3 +75,68 @@ def running_gang(store: Store, key: str = "ns/w", *, pods: int = 2, backoff_limi
         for ref, (name, epoch) in zip(refs, nodes, strict=True):
             assert store.pods.start(ref, node=name, epoch=epoch, devices="", now=4.0) == "ok"
     return holder, refs
+
+
+# -- a scheduler on fakeredis, stepped by the test ------------------------------------------
+
+#: ClusterQueue ``cq`` (cpu=4) and its LocalQueue ``default/lq-cq``.
+QUEUES = queues(CQ("cq", {"cpu": 4}))
+LOCAL_QUEUE = "default/lq-cq"
+
+
+class SteppedPool:
+    """The :data:`QUEUES` and one scheduler on
+    a fresh fakeredis, stepped by the test instead of a thread: no timing, no workers."""
+
+    def __init__(self) -> None:
+        from kuota.client import Client
+        from kuota.service.connection import connect
+        from kuota.service.leader import Timing
+        from kuota.service.scheduler import SchedulerOptions, SchedulerService
+
+        self.connection = connect(None, prefix="t", server=fakeredis.FakeServer())
+        self.client = Client(connection=self.connection)
+        self.client.apply(QUEUES)
+        #: The scheduler's clock, moved by :meth:`run` (node checks come every 5 s of it).
+        self.now = 1000.0
+        self.scheduler = SchedulerService(self.connection, SchedulerOptions(
+            identity="s1", timing=Timing(lease_ttl=30, poll=0.01, batch=0.0),
+            clock=lambda: self.now))
+
+    @property
+    def store(self) -> Store:
+        return self.connection.store
+
+    def submit(self, name: str, cpu: int = 1, count: int = 1) -> str:
+        return self.client.submit(["true"], queue=LOCAL_QUEUE, name=name, count=count,
+                                  requests={"cpu": cpu}).key
+
+    def write_raw(self, name: str, spec: object) -> str:
+        """A workload written straight into Redis, around every check."""
+        key = f"default/{name}"
+        self.store.workloads.submit(key, spec=spec, queue=LOCAL_QUEUE,  # type: ignore[arg-type]
+                                    priority=0, backoff_limit=0, submission=name, now=1.0)
+        return key
+
+    def run(self, steps: int = 5, *, advance: float = 0.0) -> None:
+        """``steps`` scheduler steps, the clock moved ``advance`` seconds before each."""
+        for _ in range(steps):
+            self.now += advance
+            self.scheduler.step()
+
+    def state(self, key: str) -> str:
+        return str(self.store.redis.hget(self.store.keys.workload(key), "state"))
+
+
+def workload_spec(name: str, *, count: object = 1, cpu: object = "1",
+                  command: object = ("true",), env: object = None) -> dict[str, Any]:
+    """A Workload manifest as a raw writer might store it (nothing checked)."""
+    container: dict[str, Any] = {"name": "main", "command": command,
+                                 "resources": {"requests": {"cpu": cpu}}}
+    if env is not None:
+        container["env"] = env
+    return {"apiVersion": "kuota.dev/v1alpha1", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"queueName": "lq-cq", "podSets": [
+                {"name": "main", "count": count, "template": {"spec": {
+                    "containers": [container]}}}]}}

@@ -2,21 +2,49 @@
 
 from __future__ import annotations
 
+import pytest
 from store_builders import lead, new_store, node, running_gang
 
-from queueing.store import NodeState, PodPhase
+from queueing.store import NodeInUse, NodeState, PodPhase
 
 
 def test_registering_again_bumps_the_epoch_and_loses_the_old_pods() -> None:
     store = new_store()
     _, refs = running_gang(store, pods=1)
     old = store.nodes.get("n0").epoch
-    new = node(store, "n0")
+    new = node(store, "n0", replace=True)
     assert new == old + 1
     pod = store.pods.get(refs[0])
     assert pod is not None and pod.state is PodPhase.LOST
     assert store.nodes.pod_ids(["n0"]) == {"n0": set()}
     assert store.nodes.get("n0").state is NodeState.READY
+
+
+@pytest.mark.parametrize(("before", "replace", "want_refused"), [
+    ("live", False, True),  # issue 12: a second worker silently took a live node's name
+    ("live", True, False),
+    ("silent", False, False),  # no heartbeat for 3 of its intervals: a crashed worker
+    ("left", False, False),
+    ("never", False, False),
+])
+def test_a_live_node_is_registered_again_only_to_replace_it(
+        before: str, replace: bool, want_refused: bool) -> None:
+    store = new_store()
+    old = 0
+    if before != "never":
+        old = node(store, "a")
+    if before == "silent":
+        store.redis.hset(store.keys.node("a"), "heartbeat", store.nodes.time() - 16)
+    elif before == "left":
+        store.nodes.leave("a", old, reason="bye", now=2.0)
+    if want_refused:
+        with pytest.raises(NodeInUse, match=r"node a is served by a live worker .* --replace"):
+            node(store, "a", replace=replace)
+        assert store.nodes.get("a").epoch == old
+        return
+    assert node(store, "a", replace=replace) == old + 1
+    if old:
+        assert store.nodes.heartbeat("a", old) == "replaced", "the old worker is fenced"
 
 
 def test_heartbeat_answers() -> None:

@@ -103,7 +103,7 @@ class TestPlace:
         submit(store)
         admit(store, holder)
         old = node(store, "a")
-        node(store, "a")
+        node(store, "a", replace=True)
         assert place(store, holder, "ns/w", 1, [("a", old)]) == "node:a"
 
     def test_placing_twice_the_same_way_is_a_no_op(self) -> None:

@@ -1,0 +1,56 @@
+"""``kuota node cordon|uncordon|drain|remove`` (issue 12, scope 4): an operator decides
+what a node takes; a Lost node can be forgotten."""
+
+from __future__ import annotations
+
+import pytest
+from store_builders import SteppedPool, node
+
+from queueing.store import Conflict
+
+
+def _placed_on(pool: SteppedPool, key: str) -> tuple[str, ...]:
+    return pool.store.workloads.get(key).placement
+
+
+@pytest.mark.parametrize(("cordoned", "want_node"), [(False, "a"), (True, "b")])
+def test_a_cordoned_node_gets_no_new_pods(cordoned: bool, want_node: str) -> None:
+    pool = SteppedPool()
+    node(pool.store, "a", cpu=4)
+    node(pool.store, "b", cpu=2)  # binpacking would prefer b: a is the one left alone
+    pool.store.nodes.set_scheduling("b", cordoned=not cordoned)
+    pool.store.nodes.set_scheduling("a", cordoned=cordoned)
+    key = pool.submit("w", cpu=2)
+    pool.run()
+    assert _placed_on(pool, key) == (want_node,)
+
+
+def test_draining_requeues_what_runs_there_and_uncordon_takes_it_back() -> None:
+    pool = SteppedPool()
+    # Room for the requeued copy while the first, with no worker here to stop it, stays.
+    node(pool.store, "a", cpu=4)
+    key = pool.submit("w", cpu=2)
+    pool.run()
+    assert _placed_on(pool, key) == ("a",)
+    pool.store.nodes.set_scheduling("a", cordoned=True, draining=True)
+    pool.run(3, advance=6.0)  # the scheduler checks nodes every few seconds
+    record = pool.store.workloads.get(key)
+    assert record.state in ("Pending", "Admitted") and record.placement == (), \
+        "requeued, and not placed on the cordoned node again"
+    history = pool.store.workloads.history(key)
+    assert any(h["event"] == "Evicted" and h["reason"] == "NodeDrained" for h in history)
+    [a] = pool.store.nodes.all()
+    assert (a.cordoned, a.draining) == (True, True)
+    pool.store.nodes.set_scheduling("a", cordoned=False)
+    pool.run(3, advance=6.0)
+    assert _placed_on(pool, key) == ("a",)
+
+
+def test_only_a_node_no_worker_serves_can_be_removed() -> None:
+    pool = SteppedPool()
+    epoch = node(pool.store, "a")
+    with pytest.raises(Conflict, match=r"node a is Ready .*`kuota node drain a`"):
+        pool.store.nodes.remove("a")
+    pool.store.nodes.leave("a", epoch, reason="bye", now=1.0)
+    pool.store.nodes.remove("a")
+    assert pool.store.nodes.all() == []
