@@ -164,7 +164,8 @@ class WorkloadRecord:
         admission = h.get("admission") or ""
         placement = h.get("placement") or ""
         return cls(
-            key=key, state=State(h.get("state") or State.PENDING), spec_json=h.get("spec", ""),
+            # Every writer sets the state: a record without one was written around kuota.
+            key=key, state=State(h["state"]), spec_json=h.get("spec", ""),
             queue=h.get("queue", ""), priority=_int(h, "priority"),
             created=_float(h, "created") or 0.0, queued_at=_float(h, "queued_at") or 0.0,
             attempt=_int(h, "attempt"), outcome=Outcome(h.get("outcome") or ""),

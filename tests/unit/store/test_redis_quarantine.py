@@ -61,6 +61,9 @@ RAW_CASES = [
     RawCase("spec nested 100,000 deep", _nested_spec, "nested too deeply"),
     RawCase("attempt not a number", _field("attempt", "many"), "unreadable workload record"),
     RawCase("unknown state", _field("state", "Bogus"), "unreadable workload record"),
+    # Found by the 10,000-example property run: admitted, refused by every script, and
+    # impossible to cancel.
+    RawCase("empty state", _field("state", ""), "unreadable workload record: ValueError"),
     RawCase("admission not JSON", _field("admission", "[["), "unreadable workload record"),
 ]
 
