@@ -106,6 +106,15 @@ def _int(h: Mapping[str, str], name: str, default: int = 0) -> int:
     return int(value) if value not in (None, "") else default
 
 
+def _canonical_int(h: Mapping[str, str], name: str) -> int:
+    """A field the scripts compare as text (``attempt``): it must be written exactly as
+    kuota writes it, or every compare-and-set on the record would fail forever."""
+    value = int(h[name])
+    if str(value) != h[name]:
+        raise ValueError(f"{name} {h[name]!r} is not written as kuota writes it")
+    return value
+
+
 # -- records -------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +177,7 @@ class WorkloadRecord:
             key=key, state=State(h["state"]), spec_json=h.get("spec", ""),
             queue=h.get("queue", ""), priority=_int(h, "priority"),
             created=_float(h, "created") or 0.0, queued_at=_float(h, "queued_at") or 0.0,
-            attempt=_int(h, "attempt"), outcome=Outcome(h.get("outcome") or ""),
+            attempt=_canonical_int(h, "attempt"), outcome=Outcome(h.get("outcome") or ""),
             reason=h.get("reason", ""), message=h.get("message", ""),
             cluster_queue=h.get("cq", ""),
             admission=admission_from_json(admission) if admission else None,

@@ -64,6 +64,8 @@ RAW_CASES = [
     # Found by the 10,000-example property run: admitted, refused by every script, and
     # impossible to cancel.
     RawCase("empty state", _field("state", ""), "unreadable workload record: ValueError"),
+    RawCase("empty attempt", _field("attempt", ""), "unreadable workload record: ValueError"),
+    RawCase("attempt 01", _field("attempt", "01"), "is not written as kuota writes it"),
     RawCase("admission not JSON", _field("admission", "[["), "unreadable workload record"),
 ]
 
