@@ -40,6 +40,7 @@ import yaml
 
 from tests.cluster import pki
 from tests.cluster.binaries import ROOT, Binaries
+from tests.cluster.orphans import detached_child
 from tests.ports import free_port
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -69,7 +70,7 @@ class Process:
             out.flush()
             self.popen = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, env=self.env,
-                                          start_new_session=True)
+                                          preexec_fn=detached_child())
 
     def running(self) -> bool:
         return self.popen is not None and self.popen.poll() is None

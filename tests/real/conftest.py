@@ -26,6 +26,7 @@ import pytest
 from tests.cluster.binaries import find_binaries, pinned_versions
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import Kube
+from tests.cluster.orphans import detached_child
 from tests.ports import free_port
 from tests.real import operator as op
 
@@ -64,7 +65,7 @@ class Extender:
                  "--kubeconfig", str(kubeconfig),
                  "--topology-levels", "kuota.dev/test-rack,kubernetes.io/hostname"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                preexec_fn=detached_child())
 
     def stop(self) -> None:
         if self.popen and self.popen.poll() is None:

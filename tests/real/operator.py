@@ -25,6 +25,7 @@ import yaml
 
 from tests.cluster.binaries import ROOT
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.orphans import detached_child
 from tests.ports import free_port
 
 OPERATOR_NAMESPACE = "kuota-system"
@@ -131,7 +132,7 @@ class OperatorProcess:
             offset = self.log.stat().st_size
             self.popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, env=env, cwd=ROOT,
-                                          start_new_session=True)
+                                          preexec_fn=detached_child())
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.popen.poll() is not None:
