@@ -6,9 +6,10 @@ in the order the ClusterQueue lists them:
 1. A flavor is skipped when the pods could never run on its nodes: one of its
    ``nodeTaints`` (NoSchedule/NoExecute) is not tolerated by the pod's
    tolerations plus the flavor's own, or the pod's nodeSelector / required
-   node affinity contradicts the flavor's ``nodeLabels``. Only label keys that
-   some flavor of the group defines are compared — the rest is left to the
-   node scheduler.
+   node affinity contradicts the flavor's ``nodeLabels``. Only the label keys
+   this flavor itself defines are compared (as Kueue does): a selector on a
+   key that only another flavor of the group sets says nothing about this
+   flavor's nodes, and the rest is left to the node scheduler.
 2. Each covered resource is checked against quota: above what the
    ClusterQueue could *ever* get (potential available) is ``ExceedsMaxQuota``;
    within what is free now is a fit, with a *borrowing height* (0 = within
@@ -157,10 +158,9 @@ def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, count: int, group: Resource
                  topology: TopologyView | None) -> tuple[str, FlavorChoice] | None:
     best: tuple[str, FlavorChoice] | None = None
     reasons: list[tuple[str, str]] = []
-    label_keys = snapshot.group_label_keys(group)
     for name in group.flavors:
         flavor = snapshot.flavors[name]
-        mismatch = _constraint_mismatch(ps, flavor, label_keys)
+        mismatch = _constraint_mismatch(ps, flavor)
         if mismatch:
             reasons.append((NO_MATCHING_FLAVOR, f"flavor {name} {mismatch}"))
             continue
@@ -253,10 +253,10 @@ def _preferred(a: FlavorChoice, b: FlavorChoice, cq: ClusterQueueConfig) -> bool
     return a.borrow < b.borrow
 
 
-def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig,
-                         label_keys: frozenset[str]) -> str:
+def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig) -> str:
     """Why pods of ``ps`` could not run on ``flavor``'s nodes; empty when they could."""
-    if not (flavor.node_taints or (label_keys and (ps.node_selector or ps.affinity_terms))):
+    labels = flavor.node_labels
+    if not (flavor.node_taints or (labels and (ps.node_selector or ps.affinity_terms))):
         return ""
     tolerations = (*ps.tolerations, *flavor.tolerations)
     for taint in flavor.node_taints:
@@ -264,12 +264,11 @@ def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig,
                 t.tolerates(taint) for t in tolerations):
             spelled = f"{taint.key}={taint.value or ''}:{taint.effect}"
             return f"has taint {spelled} the pods don't tolerate"
-    labels = flavor.node_labels
     for key, value in ps.node_selector.items():
-        if key in label_keys and labels.get(key) != value:
+        if key in labels and labels[key] != value:
             return f"doesn't match nodeSelector {key}={value}"
     if ps.affinity_terms:
-        relevant = [[r for r in term if r.key in label_keys] for term in ps.affinity_terms]
+        relevant = [[r for r in term if r.key in labels] for term in ps.affinity_terms]
         if not any(all(r.matches(labels) for r in term) for term in relevant):
             return "doesn't match the pods' required node affinity"
     return ""

@@ -27,7 +27,6 @@ from quota.config import (
     CohortConfig,
     FlavorConfig,
     LocalQueueConfig,
-    ResourceGroupConfig,
 )
 from quota.tree import QuotaTree
 from quota.workload import Admission, WorkloadInfo
@@ -58,18 +57,6 @@ class Snapshot:
     inactive: Mapping[str, Inactive]
     #: Workloads holding quota, per ClusterQueue (what preemption may pick from).
     workloads: Mapping[str, Mapping[str, AdmittedWorkload]]
-    #: Label keys the flavors of each resource group define (filled lazily, kept
-    #: by the cache until the next config change).
-    label_keys: dict[ResourceGroupConfig, frozenset[str]] = field(default_factory=dict)
-
-    def group_label_keys(self, group: ResourceGroupConfig) -> frozenset[str]:
-        keys = self.label_keys.get(group)
-        if keys is None:
-            keys = self.label_keys[group] = frozenset(
-                key for name in group.flavors if (f := self.flavors.get(name)) is not None
-                for key in f.node_labels)
-        return keys
-
     def add(self, cq: str, admission: Admission) -> None:
         self.tree.add(cq, admission.usage())
 
@@ -94,7 +81,6 @@ class QuotaCache:
     generation: int = 0
     #: Workload key -> the ClusterQueue it holds quota in.
     _where: dict[str, str] = field(default_factory=dict)
-    _label_keys: dict[ResourceGroupConfig, frozenset[str]] = field(default_factory=dict)
 
     # -- configuration -------------------------------------------------------
     def set_flavor(self, flavor: FlavorConfig) -> None:
@@ -147,7 +133,6 @@ class QuotaCache:
     def rebuild(self) -> None:
         """Relink the tree from the configs and recount every workload's usage."""
         self.generation += 1
-        self._label_keys = {}
         self.tree = QuotaTree.build(
             queues={n: (cq.cohort, cq.quotas) for n, cq in self.cluster_queues.items()},
             cohorts={n: (co.parent, co.quotas) for n, co in self.cohorts.items()},
@@ -215,5 +200,4 @@ class QuotaCache:
             flavors=self.flavors,
             inactive=self.inactive,
             workloads=self.workloads,
-            label_keys=self._label_keys,
         )

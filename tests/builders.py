@@ -22,7 +22,7 @@ from quota.config import (
 )
 from quota.resources import FlavorResource, parse_amount
 from quota.tree import CellQuota
-from quota.workload import PodSetInfo, WorkloadInfo
+from quota.workload import NodeRequirement, PodSetInfo, WorkloadInfo
 
 
 class MatchAll:
@@ -100,11 +100,14 @@ class WorkloadBuilder:
 
     def pod_set(self, name: str = "main", *, count: int = 1, min_count: int | None = None,
                 node_selector: dict[str, str] | None = None, tolerations: tuple[Any, ...] = (),
+                affinity: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = (),
                 **requests: int | str) -> WorkloadBuilder:
+        """``affinity``: required node-affinity terms, each a tuple of (key, operator, values)."""
         resources = {("nvidia.com/gpu" if k == "gpu" else k): amount(v)
                      for k, v in requests.items()}
+        terms = tuple(tuple(NodeRequirement(*r) for r in term) for term in affinity)
         ps = PodSetInfo(name, count, resources, min_count, node_selector or {},
-                        tolerations=tolerations)
+                        tolerations=tolerations, affinity_terms=terms)
         self._wl = replace(self._wl, pod_sets=(*self._wl.pod_sets, ps))
         return self
 
