@@ -22,6 +22,9 @@ in the order the ClusterQueue lists them:
    the best one seen wins (fewer preemptions, then less borrowing — or the
    other way round with ``preference: PreemptionOverBorrowing``).
 
+A ClusterQueue that covers the ``pods`` resource charges one per pod, so a
+quota on ``pods`` caps how many pods it runs at once.
+
 Pod sets are assigned one after another, each seeing the usage the previous
 ones of the same workload will add: the whole gang must fit at once.
 """
@@ -38,7 +41,14 @@ from placement.domains import DomainAssignment, DomainUnfit
 from quota import tree as qt
 from quota.cache import Snapshot
 from quota.config import ClusterQueueConfig, FlavorConfig, ResourceGroupConfig
-from quota.resources import Amount, FlavorResource, FRVector, format_amount
+from quota.resources import (
+    Amount,
+    FlavorResource,
+    FRVector,
+    ResourceVector,
+    format_amount,
+    parse_amount,
+)
 from quota.workload import PodSetAdmission, PodSetInfo, WorkloadInfo
 
 
@@ -49,6 +59,9 @@ class Mode(enum.IntEnum):
     PREEMPT = 1
     FIT = 2
 
+
+#: The resource a ClusterQueue may cover to count pods rather than what they request.
+PODS = "pods"
 
 # Pending reasons, from "may fit later" to "can never fit".
 WAITING_FOR_QUOTA = "WaitingForQuota"
@@ -105,7 +118,7 @@ def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
     for ps in info.pod_sets:
         count = ps.count if counts is None else counts.get(ps.name, ps.count)
         flavors: dict[str, str] = {}
-        ps_usage = ps.total(count)
+        ps_usage = _charged(cq, ps.total(count), count)
         placed: DomainAssignment | None = None
         for group in _groups_needed(cq, ps_usage, result):
             if result.mode is Mode.NO_FIT:
@@ -133,12 +146,21 @@ def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
     return result
 
 
+def _charged(cq: ClusterQueueConfig, requests: ResourceVector, count: int) -> ResourceVector:
+    """What a pod set is charged in ``cq``: its requests, less the zero ones no resource
+    group covers (nothing to account them against), plus one ``pods`` per pod when the
+    ClusterQueue covers ``pods``. A zero request of a covered resource stays: it still
+    gets a flavor, so the admission says where those pods go for that resource."""
+    charged = {r: a for r, a in requests.items() if a or cq.group_for(r) is not None}
+    if cq.group_for(PODS) is not None:
+        charged[PODS] = count * parse_amount(1)
+    return charged
+
+
 def _groups_needed(cq: ClusterQueueConfig, requests: Mapping[str, Amount],
                    result: Assignment) -> list[ResourceGroupConfig]:
     groups: list[ResourceGroupConfig] = []
-    for resource, amount in requests.items():
-        if amount == 0:
-            continue
+    for resource in requests:
         group = cq.group_for(resource)
         if group is None:
             result.mode = Mode.NO_FIT

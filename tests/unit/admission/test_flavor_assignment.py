@@ -12,7 +12,7 @@ from quota.api import Taint, Toleration
 from quota.cache import QuotaCache
 from quota.config import ClusterQueueConfig, FlavorConfig
 from quota.resources import FlavorResource
-from quota.workload import NodeRequirement, PodSetInfo, WorkloadInfo
+from quota.workload import Admission, NodeRequirement, PodSetInfo, WorkloadInfo
 from tests.builders import ClusterQueueBuilder, WorkloadBuilder, amount, flavor
 
 
@@ -103,6 +103,22 @@ CASES = [
          WorkloadBuilder("w").pod_set(cpu=1, memory="1Gi").obj(),
          want_mode=fa.Mode.NO_FIT, want_reason="NoMatchingFlavor",
          want_message="resource memory is not covered"),
+    Case("a pods quota charges one per pod",
+         ClusterQueueBuilder("cq").flavor("a", {"cpu": 10, "pods": 3}).obj(),
+         WorkloadBuilder("w").pod_set(count=3, cpu=1).obj(),
+         want_flavors={"main": {"cpu": "a", "pods": "a"}}),
+    Case("more pods than the pods quota is refused",
+         ClusterQueueBuilder("cq").flavor("a", {"cpu": 10, "pods": 2}).obj(),
+         WorkloadBuilder("w").pod_set(count=3, cpu=1).obj(),
+         want_mode=fa.Mode.NO_FIT, want_reason="ExceedsMaxQuota",
+         want_message="pods in flavor a: request 3 exceeds"),
+    Case("a covered resource requested at zero still gets its flavor",
+         ClusterQueueBuilder("cq").flavor("a", {"cpu": 10}).flavor("b", {"memory": "1Gi"}).obj(),
+         WorkloadBuilder("w").pod_set(cpu=1, memory=0).obj(),
+         want_flavors={"main": {"cpu": "a", "memory": "b"}}),
+    Case("an uncovered resource requested at zero is ignored",
+         two_flavor_cq().obj(), WorkloadBuilder("w").pod_set(cpu=1, memory=0).obj(),
+         want_flavors={"main": {"cpu": "a"}}),
     Case("pod sets accumulate: the second set sees the first one's usage",
          two_flavor_cq().obj(),
          WorkloadBuilder("w").pod_set("driver", count=3, cpu=1).pod_set("workers", count=3,
@@ -132,6 +148,8 @@ def test_assign(case: Case) -> None:
         got = {ps.name: dict(ps.flavors) for ps in result.pod_sets}
         assert got == case.want_flavors
         assert result.borrow == case.want_borrow
+        # Every charged resource has a flavor, so the admission can be built and accounted.
+        Admission("cq", tuple(result.pod_sets)).usage()
     else:
         assert result.reason == case.want_reason
         assert case.want_message in result.message
