@@ -9,15 +9,16 @@ numbered script Kueue's scheduler follows:
    preemption oracle where quota is short. A workload that fits neither
    whole nor by preempting, but may shrink (``minCount``), is assigned the
    largest counts that fit (:mod:`admission.partial`).
-2. **Order** the nominated. Classically (Kueue's classical iterator): by
-   *borrowing height* — 0 for a workload that fits in its ClusterQueue's own
-   quota, 1 if it must borrow from its cohort, 2 from the cohort's parent,
-   and so on — then higher priority, then the older queue-order timestamp
-   (creation, or the eviction that sent it to the back of its queue). The
-   height ranks a workload that reclaims what its own subtree lent ahead of
-   one that borrows from far away, so the closer owner wins contested quota.
-   With fair sharing, by a tournament of dominant resource shares
-   (:mod:`admission.fairsharing`).
+2. **Order** the nominated. Classically (Kueue's classical iterator): a
+   preemptor still waiting for its victims first; then by *borrowing
+   height* — 0 for a workload that fits in its ClusterQueue's own quota, 1 if
+   it must borrow from its cohort, 2 from the cohort's parent, and so on —
+   then higher priority, then the older queue-order timestamp (creation, or
+   the eviction that sent it to the back of its queue). The height ranks a
+   workload that reclaims what its own subtree lent ahead of one that borrows
+   from far away, so the closer owner wins contested quota. With fair
+   sharing, by a tournament of dominant resource shares
+   (:mod:`admission.fairsharing`), preemptors again first.
 3. **Admit or preempt** in that order, re-checking each against the snapshot
    as earlier decisions of this cycle change it. A workload that fits is
    admitted and its usage added to the snapshot. One that needs preemption
@@ -147,7 +148,8 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
     if fair_sharing:
         ordered = fairsharing.fair_order(
             snapshot, entries, cluster_queue=lambda e: e.head.cluster_queue,
-            usage=lambda e: e.assignment.usage, order=_fifo)
+            usage=lambda e: e.assignment.usage, order=_fifo,
+            preempting=lambda e: e.head.preemptor)
     else:
         ordered = iter(sorted(entries, key=classical_order))
     # 3. Admit or preempt.
@@ -242,9 +244,16 @@ def _decide(entry: Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str]
     result.admitted.append((head, admission))
 
 
-def classical_order(entry: Entry) -> tuple[int, int, float, str]:
-    """Kueue's classical iterator: borrowing height, then priority, then FIFO."""
-    return (entry.assignment.borrow, *_fifo(entry))
+def classical_order(entry: Entry) -> tuple[bool, int, int, float, str]:
+    """Kueue's classical iterator: preemptors waiting for their victims first, then
+    borrowing height, then priority, then FIFO.
+
+    Putting preemptors first is Kueue's ``PrioritizePreemptorWorkloads`` (alpha there,
+    always on here): without it an equal head from another queue can take the quota a
+    preemptor's victims just freed, whose own queue then reclaims it, and so on — the
+    same workloads evicted and re-admitted forever.
+    """
+    return (not entry.head.preemptor, entry.assignment.borrow, *_fifo(entry))
 
 
 def _fifo(entry: Entry) -> tuple[int, float, str]:

@@ -16,12 +16,17 @@ The winner is tried, the snapshot changes, and the next tournament runs.
 
 **Preemption.** Candidates are workloads of the preemptor's own queue (by
 ``withinClusterQueue``) and of queues that borrow on a contested cell (by
-``reclaimWithinCohort``). The queue with the highest share is picked first.
-Shares are compared where the two paths meet: between the children of their
-lowest common ancestor. A victim in another queue may be taken when
+``reclaimWithinCohort``). Queues are visited from the root of the cohort tree
+down, always into the child with the highest share, so the most unfair subtree
+gives first at every level. Shares are compared where the two paths meet:
+between the children of their lowest common ancestor. A preemptor whose queue
+stays within its nominal quota on the contested cells (its usage counted)
+reclaims without comparing shares (``InCohortReclamation``, as Kueue's
+``FairSharingPreemptWithinNominal``). Otherwise a victim in another queue may be
+taken (``InCohortFairSharing``) when
 
 1. the preemptor's share after admission ≤ the target's share after the
-   victim is removed; else, on a second pass,
+   victim is removed; else, on a second pass, one victim per queue when
 2. the preemptor's share after admission < the target's share before.
 
 As in classical preemption, unneeded victims are put back at the end.
@@ -101,13 +106,18 @@ def _path_shares(snapshot: Snapshot, cq: str, usage: FRVector) -> dict[str, Shar
 
 
 def fair_order(snapshot: Snapshot, entries: Sequence[E], *, cluster_queue: Callable[[E], str],
-               usage: Callable[[E], FRVector], order: Callable[[E], tuple[int, float, str]]
-               ) -> Iterator[E]:
+               usage: Callable[[E], FRVector], order: Callable[[E], tuple[int, float, str]],
+               preempting: Callable[[E], bool] = lambda _: False) -> Iterator[E]:
     """Yield entries one by one in tournament order; the caller admits between yields.
-    ``order`` ranks equal shares: (-priority, queue-order timestamp, key)."""
+    ``order`` ranks equal shares: (-priority, queue-order timestamp, key). Entries still
+    waiting for their victims to stop (``preempting``) win before any share is compared,
+    so the quota their victims free is not taken from under them."""
+    def rank(e: E) -> tuple[bool, int, float, str]:
+        return (not preempting(e), *order(e))
+
     remaining = list(entries)
     while remaining:
-        first = min(remaining, key=order)
+        first = min(remaining, key=rank)
         node = snapshot.tree.queues[cluster_queue(first)]
         if node.parent is None:
             remaining.remove(first)
@@ -118,7 +128,7 @@ def fair_order(snapshot: Snapshot, entries: Sequence[E], *, cluster_queue: Calla
                       if snapshot.tree.queues[cluster_queue(e)].root() is root}
         shares = {cq: _path_shares(snapshot, cq, usage(e)) for cq, e in contenders.items()}
 
-        winner = _tournament(root, contenders, shares, cluster_queue, order)
+        winner = _tournament(root, contenders, shares, cluster_queue, rank)
         assert winner is not None  # the root holds at least ``first``
         remaining.remove(winner)
         yield winner
@@ -126,16 +136,18 @@ def fair_order(snapshot: Snapshot, entries: Sequence[E], *, cluster_queue: Calla
 
 def _tournament(cohort: qt.QuotaNode, contenders: Mapping[str, E],
                 shares: Mapping[str, Mapping[str, Share]], cluster_queue: Callable[[E], str],
-                order: Callable[[E], tuple[int, float, str]]) -> E | None:
-    """The winner under ``cohort``: children's winners compete by their share at this level."""
+                rank: Callable[[E], tuple[bool, int, float, str]]) -> E | None:
+    """The winner under ``cohort``: children's winners compete by their share at this level
+    (a preemptor waiting for its victims before any share)."""
     best: E | None = None
-    best_key: tuple[Share, int, float, str] | None = None
+    best_key: tuple[bool, Share, int, float, str] | None = None
     for child in cohort.children:
-        winner = (_tournament(child, contenders, shares, cluster_queue, order) if child.is_cohort
+        winner = (_tournament(child, contenders, shares, cluster_queue, rank) if child.is_cohort
                   else contenders.get(child.name))
         if winner is None:
             continue
-        key = (shares[cluster_queue(winner)][cohort.name], *order(winner))
+        waits, priority, timestamp, name = rank(winner)
+        key = (waits, shares[cluster_queue(winner)][cohort.name], priority, timestamp, name)
         if best_key is None or key < best_key:
             best, best_key = winner, key
     return best
@@ -160,7 +172,8 @@ def fair_targets(snapshot: Snapshot, cq: ClusterQueueConfig, preemptor: Workload
     candidates = _candidates(snapshot, cq, preemptor, contested)
     if not candidates:
         return []
-    candidates.sort(key=candidate_order(cq.name, evicting))
+    order = candidate_order(cq.name, evicting)
+    candidates.sort(key=order)
     by_queue: dict[str, list[AdmittedWorkload]] = {}
     for entry in candidates:
         by_queue.setdefault(entry.admission.cluster_queue, []).append(entry)
@@ -168,9 +181,12 @@ def fair_targets(snapshot: Snapshot, cq: ClusterQueueConfig, preemptor: Workload
     snapshot.tree.add(cq.name, usage)
     chosen: list[Target] = []
     try:
-        done = _first_pass(snapshot, node, usage, by_queue, contested, chosen)
-        if not done:
-            done = _second_pass(snapshot, node, usage, by_queue, contested, chosen)
+        # Judged with the preemptor's usage in: a queue that stays within its nominal
+        # quota on every contested cell is owed that quota, whatever the shares say.
+        reclaiming = within_nominal(node, contested)
+        search = _Search(snapshot, node, contested, order, usage, chosen)
+        retry = search.first_pass(by_queue, reclaiming)
+        done = retry is None or search.second_pass(retry)
     finally:
         snapshot.tree.remove(cq.name, usage)
     if not done:
@@ -200,14 +216,8 @@ def _candidates(snapshot: Snapshot, cq: ClusterQueueConfig, preemptor: WorkloadI
     return out
 
 
-def _fits_fairly(snapshot: Snapshot, node: qt.QuotaNode, usage: FRVector) -> bool:
-    # The preemptor's usage is simulated in the tree while shares are computed;
-    # take it out to ask whether it would fit.
-    snapshot.tree.remove(node.name, usage)
-    try:
-        return fits(node, usage, allow_borrowing=True)
-    finally:
-        snapshot.tree.add(node.name, usage)
+def _borrows(node: qt.QuotaNode) -> bool:
+    return any(used > node.subtree.get(fr, 0) for fr, used in node.usage.items())
 
 
 def _queue_share(snapshot: Snapshot, preemptor: qt.QuotaNode, target: qt.QuotaNode
@@ -216,84 +226,143 @@ def _queue_share(snapshot: Snapshot, preemptor: qt.QuotaNode, target: qt.QuotaNo
     return share(snapshot, mine), share(snapshot, theirs), theirs
 
 
-def _pick_queue(snapshot: Snapshot, preemptor: qt.QuotaNode,
-                by_queue: Mapping[str, list[AdmittedWorkload]]) -> str:
-    """The queue with the highest share (seen from where it meets the preemptor);
-    ties go to the first name."""
-    def rank(name: str) -> Share:
-        target = snapshot.tree.queues[name]
-        if target is preemptor:
-            return share(snapshot, preemptor)
-        return _queue_share(snapshot, preemptor, target)[1]
-    return max(sorted(by_queue), key=rank)
+class _Search:
+    """One fair-sharing victim search: which queue to take from next, and the passes.
 
+    Queues are visited as Kueue's target ordering does: start at the root of the
+    cohort tree and step down into the child with the highest share until a
+    ClusterQueue is reached — so the most unfair subtree gives first, at every level.
+    Subtrees that do not borrow are skipped (except those on the preemptor's own path:
+    its own queue may hold victims), as are queues with no candidates left. A tie
+    between ClusterQueues goes to the one whose next candidate goes first; a tie
+    between a Cohort and a ClusterQueue to the Cohort, whose most unfair member is
+    then found.
+    """
 
-def _take(snapshot: Snapshot, entry: AdmittedWorkload, reason: str,
-          chosen: list[Target]) -> None:
-    snapshot.remove(entry.admission.cluster_queue, entry.admission)
-    chosen.append(Target(entry, reason))
+    def __init__(self, snapshot: Snapshot, node: qt.QuotaNode,
+                 contested: set[FlavorResource],
+                 order: Callable[[AdmittedWorkload], tuple[bool, bool, int, float, str]],
+                 usage: FRVector, chosen: list[Target]) -> None:
+        self.snapshot, self.node, self.contested = snapshot, node, contested
+        self.order, self.usage, self.chosen = order, usage, chosen
+        self.on_path = {id(n) for n in node.ancestors()}
 
+    def _fits(self) -> bool:
+        # The preemptor's usage is simulated in the tree while shares are computed;
+        # take it out to ask whether it would fit.
+        tree = self.snapshot.tree
+        tree.remove(self.node.name, self.usage)
+        try:
+            return fits(self.node, self.usage, allow_borrowing=True)
+        finally:
+            tree.add(self.node.name, self.usage)
 
-def _first_pass(snapshot: Snapshot, node: qt.QuotaNode, usage: FRVector,
-                by_queue: dict[str, list[AdmittedWorkload]], contested: set[FlavorResource],
-                chosen: list[Target]) -> bool:
-    retry: dict[str, list[AdmittedWorkload]] = {}
-    pending = {k: list(v) for k, v in by_queue.items()}
-    while pending:
-        name = _pick_queue(snapshot, node, pending)
-        queue = pending[name]
-        target_node = snapshot.tree.queues[name]
-        if target_node is node:
-            _take(snapshot, queue.pop(0), "InClusterQueue", chosen)
-            if not queue:
-                del pending[name]
-            if _fits_fairly(snapshot, node, usage):
+    def _take(self, entry: AdmittedWorkload, reason: str) -> bool:
+        """Take ``entry``; whether the preemptor fits now."""
+        self.snapshot.remove(entry.admission.cluster_queue, entry.admission)
+        self.chosen.append(Target(entry, reason))
+        return self._fits()
+
+    def _queues(self, pending: dict[str, list[AdmittedWorkload]]) -> Iterator[str]:
+        """Target queues in Kueue's order; re-evaluated after every step, so the same
+        queue comes again while it stays the most unfair."""
+        dropped: set[str] = set()
+        pruned: set[int] = set()
+        if self.node.parent is None:
+            while pending.get(self.node.name) and self.node.name not in dropped:
+                yield self.node.name
+            return
+        root = self.node.root()
+        while id(root) not in pruned:
+            name = self._descend(root, pending, dropped, pruned)
+            if name is not None:
+                yield name
+                if not pending.get(name):
+                    dropped.add(name)
+
+    def _descend(self, cohort: qt.QuotaNode, pending: Mapping[str, list[AdmittedWorkload]],
+                 dropped: set[str], pruned: set[int]) -> str | None:
+        best_cq: tuple[Share, qt.QuotaNode] | None = None
+        best_cohort: tuple[Share, qt.QuotaNode] | None = None
+        for child in cohort.children:
+            if child.is_cohort:
+                if id(child) in pruned:
+                    continue
+                if not _borrows(child) and id(child) not in self.on_path:
+                    pruned.add(id(child))
+                    continue
+                s = share(self.snapshot, child)
+                if best_cohort is None or s > best_cohort[0]:
+                    best_cohort = (s, child)
+                continue
+            if child.name in dropped:
+                continue
+            if not pending.get(child.name) or (child is not self.node and not _borrows(child)):
+                dropped.add(child.name)
+                continue
+            s = share(self.snapshot, child)
+            if best_cq is None or s > best_cq[0] or (s == best_cq[0] and self.order(
+                    pending[child.name][0]) < self.order(pending[best_cq[1].name][0])):
+                best_cq = (s, child)
+        if best_cohort is None and best_cq is None:
+            pruned.add(id(cohort))
+            return None
+        if best_cohort is not None and (best_cq is None or best_cohort[0] >= best_cq[0]):
+            return self._descend(best_cohort[1], pending, dropped, pruned)
+        assert best_cq is not None
+        return best_cq[1].name
+
+    def first_pass(self, by_queue: Mapping[str, list[AdmittedWorkload]],
+                   reclaiming: bool) -> dict[str, list[AdmittedWorkload]] | None:
+        """Take victims the fair-sharing rule allows; None when the preemptor fits, else
+        the candidates left for the second pass."""
+        pending = {k: list(v) for k, v in by_queue.items()}
+        retry: dict[str, list[AdmittedWorkload]] = {}
+        for name in self._queues(pending):
+            queue = pending[name]
+            target = self.snapshot.tree.queues[name]
+            if target is self.node:
+                if self._take(queue.pop(0), "InClusterQueue"):
+                    return None
+                continue
+            if within_nominal(target, self.contested):
+                queue.clear()
+                continue
+            if reclaiming:
+                if self._take(queue.pop(0), "InCohortReclamation"):
+                    return None
+                continue
+            mine, theirs_before, theirs = _queue_share(self.snapshot, self.node, target)
+            if mine > theirs_before:  # no victim here can bring their share below mine
+                retry.setdefault(name, []).extend(queue)
+                queue.clear()
+                continue
+            while queue:
+                entry = queue.pop(0)
+                self.snapshot.remove(name, entry.admission)
+                theirs_after = share(self.snapshot, theirs)
+                self.snapshot.add(name, entry.admission)
+                if mine <= theirs_after:
+                    if self._take(entry, "InCohortFairSharing"):
+                        return None
+                    break  # shares changed: choose the queue again
+                retry.setdefault(name, []).append(entry)
+        return retry
+
+    def second_pass(self, retry: dict[str, list[AdmittedWorkload]]) -> bool:
+        """At most one victim per queue, taken when the preemptor's share stays below the
+        queue's share before the preemption."""
+        pending = {k: list(v) for k, v in retry.items() if v}
+        for name in self._queues(pending):
+            target = self.snapshot.tree.queues[name]
+            entry = pending[name][0]
+            pending[name] = []  # one try per queue
+            if within_nominal(target, self.contested):
+                continue
+            mine, theirs_before, _ = _queue_share(self.snapshot, self.node, target)
+            if mine < theirs_before and self._take(entry, "InCohortFairSharing"):
                 return True
-            continue
-        if within_nominal(target_node, contested):
-            del pending[name]
-            continue
-        mine, theirs_before, theirs = _queue_share(snapshot, node, target_node)
-        if mine > theirs_before:
-            retry.setdefault(name, []).extend(queue)
-            del pending[name]
-            continue
-        taken = False
-        while queue:
-            entry = queue.pop(0)
-            snapshot.remove(name, entry.admission)
-            theirs_after = share(snapshot, theirs)
-            snapshot.add(name, entry.admission)
-            if mine <= theirs_after:
-                _take(snapshot, entry, "InCohortFairSharing", chosen)
-                taken = True
-                if _fits_fairly(snapshot, node, usage):
-                    return True
-                break
-            retry.setdefault(name, []).append(entry)
-        if not queue or not taken:
-            pending.pop(name, None)
-    by_queue.clear()
-    by_queue.update(retry)
-    return False
-
-
-def _second_pass(snapshot: Snapshot, node: qt.QuotaNode, usage: FRVector,
-                 retry: dict[str, list[AdmittedWorkload]], contested: set[FlavorResource],
-                 chosen: list[Target]) -> bool:
-    pending = {k: list(v) for k, v in retry.items() if v}
-    while pending:
-        name = _pick_queue(snapshot, node, pending)
-        target_node = snapshot.tree.queues[name]
-        entry = pending.pop(name)[0]
-        if within_nominal(target_node, contested):
-            continue
-        mine, theirs_before, _ = _queue_share(snapshot, node, target_node)
-        if mine < theirs_before:
-            _take(snapshot, entry, "InCohortFairSharing", chosen)
-            if _fits_fairly(snapshot, node, usage):
-                return True
-    return False
+        return False
 
 
 def _fill_back(snapshot: Snapshot, node: qt.QuotaNode, usage: FRVector,

@@ -74,6 +74,9 @@ class PreemptionOracle(Protocol):
     """Answers whether ``amount`` of ``fr`` could be had by preempting, and the
     borrowing height left after those preemptions."""
 
+    #: Whether the cycle runs under fair sharing (which lets borrowers preempt).
+    fair_sharing: bool
+
     def can_preempt_for(self, cq: ClusterQueueConfig, info: WorkloadInfo,
                         fr: FlavorResource, amount: Amount) -> tuple[bool, int]: ...
 
@@ -239,7 +242,7 @@ def _fit_cell(info: WorkloadInfo, cq: ClusterQueueConfig, node: qt.QuotaNode,
     short = (WAITING_FOR_QUOTA,
              f"insufficient unused quota for {fr.resource} in flavor {fr.flavor}, "
              f"{format_amount(amount - max(free, 0), fr.resource)} more needed")
-    if oracle is not None and _may_preempt(cq, node, fr, amount):
+    if oracle is not None and _may_preempt(cq, node, fr, amount, oracle.fair_sharing):
         possible, borrow_after = oracle.can_preempt_for(cq, info, fr, amount)
         if possible:
             return Mode.PREEMPT, borrow_after, short
@@ -247,15 +250,26 @@ def _fit_cell(info: WorkloadInfo, cq: ClusterQueueConfig, node: qt.QuotaNode,
 
 
 def _may_preempt(cq: ClusterQueueConfig, node: qt.QuotaNode, fr: FlavorResource,
-                 amount: Amount) -> bool:
-    """Whether any policy could make room: within nominal quota, reclaim or borrow-preempt."""
-    cell = cq.quotas.get(fr)
-    within_nominal = cell is not None and amount <= cell.nominal
+                 amount: Amount, fair_sharing: bool) -> bool:
+    """Whether preempting could make room, as Kueue decides before it simulates.
+
+    A request within the ClusterQueue's nominal quota, or one a subtree below the
+    cohort root holds, may reclaim from borrowers. Anything else means borrowing from
+    the whole tree, and a workload that must borrow preempts only as
+    ``borrowWithinCohort`` allows (or, under fair sharing, as ``reclaimWithinCohort``
+    does: there the shares decide who yields).
+    """
     pre = cq.preemption
-    if within_nominal and (pre.within_cluster_queue != "Never"
-                           or pre.reclaim_within_cohort != "Never"):
+    if "Never" == pre.within_cluster_queue == pre.reclaim_within_cohort \
+            == pre.borrow_within_cohort:
+        return False
+    cell = cq.quotas.get(fr)
+    if cell is not None and amount <= cell.nominal:
         return True
-    return node.parent is not None and pre.reclaim_within_cohort != "Never"
+    if qt.fits_below_root(node, fr, amount):
+        return True
+    return pre.borrow_within_cohort != "Never" or (
+        fair_sharing and pre.reclaim_within_cohort != "Never")
 
 
 def _try_next(choice: FlavorChoice, cq: ClusterQueueConfig) -> bool:

@@ -28,6 +28,8 @@ class Head:
     #: The queue-order timestamp: creation, or the last eviction when the requeuing
     #: strategy says so (Kueue's ``GetQueueOrderTimestamp``). FIFO among heads uses it.
     timestamp: float = 0.0
+    #: It evicted workloads to make room and waits for them to stop (its queue pinned it).
+    preemptor: bool = False
 
 
 @dataclass(slots=True)
@@ -83,7 +85,8 @@ class QueueManager:
             info = queue.head()
             if info is not None:
                 heads.append(Head(info, name, self.local_queues[info.local_queue_key],
-                                  self.waiting[info.key].timestamp))
+                                  self.waiting[info.key].timestamp,
+                                  preemptor=queue.pinned == info.key))
         return heads
 
     def block(self, head: Head, reason: str, message: str) -> None:

@@ -152,6 +152,27 @@ def borrowing_height(node: QuotaNode, fr: FlavorResource, request: Amount) -> in
     return height
 
 
+def fits_below_root(node: QuotaNode, fr: FlavorResource, request: Amount) -> bool:
+    """Whether ``request`` more of ``fr`` fits within the own quota of some subtree that
+    holds ``node`` but is smaller than its whole cohort tree.
+
+    Only then can preempting borrowers reclaim the room: every workload of such a
+    subtree that is over its share borrows from it. When only the whole tree holds
+    the request, the workload itself borrows and may preempt only as
+    ``borrowWithinCohort`` (or fair sharing) allows.
+    """
+    if node.parent is None:
+        return False
+    if node.usage.get(fr, 0) + request <= node.subtree.get(fr, 0):
+        return True
+    remaining = request - node.local_available(fr)
+    for ancestor in node.ancestors():
+        if ancestor.usage.get(fr, 0) + remaining <= ancestor.subtree.get(fr, 0):
+            return ancestor.parent is not None
+        remaining -= ancestor.local_available(fr)
+    return False
+
+
 def is_borrowing(node: QuotaNode, fr: FlavorResource) -> bool:
     return node.usage.get(fr, 0) > node.subtree.get(fr, 0)
 

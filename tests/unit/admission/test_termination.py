@@ -165,24 +165,27 @@ def test_finite_workloads_always_settle(world: World,
     simulate(world, workloads, fair=fair, wait=wait)
 
 
-def small_and_large() -> World:
+def small_and_large(borrow_within_cohort: str) -> World:
     """cq0 owns 1 cpu and reclaims nothing; cq1 owns 3, reclaims, preempts lower priority."""
     return World([cohort("co0")], [
         ClusterQueueBuilder("cq0").cohort("co0").flavor("default", {"cpu": 1}).obj(),
         ClusterQueueBuilder("cq1").cohort("co0").flavor("default", {"cpu": 3})
-        .preemption(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any").obj()])
+        .preemption(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any",
+                    borrow_within_cohort=borrow_within_cohort).obj()])
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 13): a three-workload preemption cycle "
-                   "across instants; see the docstring")
-def test_a_preemptor_whose_victim_stopped_is_not_overtaken_by_an_equal_borrower() -> None:
-    """Found by the property, not fixed yet. w2 (cq0, 4 cpu, priority 1) borrows cq1's
-    quota; w3 (cq1, 1 cpu) reclaims it; once w3 runs, w4 (cq1, 4 cpu, priority 1) preempts
-    w3 within its queue. When w3 has stopped, w2 and w4 tie (same borrowing height,
-    priority and timestamp) and w2 is admitted first, so w3 reclaims again: every two
-    seconds, forever. w4's claim on the quota w3 frees should win."""
-    simulate(small_and_large(), [(0, 1, 0, 0, 1), (0, 1, 0, 0, 1), (0, 4, 1, 0, 1),
-                                 (1, 1, 0, 0, 1), (1, 4, 1, 0, 1)], fair=False, wait=True)
+@pytest.mark.parametrize("borrow_within_cohort", ["Never", "LowerPriority"])
+def test_a_preemptor_whose_victim_stopped_is_not_overtaken_by_an_equal_borrower(
+        borrow_within_cohort: str) -> None:
+    """Found by the property. w2 (cq0, 4 cpu, priority 1) borrows cq1's quota; w3 (cq1,
+    1 cpu) reclaims it; once w3 runs, w4 (cq1, 4 cpu, priority 1) would preempt w3 within
+    its queue. When w3 had stopped, w2 and w4 tied (borrowing height, priority, timestamp)
+    and w2 was admitted first, so w3 reclaimed again: every two seconds, forever.
+    With borrowWithinCohort Never, w4 must not preempt at all (it borrows from the whole
+    cohort); with LowerPriority it may, and as the preemptor it goes first."""
+    simulate(small_and_large(borrow_within_cohort),
+             [(0, 1, 0, 0, 1), (0, 1, 0, 0, 1), (0, 4, 1, 0, 1), (1, 1, 0, 0, 1),
+              (1, 4, 1, 0, 1)], fair=False, wait=True)
 
 
 def simulate(world: World, workloads: list[tuple[int, int, int, int, int]], *,
