@@ -111,7 +111,7 @@ class _Oracle:
         return find(self.snapshot, cq, info, dict(usage), contested, evicting=self.evicting)
 
     def can_preempt_for(self, cq: ClusterQueueConfig, info: WorkloadInfo,
-                        fr: FlavorResource, amount: Amount) -> tuple[bool, int]:
+                        fr: FlavorResource, amount: Amount) -> tuple[bool, int, bool]:
         targets = self.targets(cq, info, {fr: amount}, {fr})
         node = self.snapshot.tree.queues[cq.name]
         for t in targets:
@@ -119,7 +119,7 @@ class _Oracle:
         height = qt.borrowing_height(node, fr, amount)
         for t in targets:
             self.snapshot.add(t.cluster_queue, t.victim.admission)
-        return bool(targets), height
+        return bool(targets), height, all(t.cluster_queue != cq.name for t in targets)
 
 
 def schedule(snapshot: Snapshot, heads: Sequence[Head],

@@ -19,8 +19,9 @@ in the order the ClusterQueue lists them:
    ``whenCanBorrow: MayStopSearch`` takes a borrowing fit, ``TryNextFlavor``
    looks further for a fit without borrowing; ``whenCanPreempt`` does the
    same for fits that need preemption. When the search runs past every flavor
-   the best one seen wins (fewer preemptions, then less borrowing — or the
-   other way round with ``preference: PreemptionOverBorrowing``).
+   the best one seen wins: by Kueue's preemption modes (a fit, then reclaiming
+   quota other queues borrow, then preempting in the own queue), then less
+   borrowing — or borrowing first with ``preference: PreemptionOverBorrowing``.
 
 A ClusterQueue that covers the ``pods`` resource charges one per pod, so a
 quota on ``pods`` caps how many pods it runs at once.
@@ -71,14 +72,15 @@ _SEVERITY = {WAITING_FOR_QUOTA: 0, EXCEEDS_MAX_QUOTA: 1, NO_MATCHING_FLAVOR: 2}
 
 
 class PreemptionOracle(Protocol):
-    """Answers whether ``amount`` of ``fr`` could be had by preempting, and the
-    borrowing height left after those preemptions."""
+    """Answers whether ``amount`` of ``fr`` could be had by preempting, the borrowing
+    height left after those preemptions, and whether every victim is in another
+    ClusterQueue (reclaiming lent quota rather than preempting in the own queue)."""
 
     #: Whether the cycle runs under fair sharing (which lets borrowers preempt).
     fair_sharing: bool
 
     def can_preempt_for(self, cq: ClusterQueueConfig, info: WorkloadInfo,
-                        fr: FlavorResource, amount: Amount) -> tuple[bool, int]: ...
+                        fr: FlavorResource, amount: Amount) -> tuple[bool, int, bool]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,15 @@ class FlavorChoice:
     contested: frozenset[FlavorResource] = frozenset()
     #: Where the pods go, for a topology-aware flavor.
     placed: DomainAssignment | None = None
+    #: Mode PREEMPT only by reclaiming from other queues (no victim in the own queue).
+    reclaims: bool = False
+
+    def rank(self) -> int:
+        """Kueue's preemption modes, best last: no fit, preempt in the own queue,
+        reclaim from borrowers, fit."""
+        if self.mode is Mode.PREEMPT:
+            return 2 if self.reclaims else 1
+        return 0 if self.mode is Mode.NO_FIT else 3
 
 
 @dataclass(slots=True)
@@ -189,18 +200,19 @@ def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, count: int, group: Resource
         if mismatch:
             reasons.append((NO_MATCHING_FLAVOR, f"flavor {name} {mismatch}"))
             continue
-        choice = FlavorChoice(Mode.FIT, 0)
+        choice = FlavorChoice(Mode.FIT, 0, reclaims=True)
         for resource in group.covered:
             amount = requests.get(resource, 0)
             if not amount:
                 continue
             fr = FlavorResource(name, resource)
-            mode, borrow, why = _fit_cell(info, cq, node, fr, assumed.get(fr, 0) + amount,
-                                          oracle)
+            mode, borrow, why, reclaims = _fit_cell(info, cq, node, fr,
+                                                    assumed.get(fr, 0) + amount, oracle)
             if why:
                 reasons.append(why)
             contested = choice.contested | {fr} if mode is Mode.PREEMPT else choice.contested
-            choice = FlavorChoice(min(choice.mode, mode), max(choice.borrow, borrow), contested)
+            choice = FlavorChoice(min(choice.mode, mode), max(choice.borrow, borrow), contested,
+                                  reclaims=choice.reclaims and reclaims)
             if mode is Mode.NO_FIT:
                 break
         if choice.mode is Mode.NO_FIT:
@@ -228,25 +240,28 @@ def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, count: int, group: Resource
 
 def _fit_cell(info: WorkloadInfo, cq: ClusterQueueConfig, node: qt.QuotaNode,
               fr: FlavorResource, amount: Amount, oracle: PreemptionOracle | None,
-              ) -> tuple[Mode, int, tuple[str, str] | None]:
+              ) -> tuple[Mode, int, tuple[str, str] | None, bool]:
+    """How ``amount`` of ``fr`` fits: mode, borrowing height, why not (reason, message),
+    and for PREEMPT whether only other queues' workloads would go."""
     most = qt.potential_available(node, fr)
     if amount > most:
         return Mode.NO_FIT, 0, (EXCEEDS_MAX_QUOTA, (
             f"{fr.resource} in flavor {fr.flavor}: request {format_amount(amount, fr.resource)} "
             f"exceeds the most ClusterQueue {cq.name} can ever get "
-            f"({format_amount(most, fr.resource)}) by {format_amount(amount - most, fr.resource)}"))
+            f"({format_amount(most, fr.resource)}) by {format_amount(amount - most, fr.resource)}"
+        )), False
     borrow = qt.borrowing_height(node, fr, amount)
     free = qt.available(node, fr)
     if amount <= free:
-        return Mode.FIT, borrow, None
+        return Mode.FIT, borrow, None, False
     short = (WAITING_FOR_QUOTA,
              f"insufficient unused quota for {fr.resource} in flavor {fr.flavor}, "
              f"{format_amount(amount - max(free, 0), fr.resource)} more needed")
     if oracle is not None and _may_preempt(cq, node, fr, amount, oracle.fair_sharing):
-        possible, borrow_after = oracle.can_preempt_for(cq, info, fr, amount)
+        possible, borrow_after, reclaims = oracle.can_preempt_for(cq, info, fr, amount)
         if possible:
-            return Mode.PREEMPT, borrow_after, short
-    return Mode.NO_FIT, borrow, short
+            return Mode.PREEMPT, borrow_after, short, reclaims
+    return Mode.NO_FIT, borrow, short, False
 
 
 def _may_preempt(cq: ClusterQueueConfig, node: qt.QuotaNode, fr: FlavorResource,
@@ -283,9 +298,9 @@ def _preferred(a: FlavorChoice, b: FlavorChoice, cq: ClusterQueueConfig) -> bool
     if cq.preference == "PreemptionOverBorrowing":
         if a.borrow != b.borrow:
             return a.borrow < b.borrow
-        return a.mode > b.mode
-    if a.mode != b.mode:
-        return a.mode > b.mode
+        return a.rank() > b.rank()
+    if a.rank() != b.rank():
+        return a.rank() > b.rank()
     return a.borrow < b.borrow
 
 
