@@ -10,7 +10,7 @@ from kuota.service import cli
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "cancel", help="cancel a workload (its pods are terminated, its quota released)",
+        "cancel",
         description="Finish a workload as Cancelled. Running pods get SIGTERM (SIGKILL after "
                     "the worker's grace period); the scheduler releases its quota.")
     parser.add_argument("workload", help="NAMESPACE/NAME, or NAME in namespace default")

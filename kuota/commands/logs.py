@@ -12,7 +12,7 @@ from kuota.service import cli
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "logs", help="print the output of a workload's pods",
+        "logs",
         description="Print what the pods of the workload's current attempt wrote (stdout and "
                     "stderr), kept in Redis so it works from any machine.")
     parser.add_argument("workload", help="NAMESPACE/NAME, or NAME in namespace default")

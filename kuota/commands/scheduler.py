@@ -16,7 +16,7 @@ from quota.config import EngineConfig
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "scheduler", help="run the scheduler service (Redis mode)",
+        "scheduler",
         description="Run admission in real time against the Redis store: rebuild from Redis, "
                     "admit workloads into their ClusterQueues' quota, place admitted gangs on "
                     "pool nodes and send their pods to the workers. Run several for high "

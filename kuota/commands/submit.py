@@ -14,7 +14,7 @@ from quota.resources import QuantityError, format_vector, parse_vector
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "submit", help="submit a workload: a command run by a gang of pods",
+        "submit",
         description="Submit a workload to a LocalQueue: COUNT pods each running CMD ARGS (an "
                     "argument list, never a shell string) with the given requests, admitted "
                     "together or not at all. Or submit a Workload manifest with -f. Invalid "
