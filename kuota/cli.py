@@ -36,12 +36,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "submit": ("submit", "submit a workload: a command run by a gang of pods"),
     "get": ("get", "list workloads, clusterqueues, localqueues or nodes (Redis mode)"),
     "pending": ("pending", "list a ClusterQueue's pending workloads with their positions"),
+    "status": ("status", "schedulers, leader, pools (free/total), workers and heartbeats"),
+    "history": ("history", "finished workloads: outcome, exit codes, durations (like sacct)"),
     "logs": ("logs", "print the output of a workload's pods"),
-    "cancel": ("cancel", "cancel a workload (its pods are terminated, its quota released)"),
+    "cancel": ("cancel", "cancel workloads by name or selector (pods stopped, quota released)"),
+    "queue": ("queue", "stop (Hold, HoldAndDrain) or resume a ClusterQueue or LocalQueue"),
     "node": ("node", "cordon, uncordon, drain or remove a worker node (Redis mode)"),
     "why": ("why", "explain where a workload was dispatched and why (multi-cluster)"),
     "describe": ("why", "show a workload's status and its dispatch explanation"),
     "operator": ("operator", "run the Kubernetes operator (Jobs, Workloads, queues)"),
+    "completion": ("completion", "print a shell completion script (bash or zsh)"),
 }
 
 

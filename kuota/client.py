@@ -103,8 +103,8 @@ class WorkloadHandle:
                                    f"({status.reason}: {status.message})")
             time.sleep(poll)
 
-    def logs(self, pod: int | None = None) -> str:
-        return self.client.logs(self.key, pod=pod)
+    def logs(self, pod: int | None = None, *, attempt: int | None = None) -> str:
+        return self.client.logs(self.key, pod=pod, attempt=attempt)
 
     def cancel(self) -> None:
         self.client.cancel(self.key)
@@ -233,15 +233,22 @@ class Client:
     def cancel(self, name: str) -> None:
         self.store.workloads.cancel(workload_key(name), now=time.time())
 
-    def logs(self, name: str, *, pod: int | None = None) -> str:
-        """Output of the current attempt's pods (one pod, or all with a header each)."""
+    def logs(self, name: str, *, pod: int | None = None, attempt: int | None = None) -> str:
+        """Output of one attempt's pods (the current one unless ``attempt`` says; every
+        attempt's output is kept until the workload is purged): one pod, or all with a
+        header each."""
         record = self.store.workloads.get(workload_key(name))
-        refs = record.pod_refs()
+        current = record.attempt
+        if attempt is not None and not 1 <= attempt <= max(current, 1):
+            raise NotFound(f"workload {record.key} has no attempt {attempt} (attempts: "
+                           f"{', '.join(map(str, range(1, current + 1))) or 'none yet'})")
+        chosen = current if attempt is None else attempt
+        refs = [PodRef(record.key, chosen, i) for i in range(record.pods)] if chosen else []
         if pod is not None:
             if not 0 <= pod < max(len(refs), 1) or not refs:
                 raise NotFound(f"workload {record.key} has no pod {pod} "
-                                 f"(it has {len(refs)} in attempt {record.attempt})")
-            return self.store.pods.logs(PodRef(record.key, record.attempt, pod))
+                               f"(it has {len(refs)} in attempt {chosen})")
+            return self.store.pods.logs(PodRef(record.key, chosen, pod))
         if len(refs) == 1:
             return self.store.pods.logs(refs[0])
         return "".join(f"==> pod {ref.index} <==\n{self.store.pods.logs(ref)}" for ref in refs)

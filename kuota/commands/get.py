@@ -110,18 +110,24 @@ def shown_state(w: Any) -> str:
     return str(w.outcome.value or w.state.value)
 
 
+def in_queue(client: Any, queue: str | None) -> Callable[[Any], bool]:
+    """``--queue``: a workload of this LocalQueue (``NAMESPACE/NAME``, or ``NAME`` in
+    namespace default) or of this ClusterQueue — the one it was admitted to, or, while it
+    waits, the one its LocalQueue points at."""
+    if not queue:
+        return lambda w: True
+    local = queue if "/" in queue else f"default/{queue}"
+    points_to = {key: str((m.get("spec") or {}).get("clusterQueue", ""))
+                 for key, m in client.store.objects.manifests("LocalQueue").items()}
+    return lambda w: local == w.queue or queue == (w.cluster_queue or points_to.get(w.queue))
+
+
 def workload_matches(w: Any, args: argparse.Namespace) -> bool:
+    """``--state`` (and, without it, finished ones only with ``-A`` or a NAME)."""
     state = getattr(args, "state", None)
     if state is not None and state not in (w.state.value, w.outcome.value, shown_state(w)):
         return False
-    if state is None and w.state == "Finished" and not (args.all or args.name):
-        return False
-    queue = getattr(args, "queue", None)
-    if queue:
-        local = queue if "/" in queue else f"default/{queue}"
-        if queue != w.cluster_queue and local != w.queue:
-            return False
-    return True
+    return not (state is None and w.state == "Finished" and not (args.all or args.name))
 
 
 def workload_labels(w: Any) -> dict[str, str]:
@@ -158,8 +164,9 @@ def workload_object(w: Any) -> dict[str, Any]:
 
 def workload_items(client: Any, args: argparse.Namespace) -> list[Item]:
     items = []
+    queued = in_queue(client, args.queue)
     for w in sorted(client.workloads(), key=lambda r: (r.created, r.key)):
-        if not workload_matches(w, args):
+        if not (workload_matches(w, args) and queued(w)):
             continue
         # A workload dispatched here by a manager has no queue: it shows who sent it.
         cluster_queue = f"dispatched:{w.origin}" if w.dispatched else w.cluster_queue

@@ -43,8 +43,9 @@ class Columns:
     shrink: Sequence[str] = ("message", "reason", "labels")
 
 
-def add_output_args(parser: argparse.ArgumentParser, *, watch: bool = True) -> None:
-    parser.add_argument("-o", "--output", choices=OUTPUTS, default="table",
+def add_output_args(parser: argparse.ArgumentParser, *, watch: bool = True,
+                    choices: Sequence[str] = OUTPUTS) -> None:
+    parser.add_argument("-o", "--output", choices=choices, default="table",
                         help="table (fits the terminal), wide (every column), json or yaml "
                              "(the objects: numbers, quantities, RFC 3339 times)")
     if watch:
