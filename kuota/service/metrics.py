@@ -21,6 +21,7 @@ both report a ClusterQueue.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from admission.events import WorkloadEvent
     from kuota.service.leader import Leader
     from kuota.service.scheduler import SchedulerService
+
+log = logging.getLogger(__name__)
 
 #: The operator's queue gauges, cleared when this scheduler stops leading.
 _QUEUE_GAUGES = ("pending", "reserving", "admitted_active", "cq_status", "reservation",
@@ -53,8 +56,11 @@ class SchedulerMetrics:
     def observe_events(self, leader: Leader, events: Sequence[WorkloadEvent]) -> None:
         """Admissions, reservations and evictions, counted as the operator counts them
         (``SchedulerOptions.on_events``: called by the leader, in the scheduling thread)."""
-        for event in events:
-            self.metrics.observe_event(event, leader)
+        try:
+            for event in events:
+                self.metrics.observe_event(event, leader)
+        except Exception:  # a metric is never worth a scheduling step (nor a rebuild)
+            log.exception("could not count %d scheduling events in the metrics", len(events))
 
     def observe(self, service: SchedulerService) -> None:
         """The gauges, at most every ``interval`` seconds (a ``SchedulerService`` observer)."""

@@ -50,6 +50,9 @@ CASES = {
     "submit": Case(("submit", "-q", "default/lq", "--requests", "cpu=1", "--redis", "embedded",
                     "--", "true"), want_present=("quota.api",)),
     "cancel": Case(("cancel", "nope", "--redis", "embedded")),
+    "history": Case(("history", "--redis", "embedded"), want_absent=(*HEAVY, "rq")),
+    "status": Case(("status", "--redis", "embedded"), want_absent=(*HEAVY, "rq", "pydantic")),
+    "logs": Case(("logs", "nope", "--redis", "embedded"), want_absent=(*HEAVY, "pydantic")),
 }
 
 
