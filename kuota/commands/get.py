@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
                 raise NotFound(f"{kind[:-1]} {_full_name(kind, args.name)} not found")
         output.emit(items, COLUMNS[kind], args, single=args.name is not None)
 
+    if kind == "workloads" and args.output in ("table", "wide"):
+        cli.warn_without_scheduler(client)
     return output.watch(render, args)
 
 

@@ -76,6 +76,18 @@ def client(args: argparse.Namespace) -> Client:
     return Client(connection=connection(args))
 
 
+NO_SCHEDULER_NOTE = ("note: no scheduler holds the lease: nothing is admitted or placed until "
+                     "one runs (`kuota status` shows the schedulers)")
+
+
+def warn_without_scheduler(client: Client) -> None:
+    """Say on stderr when no scheduler leads: a workload would wait for nothing, and a
+    dead scheduler must not look like a busy one (issue 12)."""
+    store = client.store
+    if not store.redis.exists(store.keys.lease):
+        print(NO_SCHEDULER_NOTE, file=sys.stderr)
+
+
 def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Turn the errors a user can cause into messages and exit statuses."""
 

@@ -106,7 +106,8 @@ def test_get_table_fits_the_terminal_and_wide_shows_everything(
 
 
 def test_get_a_missing_name_is_one_line_and_status_1(kuota: Kuota, client: Client) -> None:
-    assert kuota("get", "wl", "nope") == (1, "", "error: workload default/nope not found\n")
+    status, out, err = kuota("get", "wl", "nope", "-o", "json")
+    assert (status, out, err) == (1, "", "error: workload default/nope not found\n")
     with pytest.raises(SystemExit) as exited:
         kuota("get", "wl", "--state", "Sleeping")
     assert exited.value.code == 2
@@ -128,6 +129,22 @@ def test_get_watch_prints_again_until_interrupted(kuota: Kuota, client: Client,
     submit(client, "a")
     status, out, _ = kuota("get", "wl", "--watch", "--interval", "0.5")
     assert status == 0 and out.count("default/a") == 3 and rounds == [0.5, 0.5, 0.5]
+
+
+def test_submit_and_get_say_when_no_scheduler_leads(kuota: Kuota, client: Client,
+                                                    redis_server_url: str,
+                                                    redis_prefix: str) -> None:
+    """Issue 12: with the scheduler dead, `submit` succeeded and `get` said nothing."""
+    note = "note: no scheduler holds the lease"
+    status, _, err = kuota("submit", "-q", "default/lq-cq", "--requests", "cpu=1", "--", "true")
+    assert status == 0 and err.startswith(note)
+    assert kuota("get", "wl")[2].startswith(note)
+    assert note not in kuota("get", "wl", "-o", "json")[2]  # scripts read stdout only anyway
+    with local_cluster(redis_server_url, redis_prefix, []):
+        wait_for("a leader", lambda: client.store.redis.exists(client.store.keys.lease))
+        status, _, err = kuota("submit", "-q", "default/lq-cq", "--requests", "cpu=1", "--",
+                               "true")
+        assert (status, err) == (0, "")
 
 
 # -- cancel by selector, queue stop/resume ---------------------------------------------------
