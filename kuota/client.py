@@ -23,9 +23,8 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kuota.service import submission, views
 from kuota.service.connection import Connection, connect
 from queueing.store import (
     NodeRecord,
@@ -37,8 +36,11 @@ from queueing.store import (
     WorkloadRecord,
 )
 from queueing.store.objects import KINDS as STORED_KINDS
-from quota import api
 from quota.lifecycle import State
+
+if TYPE_CHECKING:
+    from kuota.service import views
+    from quota import api
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,8 @@ class WorkloadHandle:
                                    f"({status.reason}: {status.message})")
             time.sleep(poll)
 
-    def logs(self, pod: int | None = None) -> str:
-        return self.client.logs(self.key, pod=pod)
+    def logs(self, pod: int | None = None, *, attempt: int | None = None) -> str:
+        return self.client.logs(self.key, pod=pod, attempt=attempt)
 
     def cancel(self) -> None:
         self.client.cancel(self.key)
@@ -113,6 +115,11 @@ class WorkloadHandle:
 
 def _pod_status(pod: PodRecord) -> PodStatus:
     return PodStatus(pod.ref.index, pod.node, pod.state.value, pod.exit_code)
+
+
+def workload_key(name: str) -> str:
+    """``NAMESPACE/NAME``, or ``NAME`` in namespace default, as the store keys it."""
+    return name if "/" in name else f"default/{name}"
 
 
 class Client:
@@ -134,6 +141,8 @@ class Client:
         Namespace documents set namespace labels (for namespaceSelectors). Every
         object is checked first; nothing is stored if any is invalid.
         """
+        from quota import api  # here, not at the top: `kuota get` never needs the models
+
         if isinstance(source, str | Path):
             where, docs = api.read_documents(source)
         else:
@@ -182,6 +191,9 @@ class Client:
         Raises :class:`quota.api.ObjectError` naming every problem; nothing is
         stored then.
         """
+        from kuota.service import submission
+        from quota import api
+
         if isinstance(command, str):
             # A string is a sequence too: it would be split into one argument per character.
             raise api.ObjectError([api.Problem(
@@ -211,7 +223,7 @@ class Client:
         return WorkloadHandle(self, checked.key)
 
     def workload(self, name: str) -> WorkloadHandle:
-        key = "/".join(submission.split_key(name))
+        key = workload_key(name)
         self.store.workloads.get(key)
         return WorkloadHandle(self, key)
 
@@ -219,17 +231,24 @@ class Client:
         return self.store.workloads.all()
 
     def cancel(self, name: str) -> None:
-        self.store.workloads.cancel("/".join(submission.split_key(name)), now=time.time())
+        self.store.workloads.cancel(workload_key(name), now=time.time())
 
-    def logs(self, name: str, *, pod: int | None = None) -> str:
-        """Output of the current attempt's pods (one pod, or all with a header each)."""
-        record = self.store.workloads.get("/".join(submission.split_key(name)))
-        refs = record.pod_refs()
+    def logs(self, name: str, *, pod: int | None = None, attempt: int | None = None) -> str:
+        """Output of one attempt's pods (the current one unless ``attempt`` says; every
+        attempt's output is kept until the workload is purged): one pod, or all with a
+        header each."""
+        record = self.store.workloads.get(workload_key(name))
+        current = record.attempt
+        if attempt is not None and not 1 <= attempt <= max(current, 1):
+            raise NotFound(f"workload {record.key} has no attempt {attempt} (attempts: "
+                           f"{', '.join(map(str, range(1, current + 1))) or 'none yet'})")
+        chosen = current if attempt is None else attempt
+        refs = [PodRef(record.key, chosen, i) for i in range(record.pods)] if chosen else []
         if pod is not None:
             if not 0 <= pod < max(len(refs), 1) or not refs:
                 raise NotFound(f"workload {record.key} has no pod {pod} "
-                                 f"(it has {len(refs)} in attempt {record.attempt})")
-            return self.store.pods.logs(PodRef(record.key, record.attempt, pod))
+                               f"(it has {len(refs)} in attempt {chosen})")
+            return self.store.pods.logs(PodRef(record.key, chosen, pod))
         if len(refs) == 1:
             return self.store.pods.logs(refs[0])
         return "".join(f"==> pod {ref.index} <==\n{self.store.pods.logs(ref)}" for ref in refs)
@@ -240,10 +259,14 @@ class Client:
 
     def snapshot(self) -> views.Snapshot:
         """ClusterQueue usage, LocalQueues and pending positions, as the engine sees them."""
+        from kuota.service import views  # the engine it rebuilds is heavy; only views need it
+
         return views.snapshot(self.store)
 
 
 def _one_workload(source: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    from quota import api
+
     if isinstance(source, Mapping):
         return dict(source)
     where, docs = api.read_documents(source)

@@ -19,12 +19,13 @@ sum.
 
 from __future__ import annotations
 
+import importlib.util
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
-from typing import Final, NamedTuple, TypeAlias
-
-from kubernetes.utils import parse_quantity  # pure string parsing, no I/O
+from functools import cache
+from types import ModuleType
+from typing import Any, Final, NamedTuple, TypeAlias
 
 #: An amount of one resource, in milli-units.
 Amount: TypeAlias = int
@@ -76,7 +77,7 @@ def parse_amount(value: str | int | float | Decimal) -> Amount:
     if isinstance(value, int) and abs(value) > MAX_AMOUNT:  # before any text conversion
         raise QuantityError(f"{shown} is too large (at most {MAX_AMOUNT // MILLI})")
     try:
-        parsed = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+        parsed = Decimal(_parse_quantity()(value))
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise QuantityError(f"{shown} is not a quantity") from exc
     if not parsed.is_finite():
@@ -86,6 +87,28 @@ def parse_amount(value: str | int | float | Decimal) -> Amount:
     if parsed > Decimal(MAX_AMOUNT) / MILLI:
         raise QuantityError(f"{shown} is too large (at most {MAX_AMOUNT // MILLI})")
     return math.ceil(parsed * MILLI)
+
+
+@cache
+def _parse_quantity() -> Callable[[Any], Decimal]:
+    """The kubernetes client's quantity parser (pure string arithmetic), loaded alone.
+
+    ``import kubernetes.utils`` would first run the package's ``__init__``, which loads the
+    whole API client and its configuration code (a quarter of a second), and every ``kuota``
+    command parses quantities: so the one module is loaded from the installed package's
+    files without its parents.
+    """
+    spec = importlib.util.find_spec("kubernetes")  # finds the package, runs none of it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the kubernetes client package is not installed")
+    path = f"{next(iter(spec.submodule_search_locations))}/utils/quantity.py"
+    loaded = importlib.util.spec_from_file_location("kuota._kubernetes_quantity", path)
+    if loaded is None or loaded.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module: ModuleType = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    parse: Callable[[Any], Decimal] = module.parse_quantity
+    return parse
 
 
 def short_repr(value: object) -> str:

@@ -11,7 +11,7 @@ from kuota.service import cli
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "apply", help="store queue objects (ResourceFlavors, ClusterQueues, ...) in Redis",
+        "apply",
         description="Check and store queue objects from YAML files — the same manifests as the "
                     "CRDs (Kueue v1beta1/v1beta2 files are converted) — in the Redis store; "
                     "Namespace documents set namespace labels. Nothing is stored if any object "

@@ -1,25 +1,70 @@
-"""``kuota cancel WORKLOAD`` — finish a workload as Cancelled and stop its pods."""
+"""``kuota cancel WORKLOAD...`` or ``kuota cancel -l/--queue/--state`` — finish workloads as
+Cancelled and stop their pods (Slurm's ``scancel``, with its filters)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from kuota.client import workload_key
+from kuota.commands import output
+from kuota.commands.get import STATES, in_queue, workload_labels, workload_matches
 from kuota.service import cli
+from queueing.store import StoreError
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "cancel", help="cancel a workload (its pods are terminated, its quota released)",
-        description="Finish a workload as Cancelled. Running pods get SIGTERM (SIGKILL after "
-                    "the worker's grace period); the scheduler releases its quota.")
-    parser.add_argument("workload", help="NAMESPACE/NAME, or NAME in namespace default")
+        "cancel",
+        description="Finish workloads as Cancelled: by name, or every unfinished workload "
+                    "matching the selector, queue and state given (at least one). Running pods "
+                    "get SIGTERM (SIGKILL after the worker's grace period); the scheduler "
+                    "releases their quota. Exit status 1 if any could not be cancelled.")
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                        help="NAMESPACE/NAME, or NAME in namespace default")
+    output.add_selector_arg(parser)
+    parser.add_argument("--queue", "-q", metavar="QUEUE",
+                        help="the workloads of this LocalQueue (NAMESPACE/NAME) or ClusterQueue")
+    parser.add_argument("--state", metavar="STATE", choices=STATES[:5],
+                        help="only workloads in this state: " + ", ".join(STATES[:5]))
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with a selector: list what would be cancelled, cancel nothing")
     cli.add_store_args(parser)
     parser.set_defaults(func=run)
 
 
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
-    cli.client(args).cancel(args.workload)
-    print(f"workload {args.workload} cancelled")
-    return 0
+    by_filter = bool(args.selector or args.queue or args.state)
+    if bool(args.workloads) == by_filter:
+        print("error: give WORKLOAD names or a filter (-l, --queue, --state), not both "
+              "and not neither", file=sys.stderr)
+        return 2
+    client = cli.client(args)
+    if not by_filter:
+        for name in args.workloads:
+            client.cancel(name)
+            print(f"workload {workload_key(name)} cancelled")
+        return 0
+    selector = output.parse_selector(args.selector)
+    args.all, args.name = False, None
+    queued = in_queue(client, args.queue)
+    chosen = [w.key for w in client.workloads()
+              if w.state != "Finished" and workload_matches(w, args) and queued(w)
+              and output.matches(workload_labels(w), selector)]
+    failed = 0
+    for key in sorted(chosen):
+        if args.dry_run:
+            print(f"workload {key} would be cancelled")
+            continue
+        try:
+            client.cancel(key)
+        except StoreError as exc:  # finished meanwhile, say: the others still go
+            print(f"error: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"workload {key} cancelled")
+    if not chosen:
+        print("no workload matches", file=sys.stderr)
+    return 1 if failed else 0

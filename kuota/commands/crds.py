@@ -12,7 +12,7 @@ from kuota import crds
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "crds", help="write or check the CustomResourceDefinitions generated from the models",
+        "crds",
         description="Generate one CRD file per kind (<plural>.kuota.dev.yaml) from the API "
                     "models, or check that checked-in files match them.")
     mode = parser.add_mutually_exclusive_group(required=True)

@@ -12,7 +12,7 @@ from quota import api
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "delete", help="remove queue objects from Redis",
+        "delete",
         description="Remove queue objects from the Redis store, by kind and name or by the "
                     f"objects of a file. Kinds: {cli.kinds_help()}. Workloads are not deleted: "
                     "cancel them with `kuota cancel`.")

@@ -19,7 +19,7 @@ from kuota.simulator import simulate
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "demo", help="run the bundled demo (no Kubernetes or Redis server needed)",
+        "demo",
         description="Part 1 simulates the bundled scenario: two teams in a cohort borrowing "
                     "GPUs, a flavor fallback, a gang that waits whole, and a job that can never "
                     "fit. Part 2 runs real commands on Redis-backed worker pools (an embedded "

@@ -45,7 +45,7 @@ DEFAULT_WEIGHTS = "nvidia.com/gpu=3,cpu=1,memory=1"
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "extender", help="serve the kube-scheduler extender (binpack + topology scores)",
+        "extender",
         description="Serve kube-scheduler's HTTP extender protocol: POST /filter, "
                     "POST /prioritize, GET /healthz, GET /readyz.")
     parser.add_argument("--listen", default="127.0.0.1:8888", metavar="HOST:PORT",

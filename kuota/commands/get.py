@@ -1,16 +1,21 @@
-"""``kuota get workloads|clusterqueues|localqueues|nodes`` — tables of the Redis store."""
+"""``kuota get KIND [NAME]`` — what the Redis store holds, as tables or as objects.
+
+Kinds: workloads (wl), clusterqueues (cq), localqueues (lq), nodes. Filters:
+a NAME, ``-l`` label selector, and for workloads ``--queue`` (a LocalQueue or
+ClusterQueue name) and ``--state``. ClusterQueue usage, borrowing and pending
+counts come from the same engine the scheduler runs (:mod:`kuota.service.views`).
+"""
 
 from __future__ import annotations
 
 import argparse
-import time
+from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
+from kuota.commands import output
+from kuota.commands.output import Columns, Item
 from kuota.service import cli
-from quota.resources import format_amount
+from queueing.store import NotFound
 
 KINDS = {
     "workloads": "workloads", "workload": "workloads", "wl": "workloads",
@@ -19,111 +24,250 @@ KINDS = {
     "nodes": "nodes", "node": "nodes",
 }
 
+#: Workload states ``--state`` accepts: the lifecycle's, what the table shows, the outcomes.
+STATES = ("Pending", "QuotaReserved", "Admitted", "Placing", "Running", "Finished",
+          "Succeeded", "Failed", "Cancelled", "Rejected", "Invalid", "Inactive")
+
+COLUMNS = {
+    "workloads": Columns(("name", "queue", "state", "pods", "age", "reason", "message"),
+                         ("clusterqueue", "nodes", "attempt", "priority")),
+    "clusterqueues": Columns(("name", "cohort", "pending", "admitted", "usage", "active"),
+                             ("borrowed",)),
+    "localqueues": Columns(("name", "clusterqueue", "pending", "admitted", "stop")),
+    "nodes": Columns(("name", "pool", "state", "pods", "capacity", "heartbeat"),
+                     ("labels", "reason")),
+}
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "get", help="list workloads, clusterqueues, localqueues or nodes (Redis mode)",
-        description="Show what the Redis store holds. ClusterQueue usage, borrowing and "
-                    "pending counts are computed by the same engine the scheduler runs.")
+        "get",
+        description="Show what the Redis store holds, as a table that fits the terminal "
+                    "(-o wide for every column) or as the objects (-o json|yaml). "
+                    "ClusterQueue usage, borrowing and pending counts are computed by the "
+                    "same engine the scheduler runs.")
     parser.add_argument("kind", choices=sorted(KINDS), metavar="KIND",
                         help="workloads (wl), clusterqueues (cq), localqueues (lq) or nodes")
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument("name", nargs="?", metavar="NAME",
+                        help="only this one (NAMESPACE/NAME or NAME in namespace default for "
+                             "workloads and localqueues); not found is exit status 1")
+    output.add_selector_arg(parser)
+    parser.add_argument("--queue", "-q", metavar="QUEUE",
+                        help="workloads: of this LocalQueue (NAMESPACE/NAME) or ClusterQueue")
+    parser.add_argument("--state", metavar="STATE", type=_state,
+                        help="workloads: in this state, one of " + ", ".join(STATES))
     parser.add_argument("-A", "--all", action="store_true",
-                        help="workloads: include finished ones")
+                        help="workloads: include finished ones (implied by NAME and --state)")
+    output.add_output_args(parser)
     cli.add_store_args(parser)
     parser.set_defaults(func=run)
 
 
+def _state(text: str) -> str:
+    for state in STATES:
+        if state.lower() == text.lower():
+            return state
+    raise argparse.ArgumentTypeError(f"{text!r} is not a state; use one of {', '.join(STATES)}")
+
+
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
-    client = cli.client(args)
     kind = KINDS[args.kind]
-    rows: list[dict[str, Any]]
-    if kind == "workloads":
-        rows = _workloads(client, include_finished=args.all)
-    elif kind == "nodes":
-        rows = _nodes(client)
-    else:
-        snap = client.snapshot()
-        rows = _cluster_queues(snap) if kind == "clusterqueues" else _local_queues(snap)
-    if args.output == "json":
-        cli.print_json(rows)
-        return 0
-    table = Table(box=None, header_style="bold")
-    columns = list(rows[0]) if rows else _empty_columns(kind)
-    for column in columns:
-        table.add_column(column.upper())
-    for row in rows:
-        table.add_row(*(str(row[c]) for c in columns))
-    Console(width=200).print(table)
-    return 0
+    selector = output.parse_selector(args.selector)
+    if kind != "workloads" and (args.queue or args.state):
+        raise ValueError("--queue and --state filter workloads only")
+    client = cli.client(args)
+    list_items: Callable[[], list[Item]] = {
+        "workloads": lambda: workload_items(client, args),
+        "nodes": lambda: node_items(client),
+        "clusterqueues": lambda: cluster_queue_items(client),
+        "localqueues": lambda: local_queue_items(client),
+    }[kind]
+
+    def render() -> None:
+        items = [i for i in list_items() if output.matches(i.labels, selector)]
+        if args.name is not None:
+            items = [i for i in items if i.row["name"] == _full_name(kind, args.name)]
+            if not items:
+                raise NotFound(f"{kind[:-1]} {_full_name(kind, args.name)} not found")
+        output.emit(items, COLUMNS[kind], args, single=args.name is not None)
+
+    if kind == "workloads" and args.output in ("table", "wide"):
+        cli.warn_without_scheduler(client)
+    return output.watch(render, args)
 
 
-def _empty_columns(kind: str) -> list[str]:
-    return {"workloads": ["name", "queue", "state"], "nodes": ["name", "pool", "state"],
-            "clusterqueues": ["name", "usage"], "localqueues": ["name", "clusterqueue"]}[kind]
+def _full_name(kind: str, name: str) -> str:
+    if kind in ("workloads", "localqueues") and "/" not in name:
+        return f"default/{name}"
+    return name
 
 
-def _age(since: float | None) -> str:
-    if since is None:
-        return "-"
-    seconds = max(0, int(time.time() - since))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h"
+# -- workloads ------------------------------------------------------------------------------
+
+def shown_state(w: Any) -> str:
+    """What the table says: Running/Placing for admitted, the outcome for finished."""
+    if w.state == "Admitted":
+        return "Running" if w.placement else "Placing"
+    return str(w.outcome.value or w.state.value)
 
 
-def _workloads(client: Any, *, include_finished: bool) -> list[dict[str, Any]]:
-    rows = []
-    for w in client.workloads():
-        if w.state == "Finished" and not include_finished:
+def in_queue(client: Any, queue: str | None) -> Callable[[Any], bool]:
+    """``--queue``: a workload of this LocalQueue (``NAMESPACE/NAME``, or ``NAME`` in
+    namespace default) or of this ClusterQueue — the one it was admitted to, or, while it
+    waits, the one its LocalQueue points at."""
+    if not queue:
+        return lambda w: True
+    local = queue if "/" in queue else f"default/{queue}"
+    points_to = {key: str((m.get("spec") or {}).get("clusterQueue", ""))
+                 for key, m in client.store.objects.manifests("LocalQueue").items()}
+    return lambda w: local == w.queue or queue == (w.cluster_queue or points_to.get(w.queue))
+
+
+def workload_matches(w: Any, args: argparse.Namespace) -> bool:
+    """``--state`` (and, without it, finished ones only with ``-A`` or a NAME)."""
+    state = getattr(args, "state", None)
+    if state is not None and state not in (w.state.value, w.outcome.value, shown_state(w)):
+        return False
+    return not (state is None and w.state == "Finished" and not (args.all or args.name))
+
+
+def workload_labels(w: Any) -> dict[str, str]:
+    try:
+        labels = (w.spec().get("metadata") or {}).get("labels") or {}
+    except ValueError:  # an unreadable stored spec: listed, with no labels
+        return {}
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
+def workload_object(w: Any) -> dict[str, Any]:
+    """The Workload as an API object: the submitted manifest and a status from the record."""
+    try:
+        manifest = w.spec()
+    except ValueError:
+        manifest = {}
+    namespace, _, name = w.key.partition("/")
+    metadata = dict(manifest.get("metadata") or {})
+    metadata.update(name=name, namespace=namespace, creationTimestamp=output.rfc3339(w.created))
+    status: dict[str, Any] = {
+        "state": w.state.value, "outcome": w.outcome.value or None, "reason": w.reason or None,
+        "message": w.message or None, "clusterQueue": w.cluster_queue or None,
+        "attempt": w.attempt, "pods": w.pods, "podsFinished": w.pods_done,
+        "failures": w.failures, "nodes": list(dict.fromkeys(w.placement)),
+        "admittedAt": output.rfc3339(w.admitted_at),
+        "finishedAt": output.rfc3339(w.finished_at),
+    }
+    if w.dispatched:
+        status["origin"] = w.origin
+    return {"apiVersion": manifest.get("apiVersion", "kuota.dev/v1alpha1"), "kind": "Workload",
+            "metadata": metadata, "spec": manifest.get("spec") or {},
+            "status": {k: v for k, v in status.items() if v is not None}}
+
+
+def workload_items(client: Any, args: argparse.Namespace) -> list[Item]:
+    items = []
+    queued = in_queue(client, args.queue)
+    for w in sorted(client.workloads(), key=lambda r: (r.created, r.key)):
+        if not (workload_matches(w, args) and queued(w)):
             continue
-        if w.state == "Admitted":
-            status = "Running" if w.placement else "Placing"
-        else:
-            status = w.outcome.value or w.state.value
         # A workload dispatched here by a manager has no queue: it shows who sent it.
-        cluster_queue = f"dispatched:{w.origin}" if w.dispatched else w.cluster_queue or "-"
-        rows.append({"name": w.key, "queue": w.queue or "-", "state": status,
-                     "clusterqueue": cluster_queue, "pods": w.pods or "-",
-                     "nodes": ",".join(dict.fromkeys(w.placement)) or "-",
-                     "attempt": w.attempt, "age": _age(w.created),
-                     "reason": w.reason or "-", "message": w.message or ""})
-    return rows
+        cluster_queue = f"dispatched:{w.origin}" if w.dispatched else w.cluster_queue
+        row = {"name": w.key, "queue": w.queue, "state": shown_state(w),
+               "clusterqueue": cluster_queue, "pods": w.pods or None,
+               "nodes": ",".join(dict.fromkeys(w.placement)), "attempt": w.attempt,
+               "priority": w.priority, "age": output.age(w.created), "reason": w.reason,
+               "message": w.message}
+        items.append(Item(workload_object(w), row, workload_labels(w)))
+    return items
 
 
-def _nodes(client: Any) -> list[dict[str, Any]]:
-    pods = client.store.nodes.pod_ids(client.store.nodes.names())
-    now = client.store.nodes.time()
-    rows = []
+# -- nodes ----------------------------------------------------------------------------------
+
+def node_items(client: Any) -> list[Item]:
+    from quota.resources import format_amount
+
+    nodes = client.store.nodes
+    pods = nodes.pod_ids(nodes.names())
+    now = nodes.time()
+    items = []
     for n in client.nodes():
         state = n.state.value + (",Draining" if n.draining else
                                  ",SchedulingDisabled" if n.cordoned else "")
-        rows.append({"name": n.name, "pool": n.pool, "state": state,
-                     "capacity": ",".join(f"{k}={format_amount(v, k)}"
-                                          for k, v in sorted(n.capacity.items())),
-                     "pods": len(pods.get(n.name, ())),
-                     "labels": ",".join(f"{k}={v}" for k, v in sorted(n.labels.items())) or "-",
-                     "heartbeat": f"{max(0.0, now - n.heartbeat):.1f}s ago",
-                     "reason": n.reason or "-"})
-    return rows
+        capacity = {k: format_amount(v, k) for k, v in sorted(n.capacity.items())}
+        row = {"name": n.name, "pool": n.pool, "state": state,
+               "capacity": ",".join(f"{k}={v}" for k, v in capacity.items()),
+               "pods": len(pods.get(n.name, ())),
+               "labels": ",".join(f"{k}={v}" for k, v in sorted(n.labels.items())),
+               "heartbeat": f"{max(0.0, now - n.heartbeat):.1f}s ago", "reason": n.reason}
+        obj = {"apiVersion": "kuota.dev/v1alpha1", "kind": "Node",
+               "metadata": {"name": n.name, "labels": dict(n.labels)},
+               "spec": {"pool": n.pool, "capacity": capacity, "unschedulable": n.cordoned},
+               "status": {"state": n.state.value, "draining": n.draining,
+                          "pods": len(pods.get(n.name, ())),
+                          "heartbeatTime": output.rfc3339(n.heartbeat),
+                          "heartbeatAgeSeconds": round(max(0.0, now - n.heartbeat), 1),
+                          "reason": n.reason or None}}
+        items.append(Item(obj, row, dict(n.labels)))
+    return items
 
 
-def _cluster_queues(snap: Any) -> list[dict[str, Any]]:
-    rows = []
+# -- queues ---------------------------------------------------------------------------------
+
+def _manifest_items(client: Any, kind: str) -> dict[str, dict[str, Any]]:
+    return client.store.objects.manifests(kind)  # type: ignore[no-any-return]
+
+
+def _labels(manifest: dict[str, Any]) -> dict[str, str]:
+    labels = (manifest.get("metadata") or {}).get("labels") or {}
+    return {str(k): str(v) for k, v in labels.items()}
+
+
+def cluster_queue_items(client: Any) -> list[Item]:
+    from quota.resources import format_amount
+
+    snap = client.snapshot()
+    manifests = _manifest_items(client, "ClusterQueue")
+    items = []
     for cq in snap.cluster_queues:
+        manifest = manifests.get(cq.name, {})
         usage = " ".join(f"{c.resource}[{c.flavor}]={format_amount(c.usage, c.resource)}/"
                          f"{format_amount(c.nominal, c.resource)}" for c in cq.cells)
         borrowed = " ".join(f"{c.resource}[{c.flavor}]={format_amount(c.borrowed, c.resource)}"
-                            for c in cq.cells if c.borrowed) or "-"
-        rows.append({"name": cq.name, "cohort": cq.cohort or "-", "usage": usage or "-",
-                     "borrowed": borrowed, "pending": cq.pending, "admitted": cq.admitted,
-                     "active": "yes" if cq.active else f"no: {cq.message}"})
-    return rows
+                            for c in cq.cells if c.borrowed)
+        row = {"name": cq.name, "cohort": cq.cohort, "usage": usage, "borrowed": borrowed,
+               "pending": cq.pending, "admitted": cq.admitted,
+               "active": "yes" if cq.active else f"no: {cq.message}"}
+        flavors: dict[str, list[dict[str, Any]]] = {}
+        for c in cq.cells:
+            flavors.setdefault(c.flavor, []).append(
+                {"name": c.resource, "total": format_amount(c.usage, c.resource),
+                 "borrowed": format_amount(c.borrowed, c.resource)})
+        status = {"pendingWorkloads": cq.pending, "admittedWorkloads": cq.admitted,
+                  "flavorsUsage": [{"name": f, "resources": r} for f, r in flavors.items()],
+                  "conditions": [{"type": "Active", "status": "True" if cq.active else "False",
+                                  "message": cq.message or "Can admit new workloads"}]}
+        items.append(Item(_object("ClusterQueue", manifest, cq.name, status), row,
+                          _labels(manifest)))
+    return items
 
 
-def _local_queues(snap: Any) -> list[dict[str, Any]]:
-    return [{"name": lq.key, "clusterqueue": lq.cluster_queue, "pending": lq.pending,
-             "admitted": lq.admitted} for lq in snap.local_queues]
+def local_queue_items(client: Any) -> list[Item]:
+    snap = client.snapshot()
+    manifests = _manifest_items(client, "LocalQueue")
+    items = []
+    for lq in snap.local_queues:
+        manifest = manifests.get(lq.key, {})
+        stop = (manifest.get("spec") or {}).get("stopPolicy") or "None"
+        row = {"name": lq.key, "clusterqueue": lq.cluster_queue, "pending": lq.pending,
+               "admitted": lq.admitted, "stop": stop}
+        status = {"pendingWorkloads": lq.pending, "admittedWorkloads": lq.admitted}
+        items.append(Item(_object("LocalQueue", manifest, lq.key, status), row,
+                          _labels(manifest)))
+    return items
+
+
+def _object(kind: str, manifest: dict[str, Any], name: str,
+            status: dict[str, Any]) -> dict[str, Any]:
+    metadata = dict(manifest.get("metadata") or {"name": name.rpartition("/")[2]})
+    return {"apiVersion": manifest.get("apiVersion", "kuota.dev/v1alpha1"), "kind": kind,
+            "metadata": metadata, "spec": manifest.get("spec") or {}, "status": status}

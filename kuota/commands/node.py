@@ -24,7 +24,7 @@ _ACTIONS = {
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "node", help="cordon, uncordon, drain or remove a worker node (Redis mode)",
+        "node",
         description="Change how the scheduler treats one node of a pool. " +
                     "; ".join(f"{verb}: {what}" for verb, what in _ACTIONS.items()) + ".")
     parser.add_argument("action", choices=tuple(_ACTIONS), help="what to do")

@@ -65,7 +65,7 @@ def _at_least_one(text: str) -> int:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "operator", help="run the Kubernetes operator (Jobs, Workloads, queues)",
+        "operator",
         description="Admit queue-labelled Jobs through kuota's queues: watch the kuota.dev "
                     "objects, Jobs and Workloads, run admission cycles, write decisions.")
     parser.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",

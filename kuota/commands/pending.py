@@ -3,47 +3,50 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
+from kuota.commands import output
+from kuota.commands.output import Columns, Item
 from kuota.service import cli
+from queueing.store import NotFound
+
+COLUMNS = Columns(("position", "name", "localqueue", "priority", "reason", "message"),
+                  ("lq_position",))
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "pending", help="list a ClusterQueue's pending workloads with their positions",
+        "pending",
         description="The workloads waiting in a ClusterQueue, in the order the scheduler will "
                     "try them (priority, then queue time), with their position in the "
                     "ClusterQueue and in their LocalQueue and why they wait.")
     parser.add_argument("cluster_queue", metavar="CQ")
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    output.add_output_args(parser)
     cli.add_store_args(parser)
     parser.set_defaults(func=run)
 
 
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
-    snap = cli.client(args).snapshot()
-    if args.cluster_queue not in snap.pending:
-        known = ", ".join(sorted(snap.pending)) or "none"
-        print(f"error: ClusterQueue {args.cluster_queue} not found (known: {known})",
-              file=sys.stderr)
-        return 1
-    rows = [{"position": p.position, "name": p.key, "localqueue": p.local_queue,
-             "lq_position": p.local_position, "priority": p.priority,
-             "reason": p.reason or "-", "message": p.message}
-            for p in snap.pending[args.cluster_queue]]
-    if args.output == "json":
-        cli.print_json(rows)
-        return 0
-    table = Table(box=None, header_style="bold")
-    for column in ("position", "name", "localqueue", "lq_position", "priority", "reason",
-                   "message"):
-        table.add_column(column.upper())
-    for row in rows:
-        table.add_row(*(str(v) for v in row.values()))
-    Console(width=200).print(table)
-    return 0
+    client = cli.client(args)
+
+    def render() -> None:
+        snap = client.snapshot()
+        if args.cluster_queue not in snap.pending:
+            known = ", ".join(sorted(snap.pending)) or "none"
+            raise NotFound(f"ClusterQueue {args.cluster_queue} not found (known: {known})")
+        items = []
+        for p in snap.pending[args.cluster_queue]:
+            row = {"position": p.position, "name": p.key, "localqueue": p.local_queue,
+                   "lq_position": p.local_position, "priority": p.priority,
+                   "reason": p.reason, "message": p.message}
+            namespace, _, name = p.key.partition("/")
+            # Shaped as Kueue's visibility API PendingWorkload.
+            obj = {"metadata": {"name": name, "namespace": namespace}, "localQueueName":
+                   p.local_queue.partition("/")[2], "positionInClusterQueue": p.position,
+                   "positionInLocalQueue": p.local_position, "priority": p.priority,
+                   "reason": p.reason or None, "message": p.message or None}
+            items.append(Item(obj, row))
+        output.emit(items, COLUMNS, args)
+
+    return output.watch(render, args)

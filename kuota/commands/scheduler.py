@@ -6,9 +6,10 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
-from kuota.service import cli
+from kuota.service import cli, metrics, presence
 from kuota.service.leader import Timing
 from kuota.service.scheduler import SchedulerOptions, SchedulerService, default_identity
 from quota.config import EngineConfig
@@ -16,7 +17,7 @@ from quota.config import EngineConfig
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "scheduler", help="run the scheduler service (Redis mode)",
+        "scheduler",
         description="Run admission in real time against the Redis store: rebuild from Redis, "
                     "admit workloads into their ClusterQueues' quota, place admitted gangs on "
                     "pool nodes and send their pods to the workers. Run several for high "
@@ -40,6 +41,9 @@ def register(subparsers: Any) -> None:
                         help="name of this scheduler in the lease (default host-pid-random)")
     parser.add_argument("--fair-sharing", action="store_true",
                         help="order admissions and preemptions by fair sharing (Kueue's)")
+    parser.add_argument("--metrics-listen", metavar="HOST:PORT", default=None,
+                        help="serve Prometheus /metrics here, under the operator's (Kueue's) "
+                             "metric names, e.g. 127.0.0.1:9090 (default: not served)")
     cli.add_store_args(parser)
     cli.add_log_args(parser)
     parser.set_defaults(func=run)
@@ -55,14 +59,33 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag) <= 0:
             print(f"error: --{flag.replace('_', '-')} must be positive", file=sys.stderr)
             return 2
+    address = metrics.parse_address(args.metrics_listen) if args.metrics_listen else None
     conn = cli.connection(args)
+    announcer = presence.Announcer(clock=time.time)
     options = SchedulerOptions(
         identity=args.identity or default_identity(),
         timing=Timing(lease_ttl=args.lease_ttl, node_timeout=args.node_timeout, poll=args.poll,
                       batch=args.batch, retain_finished=args.retain_finished),
-        engine=EngineConfig(fair_sharing=args.fair_sharing))
+        engine=EngineConfig(fair_sharing=args.fair_sharing), observers=[announcer])
+    stop_serving = None
+    if address is not None:
+        exported = metrics.SchedulerMetrics(clock=time.time)
+        options.observers.append(exported.observe)
+        options.on_events = exported.observe_events
+        try:
+            stop_serving = metrics.serve(exported, *address)
+        except OSError as exc:
+            print(f"error: --metrics-listen {args.metrics_listen}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 1
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    SchedulerService(conn, options).run(stop)
+    service = SchedulerService(conn, options)
+    try:
+        service.run(stop)
+    finally:
+        announcer.leave(service)
+        if stop_serving is not None:
+            stop_serving()
     return 0

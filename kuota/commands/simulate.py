@@ -16,7 +16,6 @@ from kuota.simulator import simulate
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "simulate",
-        help="run a scenario through the admission engine in virtual time",
         description="Run a scenario (queue objects + a stream of workloads) through the same "
                     "admission engine the operator uses, in virtual time, and print what was "
                     "admitted when, with which flavors, and why the rest waits. "

@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kuota.client import WorkloadStatus
+from kuota.commands import logs
 from kuota.service import cli
+
+if TYPE_CHECKING:
+    from kuota.client import WorkloadStatus
 from quota.resources import QuantityError, format_vector, parse_vector
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "submit", help="submit a workload: a command run by a gang of pods",
+        "submit",
         description="Submit a workload to a LocalQueue: COUNT pods each running CMD ARGS (an "
                     "argument list, never a shell string) with the given requests, admitted "
                     "together or not at all. Or submit a Workload manifest with -f. Invalid "
@@ -38,6 +41,9 @@ def register(subparsers: Any) -> None:
                              "succeeded, else its first failed pod's exit code (1 if none)")
     parser.add_argument("--timeout", type=float, default=None, help="with --wait: give up "
                         "after this many seconds (exit 1)")
+    parser.add_argument("--follow", action="store_true",
+                        help="with --wait: print the pods' output as it comes (as "
+                             "`kuota logs -f`); the status line goes to stderr then")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     cli.add_store_args(parser)
     parser.set_defaults(func=run)
@@ -72,15 +78,24 @@ def run(args: argparse.Namespace) -> int:
                                requests=requests, priority_class=args.priority_class,
                                priority=args.priority, backoff_limit=args.backoff_limit,
                                env=env or None)
-    print(f"workload {handle.key} submitted")
+    if args.follow and not args.wait:
+        print("error: --follow needs --wait", file=sys.stderr)
+        return 2
+    # With --follow, stdout carries the job's own output only (pipe it as the job's).
+    say = sys.stderr if args.follow else sys.stdout
+    print(f"workload {handle.key} submitted", file=say)
+    cli.warn_without_scheduler(client)
     if not args.wait:
         return 0
     try:
+        if args.follow:
+            logs.follow(handle, timeout=args.timeout)
         status = handle.wait(args.timeout)
     except TimeoutError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"workload {handle.key} {status.outcome or status.state}: {status.message}")
+    print(f"workload {handle.key} {status.outcome or status.state}: {status.message}",
+          file=say)
     return exit_status(status)
 
 

@@ -26,7 +26,7 @@ SCENARIO_KEYS = ("objects", "workloads")
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "validate", help="check object files and scenarios; one line per problem",
+        "validate",
         description="Check kuota (and Kueue v1beta1/v1beta2) manifests and simulator scenarios. "
                     "Prints one line per problem and exits 2 if there is any.")
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE",

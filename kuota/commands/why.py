@@ -25,7 +25,7 @@ SOURCES = ("Sources: --redis URL (default $REDIS_URL, else the embedded store) r
 
 def register(subparsers: Any) -> None:
     why = subparsers.add_parser(
-        "why", help="explain where a workload was dispatched and why (multi-cluster)",
+        "why",
         description="Show the multi-cluster dispatch decision of a workload: the chosen "
                     "member, every feasible member's scores (plugin score × weight, raw "
                     "figure) and every member a filter refused, with the reason. A workload "
@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
     _add_args(why)
     why.set_defaults(func=run_why)
     describe = subparsers.add_parser(
-        "describe", help="show a workload's status and its dispatch explanation",
+        "describe",
         description="Status of a workload (state, reason, message, cluster queue, flavors, "
                     "nodes) followed by the same explanation as `kuota why`. " + SOURCES)
     describe.add_argument("kind", choices=("workload", "workloads", "wl"), metavar="KIND",

@@ -15,7 +15,7 @@ from quota.resources import QuantityError, parse_vector
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "worker", help="run a worker: one node of a pool (Redis mode)",
+        "worker",
         description="Register a node of a pool (capacity, labels, heartbeat) and run the pods "
                     "the scheduler places on it, each command as a subprocess. A "
                     "ResourceFlavor's nodeLabels select nodes by these labels. Stop with "

@@ -9,7 +9,7 @@ Kueue's names and labels. Metrics Kueue has no name for start with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -17,7 +17,15 @@ from admission.events import Kind, WorkloadEvent
 from quota.lifecycle import State
 
 if TYPE_CHECKING:
-    from kuota.operator.controller import Controller
+    from admission.engine import Engine
+
+
+class Controller(Protocol):
+    """What the metrics read: the engine of whoever schedules (the operator's controller,
+    the Redis-mode leader); None while it has none."""
+
+    @property
+    def engine(self) -> Engine | None: ...
 
 _WAIT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600)
 _CELL = ("cohort", "cluster_queue", "flavor", "resource")

@@ -19,11 +19,10 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
-from kuota.client import Client
 from kuota.service.connection import (
     DEFAULT_URL,
     EMBEDDED,
@@ -34,8 +33,10 @@ from kuota.service.connection import (
 )
 from queueing.store import StoreError
 from queueing.store.keys import BadKey
-from quota import api
 from quota.resources import QuantityError
+
+if TYPE_CHECKING:
+    from kuota.client import Client
 
 EMBEDDED_NOTE = ("note: --redis embedded: using an in-process store that lives only as long as "
                  "this command; no other process sees it (see docs/redis-mode.md)")
@@ -70,7 +71,21 @@ def connection(args: argparse.Namespace) -> Connection:
 
 
 def client(args: argparse.Namespace) -> Client:
+    from kuota.client import Client
+
     return Client(connection=connection(args))
+
+
+NO_SCHEDULER_NOTE = ("note: no scheduler holds the lease: nothing is admitted or placed until "
+                     "one runs (`kuota status` shows the schedulers)")
+
+
+def warn_without_scheduler(client: Client) -> None:
+    """Say on stderr when no scheduler leads: a workload would wait for nothing, and a
+    dead scheduler must not look like a busy one (issue 12)."""
+    store = client.store
+    if not store.redis.exists(store.keys.lease):
+        print(NO_SCHEDULER_NOTE, file=sys.stderr)
 
 
 def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -80,12 +95,10 @@ def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argpar
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return run(args)
-        except api.ObjectError as exc:
-            for problem in exc.problems:
-                print(f"error: {problem}", file=sys.stderr)
-            return 2
         except (QuantityError, BadKey, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            problems = getattr(exc, "problems", None)  # quota.api.ObjectError (a ValueError)
+            for line in problems if problems is not None else [exc]:
+                print(f"error: {line}", file=sys.stderr)
             return 2
         except StoreError as exc:
             print(f"error: {exc}", file=sys.stderr)

@@ -23,13 +23,15 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-import fakeredis
 import redis
 
 from queueing.store import DEFAULT_PREFIX, Store
+
+if TYPE_CHECKING:
+    import fakeredis
 
 #: Where kuota looks for Redis when neither ``--redis`` nor ``REDIS_URL`` says.
 DEFAULT_URL: Final = "redis://localhost:6379/0"
@@ -38,10 +40,14 @@ EMBEDDED: Final = "embedded"
 
 _EMBEDDED_LOCK = threading.Lock()
 _EMBEDDED: fakeredis.FakeServer | None = None
+# fakeredis is imported where the embedded store is made: every other command (CLI
+# start-up) would pay for it.
 
 
 def embedded_server() -> fakeredis.FakeServer:
     """The process's one embedded server (created on first use)."""
+    import fakeredis
+
     global _EMBEDDED
     with _EMBEDDED_LOCK:
         if _EMBEDDED is None:
@@ -93,6 +99,8 @@ def connect(url: str | None = None, *, prefix: str = DEFAULT_PREFIX,
     is :data:`EMBEDDED` or a fakeredis ``server`` is given."""
     url = EMBEDDED if server is not None else resolve_url(url)
     if url == EMBEDDED:
+        import fakeredis
+
         fake = server or embedded_server()
         text: Any = fakeredis.FakeRedis(server=fake, decode_responses=True)
         raw: Any = fakeredis.FakeRedis(server=fake)

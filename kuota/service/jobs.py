@@ -23,8 +23,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from rq import Queue
-
 from queueing.store import Keys, PodRef
 from quota import api
 
@@ -102,6 +100,8 @@ def enqueue(raw: Any, keys: Keys, jobs: Iterable[PodJob]) -> int:
         by_node.setdefault(job.node, []).append(job)
     if not by_node:
         return 0
+    from rq import Queue  # here, not at the top: only the scheduler enqueues (CLI start-up)
+
     pipe = raw.pipeline()
     for node, node_jobs in by_node.items():
         refs = [PodRef.parse(job.pod_id) for job in node_jobs]

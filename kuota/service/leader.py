@@ -42,11 +42,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from admission.engine import Engine
 from admission.errors import blame
+from admission.events import WorkloadEvent
 from kuota.service import decisions, jobs, pinning, placing, rebuild, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
@@ -109,6 +110,8 @@ class Leader:
         self.timing = timing
         self.clock = clock
         self.tracked: dict[str, Tracked] = {}
+        #: Told every batch of engine events this leader persists (metrics).
+        self.on_events: Callable[[Leader, Sequence[WorkloadEvent]], None] | None = None
         self.unplaced: dict[str, None] = {}
         self.recheck: set[str] = set()
         self.nodes = NodeView(self.store)
@@ -303,6 +306,8 @@ class Leader:
         events = self.engine.drain_outbox()
         if events:
             decisions.apply(self, events, now)
+            if self.on_events is not None:
+                self.on_events(self, events)
             if self.members is not None and self.members.observe(events):
                 self.members.refresh(self.nodes, self.unplaced, now)
 

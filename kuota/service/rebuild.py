@@ -20,13 +20,13 @@ The same rebuild serves read-only views (``kuota get clusterqueues``,
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from admission.engine import ConfigObject, Engine, Record
 from admission.errors import blame
 from kuota.service import runnable
+from kuota.service.submission import parse_workload
 from queueing.store import Store, WorkloadRecord
 from queueing.store.objects import KINDS
 from quota import api, convert, lifecycle
@@ -99,14 +99,6 @@ def workload_object(record: WorkloadRecord) -> api.Workload:
     found = runnable.problems(obj, f"workload {record.key}")
     if found:
         raise api.ObjectError(found)
-    return obj
-
-
-def parse_workload(manifest: Mapping[str, Any], *, source: str) -> api.Workload:
-    obj = api.parse_object(manifest, source=source)
-    if not isinstance(obj, api.Workload):
-        raise api.ObjectError([api.Problem(source, obj.kind, obj.metadata.name, "kind",
-                                           "expected a Workload")])
     return obj
 
 

@@ -25,12 +25,13 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import redis
 
 from admission.errors import WorkloadFailed
+from admission.events import WorkloadEvent
 from kuota.service.connection import Connection
 from kuota.service.leader import Leader, NeedRebuild, Timing
 from queueing.store import Fenced
@@ -49,6 +50,11 @@ class SchedulerOptions:
     timing: Timing = field(default_factory=Timing)
     engine: EngineConfig = field(default_factory=EngineConfig)
     clock: Callable[[], float] = time.time
+    #: Called in the scheduling thread after every step (metrics, presence); what it
+    #: raises is logged, never fatal.
+    observers: list[Callable[[SchedulerService], None]] = field(default_factory=list)
+    #: Told every batch of engine events the leader persists (metrics), in that thread.
+    on_events: Callable[[Leader, Sequence[WorkloadEvent]], None] | None = None
 
 
 class SchedulerService:
@@ -73,6 +79,7 @@ class SchedulerService:
         try:
             while not stop.is_set():
                 self.step(stop)
+                self._tell_observers()
         finally:
             self.leader = None
             try:
@@ -90,6 +97,7 @@ class SchedulerService:
                 assert self.lease.holder is not None
                 self.leader = Leader(self.conn, self.lease.holder, timing=self.options.timing,
                                      config=self.options.engine, clock=self.options.clock)
+                self.leader.on_events = self.options.on_events
                 self.terms += 1
             self.leader.step()
             self._backoff = 0.1
@@ -125,6 +133,13 @@ class SchedulerService:
             self.leader = None
             wait(self._backoff)
             self._backoff = min(self._backoff * 2, 2.0)
+
+    def _tell_observers(self) -> None:
+        for observe in self.options.observers:
+            try:
+                observe(self)
+            except Exception:
+                log.exception("scheduler observer %r failed", observe)
 
     def _quarantine(self, failure: WorkloadFailed) -> None:
         holder = self.lease.holder

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kuota.service import rebuild, runnable
+from kuota.service import runnable
 from quota import api
 
 #: Annotation carrying the number of gang retries after a failed pod.
@@ -100,7 +100,7 @@ def check(manifest: Mapping[str, Any], priority_classes: Mapping[str, int], *,
     ``default_requests``: per LocalQueue (``namespace/name``), the per-pod requests given to
     pod sets that request nothing (the LocalQueue's ``spec.defaultRequests``).
     """
-    obj = rebuild.parse_workload(manifest, source=source)
+    obj = parse_workload(manifest, source=source)
     name = obj.metadata.name
     problems: list[api.Problem] = []
 
@@ -160,4 +160,13 @@ def with_default_requests(obj: api.Workload, defaults: Mapping[str, str],
     for i in empty:
         container = doc["spec"]["podSets"][i]["template"]["spec"]["containers"][0]
         container.setdefault("resources", {})["requests"] = dict(defaults)
-    return rebuild.parse_workload(doc, source=source)
+    return parse_workload(doc, source=source)
+
+
+def parse_workload(manifest: Mapping[str, Any], *, source: str) -> api.Workload:
+    """``manifest`` as a Workload; :class:`quota.api.ObjectError` if it is another kind."""
+    obj = api.parse_object(manifest, source=source)
+    if not isinstance(obj, api.Workload):
+        raise api.ObjectError([api.Problem(source, obj.kind, obj.metadata.name, "kind",
+                                           "expected a Workload")])
+    return obj

@@ -18,6 +18,7 @@ them only through ``KEYS[]``. Shapes (``P`` is the prefix)::
     P:events                         stream what the scheduler must look at
     P:scheduler:lease                string holder|token, with a TTL
     P:scheduler:fence                string the last fencing token handed out
+    P:schedulers                     hash   scheduler identity -> presence JSON (status)
 
 rq keeps its own keys under ``rq:``; the store chooses only the *names* of
 the per-node rq queues (``P:node:<name>``, so rq's key is ``rq:queue:P:node:<name>``)
@@ -150,6 +151,10 @@ class Keys:
     @property
     def fence(self) -> str:
         return f"{self.prefix}:scheduler:fence"
+
+    @property
+    def schedulers(self) -> str:
+        return f"{self.prefix}:schedulers"
 
     def pattern(self) -> str:
         """SCAN pattern for every key of this prefix (tests and ``reset``)."""

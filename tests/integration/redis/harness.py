@@ -212,11 +212,11 @@ class Processes:
         self.procs[name] = proc
         return proc
 
-    def scheduler(self, name: str, *, node_timeout: float = 2.0,
+    def scheduler(self, name: str, *extra: str, node_timeout: float = 2.0,
                   lease_ttl: float = 1.0) -> subprocess.Popen[bytes]:
         return self._start(name, ["scheduler", "--identity", name, "--node-timeout",
                                   str(node_timeout), "--lease-ttl", str(lease_ttl),
-                                  "--poll", "0.05"])
+                                  "--poll", "0.05", *extra])
 
     def worker(self, pool: str, node_name: str, resources: str, *extra: str,
                name: str | None = None) -> subprocess.Popen[bytes]:

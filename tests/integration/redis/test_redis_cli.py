@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness import CQ, local_cluster, node, queues, wait_for
@@ -33,10 +34,12 @@ class Kuota:
         out = self.capsys.readouterr()
         return status, out.out, out.err
 
-    def json(self, *argv: str) -> list[dict[str, object]]:
+    def json(self, *argv: str) -> Any:
+        """The printed document; a ``List``'s items."""
         status, out, err = self(*argv, "-o", "json")
         assert status == 0, err
-        return json.loads(out)
+        doc = json.loads(out)
+        return doc["items"] if isinstance(doc, dict) and doc.get("kind") == "List" else doc
 
 
 @pytest.fixture
@@ -79,23 +82,25 @@ def test_get_and_pending_show_usage_and_positions(kuota: Kuota, redis_server_url
         for name in ("first", "second", "third"):
             assert kuota("submit", "--queue", "default/lq-cq", "--name", name, "--requests",
                          "cpu=1", "--", "sleep", "30")[0] == 0
-        wait_for("first to run", lambda: any(
-            w["name"] == "default/first" and w["state"] == "Running"
-            for w in kuota.json("get", "workloads")))
+        wait_for("first to run", lambda: kuota.json("get", "workloads", "first")["status"]
+                 .get("nodes") == ["n1"])
         [cq] = kuota.json("get", "clusterqueues")
-        assert (cq["usage"], cq["pending"], cq["admitted"]) == ("cpu[default]=1/1", 2, 1)
+        assert cq["status"]["flavorsUsage"] == [
+            {"name": "default", "resources": [{"name": "cpu", "total": "1", "borrowed": "0"}]}]
+        assert (cq["status"]["pendingWorkloads"], cq["status"]["admittedWorkloads"]) == (2, 1)
         pending = kuota.json("pending", "cq")
-        assert [(p["position"], p["name"]) for p in pending] == [(0, "default/second"),
-                                                                  (1, "default/third")]
+        assert [(p["positionInClusterQueue"], p["metadata"]["name"]) for p in pending] == [
+            (0, "second"), (1, "third")]
         [lq] = kuota.json("get", "localqueues")
-        assert (lq["pending"], lq["admitted"]) == (2, 1)
+        assert (lq["status"]["pendingWorkloads"], lq["status"]["admittedWorkloads"]) == (2, 1)
         [n1] = kuota.json("get", "nodes")
-        assert (n1["name"], n1["pool"], n1["state"], n1["pods"]) == ("n1", "pool", "Ready", 1)
+        assert (n1["metadata"]["name"], n1["spec"]["pool"], n1["status"]["state"],
+                n1["status"]["pods"]) == ("n1", "pool", "Ready", 1)
         status, out, _ = kuota("get", "wl")
         assert status == 0 and "default/second" in out and "Pending" in out
         assert kuota("cancel", "first")[0] == 0
-        wait_for("second to run", lambda: kuota.json("pending", "cq")[0]["name"]
-                 == "default/third")
+        wait_for("second to run", lambda: kuota.json("pending", "cq")[0]["metadata"]["name"]
+                 == "third")
         for name in ("second", "third"):
             kuota("cancel", name)
 
@@ -125,14 +130,15 @@ def test_node_commands_cordon_drain_uncordon_and_remove(
                          now=1.0)
 
     def state() -> object:
-        return [n["state"] for n in kuota.json("get", "nodes")]
+        n1 = kuota.json("get", "nodes", "n1")
+        return n1["status"]["state"], n1["spec"]["unschedulable"], n1["status"]["draining"]
 
     assert kuota("node", "cordon", "n1") == (0, "node n1 cordoned\n", "")
-    assert state() == ["Ready,SchedulingDisabled"]
+    assert state() == ("Ready", True, False)
     assert kuota("node", "drain", "n1")[:2] == (0, "node n1 draining\n")
-    assert state() == ["Ready,Draining"]
+    assert state() == ("Ready", True, True)
     assert kuota("node", "uncordon", "n1")[:2] == (0, "node n1 uncordoned\n")
-    assert state() == ["Ready"]
+    assert state() == ("Ready", False, False)
     status, _, err = kuota("node", "remove", "n1")
     assert status == 1 and err.startswith("error: node n1 is Ready (a worker serves it)")
     status, _, err = kuota("node", "cordon", "nope")

@@ -57,7 +57,8 @@ def _get_workloads(capsys: pytest.CaptureFixture[str], url: str,
                    prefix: str) -> dict[str, dict[str, Any]]:
     capsys.readouterr()
     assert cli.main(["get", "workloads", "-o", "json", "--redis", url, "--prefix", prefix]) == 0
-    return {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    items = json.loads(capsys.readouterr().out)["items"]
+    return {f"{w['metadata']['namespace']}/{w['metadata']['name']}": w for w in items}
 
 
 TOPOLOGY_OBJECTS = [
@@ -100,7 +101,7 @@ def test_a_gang_requiring_one_rack_runs_on_one_rack(redis_server_url: str, redis
     assert waiting.state == "Pending"
     assert RACK in waiting.message and "fits" in waiting.message, waiting.message
     row = rows["default/gang4"]
-    assert row["state"] == "Pending" and RACK in row["message"]
+    assert row["status"]["state"] == "Pending" and RACK in row["status"]["message"]
 
 
 def test_gangs_without_topology_still_use_any_node(redis_server_url: str,

@@ -28,6 +28,7 @@ POD = PodRef("ns/train", 3, 1)
     (lambda k: k.events, "p:events"),
     (lambda k: k.lease, "p:scheduler:lease"),
     (lambda k: k.fence, "p:scheduler:fence"),
+    (lambda k: k.schedulers, "p:schedulers"),
 ])
 def test_each_key_shape(build, want) -> None:
     assert build(Keys("p")) == want

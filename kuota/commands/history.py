@@ -1,0 +1,79 @@
+"""``kuota history`` — finished workloads: outcome, exit codes, wait and run times.
+
+What Slurm's ``sacct`` shows for jobs, for the workloads the store still keeps
+(``kuota scheduler --retain-finished``, 7 days by default). Per workload: its
+outcome (Succeeded, Failed, Cancelled, Rejected, Invalid), the exit code of
+every pod of its last attempt (``0,0,137``), how many attempts it took, how
+long it waited (queued → admitted) and ran (admitted → finished), and when it
+ended. Newest last, as a log reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from kuota.commands import output
+from kuota.commands.get import in_queue, workload_labels, workload_object
+from kuota.commands.output import Columns, Item
+from kuota.service import cli
+
+COLUMNS = Columns(("name", "outcome", "exit_codes", "attempts", "wait", "run", "ended",
+                   "message"), ("queue", "clusterqueue", "nodes", "finished_at", "reason"))
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "history",
+        description="Finished workloads the store keeps (see `kuota scheduler "
+                    "--retain-finished`), like sacct: outcome, exit codes of the last "
+                    "attempt's pods, attempts, time waiting and running, end time.")
+    parser.add_argument("--queue", "-q", metavar="QUEUE",
+                        help="of this LocalQueue (NAMESPACE/NAME) or ClusterQueue")
+    parser.add_argument("--outcome", metavar="OUTCOME",
+                        help="only Succeeded, Failed, Cancelled, Rejected or Invalid ones")
+    parser.add_argument("--since", type=cli.parse_retention, default=None, metavar="DURATION",
+                        help="only those finished in the last DURATION (90s, 30m, 12h, 7d)")
+    output.add_selector_arg(parser)
+    output.add_output_args(parser, watch=False)
+    cli.add_store_args(parser)
+    parser.set_defaults(func=run)
+
+
+@cli.handles_errors
+def run(args: argparse.Namespace) -> int:
+    client = cli.client(args)
+    selector = output.parse_selector(args.selector)
+    since = time.time() - args.since if args.since is not None else None
+    queued = in_queue(client, args.queue)
+    finished = [w for w in client.workloads() if w.state == "Finished"
+                and (since is None or (w.finished_at or 0) >= since) and queued(w)
+                and (args.outcome is None or w.outcome.value.lower() == args.outcome.lower())
+                and output.matches(workload_labels(w), selector)]
+    finished.sort(key=lambda w: (w.finished_at or 0, w.key))
+    pods = client.store.pods.get_many([ref for w in finished for ref in w.pod_refs()])
+    exit_codes: dict[str, list[int | None]] = {}
+    for pod in pods:
+        if pod is not None:
+            exit_codes.setdefault(pod.ref.workload, []).append(pod.exit_code)
+    items = [_item(w, exit_codes.get(w.key, [])) for w in finished]
+    output.emit(items, COLUMNS, args)
+    return 0
+
+
+def _item(w: Any, codes: list[int | None]) -> Item:
+    waited = w.admitted_at - w.created if w.admitted_at else None
+    ran = w.finished_at - w.admitted_at if w.admitted_at and w.finished_at else None
+    obj = workload_object(w)
+    obj["status"]["exitCodes"] = codes
+    obj["status"]["waitSeconds"] = round(waited, 3) if waited is not None else None
+    obj["status"]["runSeconds"] = round(ran, 3) if ran is not None else None
+    row = {"name": w.key, "queue": w.queue, "outcome": w.outcome.value,
+           "exit_codes": ",".join("-" if c is None else str(c) for c in codes),
+           "attempts": w.attempt, "wait": output.duration(waited), "run": output.duration(ran),
+           "ended": output.age(w.finished_at) + " ago",
+           "finished_at": output.rfc3339(w.finished_at), "clusterqueue": w.cluster_queue,
+           "nodes": ",".join(dict.fromkeys(w.placement)), "reason": w.reason,
+           "message": w.message}
+    return Item(obj, row, workload_labels(w))

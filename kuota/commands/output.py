@@ -1,0 +1,208 @@
+"""How the listing commands print: ``-o table|wide|json|yaml``, filters and ``--watch``.
+
+Two audiences, two shapes. People read *tables*: a few columns chosen to fit
+the terminal (rich shrinks and truncates the long ones; ``-o wide`` adds the
+rest). Programs read *objects*: ``-o json|yaml`` print each item as the API
+object it is — counts as numbers, resources as Kubernetes quantities, times
+in RFC 3339 — one object for a named item, a ``List`` otherwise, as
+``kubectl get`` does. A command builds :class:`Item` values (the object, its
+row, its labels) and this module does the rest, so every listing filters,
+prints and watches the same way. rich and yaml are imported only when a
+table or YAML is printed: ``-o json`` in a script stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+OUTPUTS = ("table", "wide", "json", "yaml")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One listed thing: its API object (json/yaml) and its table row."""
+
+    obj: dict[str, Any]
+    row: dict[str, Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Column names of the table; ``wide`` adds to ``narrow``; ``shrink`` may be cut short."""
+
+    narrow: Sequence[str]
+    wide: Sequence[str] = ()
+    shrink: Sequence[str] = ("message", "reason", "labels")
+
+
+def add_output_args(parser: argparse.ArgumentParser, *, watch: bool = True,
+                    choices: Sequence[str] = OUTPUTS) -> None:
+    parser.add_argument("-o", "--output", choices=choices, default="table",
+                        help="table (fits the terminal), wide (every column), json or yaml "
+                             "(the objects: numbers, quantities, RFC 3339 times)")
+    if watch:
+        parser.add_argument("-w", "--watch", action="store_true",
+                            help="print again every --interval seconds until Ctrl-C")
+        parser.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                            help="with --watch: seconds between refreshes (default 2)")
+
+
+def add_selector_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-l", "--selector", default="", metavar="SELECTOR",
+                        help="label selector: key=value, key!=value, key or !key, "
+                             "comma-separated (all must match)")
+
+
+def rfc3339(seconds: float | None) -> str | None:
+    """``2026-11-24T02:33:05Z`` (UTC), or None for an unknown time."""
+    if not seconds:
+        return None
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="seconds") \
+        .replace("+00:00", "Z")
+
+
+def age(since: float | None, now: float | None = None) -> str:
+    """A short age for tables: ``45s``, ``12m``, ``5h``, ``3d``."""
+    if not since:
+        return "-"
+    seconds = max(0, int((now if now is not None else time.time()) - since))
+    for limit, unit, size in ((120, "s", 1), (7200, "m", 60), (172800, "h", 3600)):
+        if seconds < limit:
+            return f"{seconds // size}{unit}"
+    return f"{seconds // 86400}d"
+
+
+def duration(seconds: float | None) -> str:
+    """``1h02m03s`` style, or ``-``."""
+    if seconds is None:
+        return "-"
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+# -- label selectors ------------------------------------------------------------------------
+
+Requirement = tuple[str, str, str]  # (key, op, value); op one of = != exists !exists
+
+
+def parse_selector(text: str) -> list[Requirement]:
+    """Kubernetes' equality-based selector syntax; ValueError naming the bad part."""
+    out: list[Requirement] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "!=" in part:
+            key, _, value = part.partition("!=")
+            out.append((key.strip(), "!=", value.strip()))
+        elif "=" in part:
+            key, _, value = part.partition("==" if "==" in part else "=")
+            out.append((key.strip(), "=", value.strip()))
+        elif part.startswith("!"):
+            out.append((part[1:].strip(), "!exists", ""))
+        else:
+            out.append((part, "exists", ""))
+        if not out[-1][0]:
+            raise ValueError(f"-l: {part!r} has no label key")
+    return out
+
+
+def matches(labels: Mapping[str, str], selector: Sequence[Requirement]) -> bool:
+    for key, op, value in selector:
+        have = labels.get(key)
+        ok = {"=": have == value, "!=": have != value, "exists": have is not None,
+              "!exists": have is None}[op]
+        if not ok:
+            return False
+    return True
+
+
+# -- printing -------------------------------------------------------------------------------
+
+def emit(items: Sequence[Item], columns: Columns, args: argparse.Namespace, *,
+         single: bool = False) -> None:
+    """Print ``items`` as ``args.output`` asks; ``single``: a NAME was given (one object)."""
+    if args.output in ("json", "yaml"):
+        doc: Any = items[0].obj if single and items else {
+            "apiVersion": "v1", "kind": "List", "items": [i.obj for i in items]}
+        if args.output == "json":
+            sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+        else:
+            import yaml
+
+            sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+        return
+    names = list(columns.narrow) + (list(columns.wide) if args.output == "wide" else [])
+    print_table([i.row for i in items], names,
+                shrink=() if args.output == "wide" else columns.shrink)
+
+
+def print_table(rows: Sequence[Mapping[str, Any]], names: Sequence[str], *,
+                shrink: Sequence[str] = ()) -> None:
+    """A borderless table as wide as the terminal (80 columns, or ``$COLUMNS``, when
+    stdout is not one). Other columns keep their whole values; the ``shrink`` ones share
+    what width is left and are cut with an ellipsis (rich would squeeze every column, and
+    a name folded over two lines cannot be copied)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    cells = [[_cell(row.get(name)) for name in names] for row in rows]
+    widths = [max([len(name), *(len(r[i]) for r in cells)]) for i, name in enumerate(names)]
+    needed = sum(widths) + 2 * (len(names) - 1)
+    console = Console(highlight=False, soft_wrap=False)
+    if not shrink:  # -o wide: every value whole, even past the terminal's edge
+        console = Console(highlight=False, soft_wrap=False, width=max(console.width, needed))
+    cut = [i for i, name in enumerate(names) if name in shrink]
+    room = console.width - sum(w for i, w in enumerate(widths) if i not in cut) \
+        - 2 * (len(names) - 1)
+    limit: dict[int, int] = {}
+    for n, i in enumerate(cut):  # earlier shrinkable columns take their share, the last the rest
+        limit[i] = max(8, min(widths[i], room // (len(cut) - n)))
+        room -= limit[i]
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for i, name in enumerate(names):
+        table.add_column(name.upper(), no_wrap=True, max_width=limit.get(i))
+    for row_cells in cells:
+        table.add_row(*(_shorten(text, limit[i]) if i in limit else text
+                        for i, text in enumerate(row_cells)))
+    console.print(table)
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())  # a multi-line message stays on its row
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    return str(value)
+
+
+def watch(render: Callable[[], None], args: argparse.Namespace) -> int:
+    """Run ``render`` once, or — with ``--watch`` — every ``--interval`` seconds until
+    Ctrl-C; a terminal is cleared between refreshes, a pipe gets them one after another."""
+    if not getattr(args, "watch", False):
+        render()
+        return 0
+    if args.interval <= 0:
+        raise ValueError("--interval must be positive")
+    clear = sys.stdout.isatty() and args.output in ("table", "wide")
+    try:
+        while True:
+            if clear:
+                sys.stdout.write("\x1b[H\x1b[2J")
+            render()
+            sys.stdout.flush()
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
