@@ -15,7 +15,12 @@ long as the process, which suits the demo, notebooks and tests that run the
 scheduler and workers as threads (:mod:`kuota.service.embedded`).
 
 URLs are shown only through :func:`redact`, so a password never reaches a
-message or a log.
+message or a log. The password may also come from ``REDIS_PASSWORD`` (used when
+the URL has none), which keeps it out of every ``ps`` listing. TLS is the
+``rediss://`` scheme with redis-py's query options: ``ssl_ca_certs``,
+``ssl_certfile`` and ``ssl_keyfile`` for a private CA and client certificates,
+``ssl_cert_reqs``. Workers never hand ``REDIS_URL`` or ``REDIS_PASSWORD`` on to
+their pods (:data:`kuota.service.supervisor.STORE_CREDENTIALS`).
 """
 
 from __future__ import annotations
@@ -109,6 +114,10 @@ def connect(url: str | None = None, *, prefix: str = DEFAULT_PREFIX,
     # keepalive lets a blocked XREAD/BLPOP notice a vanished peer.
     options: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 5,
                                "socket_keepalive": True, "health_check_interval": 10}
+    password = os.environ.get("REDIS_PASSWORD")
+    if password and urlsplit(url).password is None:
+        # Kept out of the URL so that it shows in no `ps` listing and no error message.
+        options["password"] = password
     text = redis.Redis.from_url(url, decode_responses=True, **options)
     raw = redis.Redis.from_url(url, **options)
     return Connection(url, text, raw, Store(text, prefix))

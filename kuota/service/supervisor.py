@@ -53,6 +53,10 @@ from kuota.service.jobs import PodJob
 from queueing.store import PodRef, Store
 from quota.resources import MILLI
 
+#: Environment variables that carry the worker's store address or password; pods never
+#: inherit them (a pod's own ``env`` may still set them on purpose).
+STORE_CREDENTIALS = frozenset({"REDIS_URL", "REDIS_PASSWORD"})
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -261,7 +265,9 @@ class PodSupervisor:
         return "failed"
 
     def _env(self, job: PodJob, ref: PodRef, devices: list[str]) -> dict[str, str]:
-        env = dict(os.environ)
+        # The worker's own way into the store is not the pod's: a job that inherited it
+        # could read and rewrite every workload, log and secret in the pool.
+        env = {k: v for k, v in os.environ.items() if k not in STORE_CREDENTIALS}
         env.update(job.env)
         others = [node for i, node in enumerate(job.peers) if i != ref.index]
         env.update({
