@@ -35,6 +35,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--grace", type=float, default=5.0, metavar="SECONDS",
                         help="seconds between SIGTERM and SIGKILL when stopping a pod "
                              "(default 5)")
+    parser.add_argument("--reconcile", type=float, default=10.0, metavar="SECONDS",
+                        help="how often to compare the pods the store says run here with the "
+                             "processes that do, reporting again an exit the store lost "
+                             "(default 10)")
     parser.add_argument("--replace", action="store_true",
                         help="take the node name over from a worker still running under it "
                              "(it is fenced and stops); without it such a start is refused")
@@ -60,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
     options = WorkerOptions(
         pool=args.pool, node=args.node, capacity=capacity,
         labels=cli.parse_labels(args.labels), devices=devices, heartbeat=args.heartbeat,
-        log_dir=args.log_dir, supervisor=SupervisorTiming(grace=args.grace),
-        replace=args.replace)
+        log_dir=args.log_dir, replace=args.replace,
+        supervisor=SupervisorTiming(grace=args.grace, reconcile=args.reconcile))
     worker = PoolWorker(cli.connection(args), options)
     worker.run()
     return 1 if worker.replaced else 0

@@ -13,7 +13,14 @@ answer; the thread then
 * every ``stop_check`` seconds asks the store which running pods must stop
   (evicted, preempted, cancelled, a failed gang mate, a lost node) and
   terminates them: SIGTERM to the process group, SIGKILL after ``grace``;
-* ships new log output to Redis every ``log_every`` seconds and at exit.
+* ships new log output to Redis every ``log_every`` seconds and at exit;
+* every ``reconcile`` seconds compares what the store says this node runs with
+  what it really runs. A pod the store still calls Running that has no process
+  here lost its exit report (Redis with ``appendfsync everysec`` can drop the
+  last second of writes): the exit is sent again from the supervisor's own
+  record of recent exits, or — with no record — reported as a failure, so the
+  quota and node capacity it holds are released. (The opposite case, a process
+  whose pod the store no longer runs, is the stop check's: it is terminated.)
 
 Processes are started by this long-lived thread on purpose: on Linux each
 child gets ``PR_SET_PDEATHSIG`` = SIGKILL, which fires when the thread that
@@ -30,6 +37,7 @@ group).
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
 import logging
@@ -50,7 +58,7 @@ from typing import IO, TypeVar
 import redis
 
 from kuota.service.jobs import PodJob
-from queueing.store import PodRef, Store
+from queueing.store import PodPhase, PodRef, Store
 from quota.resources import MILLI
 
 #: Environment variables that carry the worker's store address or password; pods never
@@ -106,6 +114,25 @@ class SupervisorTiming:
     log_every: float = 0.5
     #: Seconds between SIGTERM and SIGKILL.
     grace: float = 5.0
+    #: Seconds between comparisons of the store's pods of this node with its processes.
+    reconcile: float = 10.0
+
+#: The exit code reported for a pod the store runs here with no process and no record of
+#: its end (as a shell reports a process killed by SIGKILL).
+LOST_EXIT_CODE = 137
+#: How many recent exits a supervisor remembers, to report one again that the store lost.
+EXITS_REMEMBERED = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Exit:
+    """An exit as reported to the store, kept to report it again if the store loses it."""
+
+    pod_count: int
+    exit_code: int
+    stopped: bool
+    message: str
+    pid: int
 
 
 class PodSupervisor:
@@ -130,6 +157,9 @@ class PodSupervisor:
         self._thread = threading.Thread(target=self._loop, name=f"pods-{node}", daemon=True)
         self._last_stop_check = 0.0
         self._last_log_ship = 0.0
+        self._last_reconcile = 0.0
+        #: Recent exits as reported, by pod id, oldest first.
+        self._exits: collections.OrderedDict[str, _Exit] = collections.OrderedDict()
 
     # -- called from other threads -------------------------------------------------
     def start(self) -> None:
@@ -178,6 +208,9 @@ class PodSupervisor:
             elif now - self._last_stop_check >= self.timing.stop_check and self._running:
                 self._last_stop_check = now
                 self._check_stops(now)
+            if not stopping and now - self._last_reconcile >= self.timing.reconcile:
+                self._last_reconcile = now
+                self._reconcile(now)
             if now - self._last_log_ship >= self.timing.log_every:
                 self._last_log_ship = now
                 for pod in self._running.values():
@@ -295,12 +328,40 @@ class PodSupervisor:
             message = (f"pod {pod.ref.index} on {self.node} exited with {code}"
                        if code >= 0 else
                        f"pod {pod.ref.index} on {self.node} killed by signal {-code}")
+            report = _Exit(pod.job.pod_count, code, pod.stop_requested, message, pod.proc.pid)
+            self._exits[pod_id] = report
+            while len(self._exits) > EXITS_REMEMBERED:
+                self._exits.popitem(last=False)
             # An exit must be recorded even across a Redis outage: the gang's fate hangs on it.
-            status = self._persist(functools.partial(
-                self.store.pods.exit, pod.ref, node=self.node, pod_count=pod.job.pod_count,
-                exit_code=code, stopped=pod.stop_requested, message=message, pid=pod.proc.pid,
-                now=now))
+            status = self._persist(functools.partial(self._send_exit, pod.ref, report, now))
             log.info("pod %s exited %s (%s)", pod_id, code, status)
+
+    def _send_exit(self, ref: PodRef, report: _Exit, now: float) -> str:
+        return self.store.pods.exit(ref, node=self.node, pod_count=report.pod_count,
+                                    exit_code=report.exit_code, stopped=report.stopped,
+                                    message=report.message, pid=report.pid, now=now)
+
+    def _reconcile(self, now: float) -> None:
+        """Report again the exits of pods the store still believes run here."""
+        try:
+            refs = [r for r in self.store.pods.on_node(self.node) if r.id not in self._running]
+            records = self.store.pods.get_many(refs)
+            epoch = self._epoch()
+            for ref, record in zip(refs, records, strict=True):
+                if (record is None or record.state is not PodPhase.RUNNING
+                        or record.node != self.node or record.epoch != epoch):
+                    continue  # placed and not started yet, or not this incarnation's
+                report = self._exits.get(ref.id)
+                if report is None:
+                    workload = self.store.workloads.get(ref.workload)
+                    report = _Exit(len(workload.pod_refs()), LOST_EXIT_CODE, False,
+                                   f"pod {ref.index}: node {self.node} runs no process for it "
+                                   "(its exit report was lost)", 0)
+                log.warning("node %s: the store lost the exit of pod %s; reporting it again",
+                            self.node, ref.id)
+                self._send_exit(ref, report, now)
+        except redis.RedisError as exc:  # compared again at the next round
+            log.warning("node %s: cannot compare pods with the store: %s", self.node, exc)
 
     def _persist(self, write: Callable[[], T]) -> T:
         delay = 0.1

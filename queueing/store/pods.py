@@ -55,6 +55,10 @@ class PodStore:
              k.events, *others],
             [ref.id, ref.attempt, exit_code, now, stopped, EVENTS_MAXLEN, message, pid])
 
+    def on_node(self, node: str) -> list[PodRef]:
+        """The pods holding ``node``'s capacity (placed or running there)."""
+        return [PodRef.parse(pod_id) for pod_id in self._r.smembers(self._keys.node_pods(node))]
+
     def get(self, ref: PodRef) -> PodRecord | None:
         h: dict[str, str] = self._r.hgetall(self._keys.pod(ref))
         return PodRecord.from_hash(ref, h) if h else None
