@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-real cluster-bins lint bench crds clean setup
+.PHONY: demo test test-fast test-real cluster-bins lint bench crds clean setup image
 
 setup: $(STAMP)
 
@@ -46,6 +46,11 @@ bench: $(STAMP)
 
 crds: $(STAMP)
 	$(BIN)/kuota crds --write manifests/crds --docs docs/reference/api.md
+
+# The container image (needs a Docker engine); the manifests name kuota:<version>.
+IMAGE ?= kuota:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+image:
+	docker build -t $(IMAGE) .
 
 clean:
 	rm -rf $(VENV) build *.egg-info
