@@ -139,6 +139,17 @@ class Engine:
 
     # -- configuration -------------------------------------------------------
     def apply(self, obj: ConfigObject) -> None:
+        self._set(obj)
+        self._reconfigure()
+
+    def apply_all(self, objects: Iterable[ConfigObject]) -> None:
+        """Apply many objects with one tree rebuild and one queue reconfiguration."""
+        with self.cache.deferred():
+            for obj in objects:
+                self._set(obj)
+        self._reconfigure()
+
+    def _set(self, obj: ConfigObject) -> None:
         if isinstance(obj, FlavorConfig):
             self.cache.set_flavor(obj)
         elif isinstance(obj, ClusterQueueConfig):
@@ -149,11 +160,6 @@ class Engine:
             self.cache.set_admission_check(obj)
         else:
             self.cache.set_local_queue(obj)
-        self._reconfigure()
-
-    def apply_all(self, objects: Iterable[ConfigObject]) -> None:
-        for obj in objects:
-            self.apply(obj)
 
     def delete(self, kind: str, name: str) -> None:
         """Delete a config by kind and name (``namespace/name`` for LocalQueues)."""

@@ -21,27 +21,44 @@ from __future__ import annotations
 import argparse
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from kuota.scenario import parse_scenario
 from kuota.simulator import Simulation
 
-CLASSES = (  # name, count, interval s, cpu, runtime s, priority
+#: (name, count per ClusterQueue, interval s, cpu, runtime s, priority)
+WorkloadClass = tuple[str, int, float, int, float, int]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One of Kueue's scheduler performance shapes (its generator.yaml): every cohort has
+    ``queues`` ClusterQueues of nominalQuota 20 cpu and borrowingLimit 100, and every
+    ClusterQueue gets the same workload classes."""
+
+    cohorts: int
+    queues: int
+    classes: tuple[WorkloadClass, ...]
+
+
+BASELINE = Shape(5, 6, (
     ("small", 350, 0.1, 1, 0.2, 50),
     ("medium", 100, 0.5, 5, 0.5, 100),
     ("large", 50, 1.2, 20, 1.0, 200),
-)
+))
+CLASSES = BASELINE.classes
 
 
 def baseline(*, interval_scale: float = 1.0, count_scale: float = 1.0,
-             preemption: bool = False) -> dict[str, Any]:
+             preemption: bool = False, shape: Shape = BASELINE) -> dict[str, Any]:
     objects: list[dict[str, Any]] = [
         {"apiVersion": "kuota.dev/v1alpha1", "kind": "ResourceFlavor",
          "metadata": {"name": "default"}},
     ]
     workloads: list[dict[str, Any]] = []
-    for c in range(5):
-        for q in range(6):
+    for c in range(shape.cohorts):
+        for q in range(shape.queues):
             cq = f"cohort{c}-cq{q}"
             spec: dict[str, Any] = {
                 "cohortName": f"cohort{c}",
@@ -58,7 +75,7 @@ def baseline(*, interval_scale: float = 1.0, count_scale: float = 1.0,
             objects.append({"apiVersion": "kuota.dev/v1alpha1", "kind": "LocalQueue",
                             "metadata": {"name": "lq", "namespace": cq},
                             "spec": {"clusterQueue": cq}})
-            for name, count, interval, cpu, runtime, priority in CLASSES:
+            for name, count, interval, cpu, runtime, priority in shape.classes:
                 for i in range(max(1, round(count * count_scale))):
                     workloads.append({
                         "name": f"{name}-{i}", "namespace": cq, "queueName": "lq",
@@ -70,11 +87,12 @@ def baseline(*, interval_scale: float = 1.0, count_scale: float = 1.0,
 
 
 def run(*, interval_scale: float = 1.0, count_scale: float = 1.0,
-        preemption: bool) -> dict[str, Any]:
+        preemption: bool, shape: Shape = BASELINE) -> dict[str, Any]:
     scenario = parse_scenario(baseline(interval_scale=interval_scale, count_scale=count_scale,
-                                       preemption=preemption), source="baseline")
+                                       preemption=preemption, shape=shape), source="baseline")
     start = time.process_time()
     sim = Simulation(scenario)
+    setup = time.process_time() - start
     result = sim.run()
     cpu = time.process_time() - start
     waits: dict[str, list[float]] = defaultdict(list)
@@ -87,10 +105,11 @@ def run(*, interval_scale: float = 1.0, count_scale: float = 1.0,
             waits[cls].append(first["at"] - outcome.arrival)
             decisions += len(outcome.admissions)
         if outcome.finished_at is not None:
-            spec = next(c for c in CLASSES if c[0] == cls)
+            spec = next(c for c in shape.classes if c[0] == cls)
             used[key.split("/")[0]] += spec[3] * spec[4]
     min_usage = min(v / (20 * result.end) for v in used.values()) if result.end else 0.0
-    return {"wall": result.end, "cpu": cpu, "decisions": decisions, "cycles": result.cycles,
+    return {"wall": result.end, "cpu": cpu, "setup": setup, "decisions": decisions,
+            "cycles": result.cycles,
             "waits": {k: sum(v) / len(v) for k, v in waits.items()},
             "admitted": sum(len(v) for v in waits.values()), "min_usage": min_usage,
             "peak_pending": _peak_pending(result)}

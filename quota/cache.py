@@ -18,6 +18,7 @@ usage with shared, immutable configs.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -81,39 +82,42 @@ class QuotaCache:
     generation: int = 0
     #: Workload key -> the ClusterQueue it holds quota in.
     _where: dict[str, str] = field(default_factory=dict)
+    #: Inside :meth:`deferred`: config changes mark the tree stale instead of rebuilding it.
+    _deferring: int = 0
+    _stale: bool = False
 
     # -- configuration -------------------------------------------------------
     def set_flavor(self, flavor: FlavorConfig) -> None:
         self.flavors[flavor.name] = flavor
-        self.rebuild()
+        self._changed()
 
     def delete_flavor(self, name: str) -> None:
         self.flavors.pop(name, None)
-        self.rebuild()
+        self._changed()
 
     def set_cluster_queue(self, cq: ClusterQueueConfig) -> None:
         self.cluster_queues[cq.name] = cq
-        self.rebuild()
+        self._changed()
 
     def delete_cluster_queue(self, name: str) -> None:
         self.cluster_queues.pop(name, None)
-        self.rebuild()
+        self._changed()
 
     def set_cohort(self, cohort: CohortConfig) -> None:
         self.cohorts[cohort.name] = cohort
-        self.rebuild()
+        self._changed()
 
     def delete_cohort(self, name: str) -> None:
         self.cohorts.pop(name, None)
-        self.rebuild()
+        self._changed()
 
     def set_admission_check(self, check: AdmissionCheckConfig) -> None:
         self.admission_checks[check.name] = check
-        self.rebuild()
+        self._changed()
 
     def delete_admission_check(self, name: str) -> None:
         self.admission_checks.pop(name, None)
-        self.rebuild()
+        self._changed()
 
     def set_local_queue(self, lq: LocalQueueConfig) -> None:
         self.local_queues[lq.key] = lq
@@ -130,8 +134,27 @@ class QuotaCache:
     def namespace_labels(self, name: str) -> Mapping[str, str]:
         return self.namespaces.get(name) or {"kubernetes.io/metadata.name": name}
 
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Apply many config changes with one rebuild at the end: applying N objects
+        costs one pass over the tree, not N (a Redis leader's start, a scenario's setup)."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+            if not self._deferring and self._stale:
+                self.rebuild()
+
+    def _changed(self) -> None:
+        if self._deferring:
+            self._stale = True
+        else:
+            self.rebuild()
+
     def rebuild(self) -> None:
         """Relink the tree from the configs and recount every workload's usage."""
+        self._stale = False
         self.generation += 1
         self.tree = QuotaTree.build(
             queues={n: (cq.cohort, cq.quotas) for n, cq in self.cluster_queues.items()},

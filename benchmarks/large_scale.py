@@ -1,0 +1,79 @@
+"""Kueue's "large-scale" scheduler performance shape, run in kuota's virtual time.
+
+Shape (Kueue's test/performance/scheduler/configs/large-scale/generator.yaml): 10 cohorts
+× 100 ClusterQueues = 1,000 ClusterQueues, each nominalQuota 20 cpu, borrowingLimit 100,
+reclaimWithinCohort Any, withinClusterQueue LowerPriority; per ClusterQueue 35 small
+(1 cpu, 150 ms, one every 60 ms, priority 50), 11 medium (5 cpu, 350 ms, every 300 ms,
+priority 100) and 4 large (20 cpu, 700 ms, every 700 ms, priority 200) — 50,000
+workloads. Kueue's CI (rangespec.yaml, mean of 19 runs): wall 1,179 s; mean time to
+admission large 105.6 s, medium 256.4 s, small 700.4 s; min ClusterQueue usage 38.6 %.
+
+Prints, for the shape with Kueue's preemption settings: virtual wall time, mean time to
+admission per class, min ClusterQueue usage, CPU seconds for setting up the 2,000 queue
+objects and for the whole run, and CPU per admission. ``--scaling`` adds a table of the
+engine's CPU per admission at 30 / 300 / 1,000 ClusterQueues (the shape's arrivals) and
+with 1k / 10k / 50k workloads pending at once (everything arriving at t=0).
+
+Not measured here (issue "Scale", still open): the real-time run on Redis
+(`kuota scheduler` + workers) — see benchmarks/redis_throughput.py for that harness.
+
+Usage: python benchmarks/large_scale.py [--no-preemption] [--scaling]
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from simulate_kueue_baseline import Shape, report, run
+
+LARGE_SCALE = Shape(10, 100, (
+    ("small", 35, 0.06, 1, 0.15, 50),
+    ("medium", 11, 0.3, 5, 0.35, 100),
+    ("large", 4, 0.7, 20, 0.7, 200),
+))
+KUEUE = ("Kueue's CI means for this shape: wall 1,179 s; time to admission large 105.6 s, "
+         "medium 256.4 s, small 700.4 s; CQ usage >= 38.6 %")
+
+
+def per_admission(r: dict[str, Any]) -> float:
+    """Engine CPU µs per admission decision, queue setup excluded."""
+    return 1e6 * (r["cpu"] - r["setup"]) / max(r["decisions"], 1)
+
+
+def scaling(preemption: bool) -> None:
+    print("== scaling: engine CPU per admission (queue setup excluded)")
+    print(f"  {'shape':<44} {'setup CPU s':>11} {'peak pending':>12} {'µs/admission':>13}")
+    rows: list[tuple[str, Shape, float, float]] = [
+        (f"{c * q} ClusterQueues, the shape's arrivals", Shape(c, q, LARGE_SCALE.classes),
+         1.0, 1.0)
+        for c, q in ((3, 10), (3, 100), (10, 100))]
+    rows += [(f"{n:,} pending at once (1,000 ClusterQueues)", LARGE_SCALE, 0.0, n / 50_000)
+             for n in (1_000, 10_000, 50_000)]
+    for title, shape, interval, count in rows:
+        r = run(shape=shape, interval_scale=interval, count_scale=count,
+                preemption=preemption)
+        print(f"  {title:<44} {r['setup']:>11.2f} {r['peak_pending']:>12,} "
+              f"{per_admission(r):>13.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-preemption", action="store_true",
+                        help="drop the shape's preemption settings")
+    parser.add_argument("--scaling", action="store_true",
+                        help="also print the scaling table (several more runs)")
+    args = parser.parse_args()
+    preemption = not args.no_preemption
+    r = run(shape=LARGE_SCALE, preemption=preemption)
+    report("large-scale (Kueue's shape" + (", preemption on)" if preemption else ")"), r)
+    print(f"  CPU seconds, queue setup {r['setup']:.2f}")
+    print(f"  CPU per admission (run)  {per_admission(r):.1f} µs")
+    print(f"  {KUEUE}")
+    if args.scaling:
+        scaling(preemption)
+
+
+if __name__ == "__main__":
+    main()
