@@ -38,9 +38,10 @@ class Lease:
         return int(self.holder.rpartition("|")[2]) if self.holder else None
 
     def acquire(self) -> bool:
-        """Take the lease if free (keeping our token if we already hold it)."""
+        """Take the lease if free (keeping our token if we already hold it). Another
+        process with the same identity does not count as us: it waits for the TTL."""
         status = self._scripts.run("lease_acquire", [self._keys.lease, self._keys.fence],
-                                   [self.identity, self._ms])
+                                   [self.identity, self._ms, self.holder or ""])
         self.holder = status[3:] if status.startswith("ok:") else None
         return self.holder is not None
 

@@ -528,12 +528,13 @@ return "ok"
 """
 
 LEASE_ACQUIRE: Final = r"""
--- Take the scheduler lease if free (or already ours); a new holder gets a new fencing token.
--- KEYS[1] lease  KEYS[2] fence  ARGV[1] identity  ARGV[2] ttl ms
+-- Take the scheduler lease if free (or already held by this very caller); a new holder
+-- gets a new fencing token. The same identity is not enough: two processes started
+-- with one --identity must not both lead, so only the exact holder value re-takes it.
+-- KEYS[1] lease  KEYS[2] fence  ARGV[1] identity  ARGV[2] ttl ms  ARGV[3] our holder or ""
 local current = redis.call("GET", KEYS[1])
 if current then
-  local sep = string.find(current, "|", 1, true)
-  if string.sub(current, 1, sep - 1) ~= ARGV[1] then return "held:" .. current end
+  if current ~= ARGV[3] then return "held:" .. current end
   redis.call("PEXPIRE", KEYS[1], ARGV[2])
   return "ok:" .. current
 end

@@ -13,6 +13,17 @@ def test_one_holder_at_a_time() -> None:
     assert a.acquire() and a.token == 1, "re-acquiring keeps the reign's token"
 
 
+def test_two_processes_with_one_identity_do_not_both_lead() -> None:
+    """Issue 12: two schedulers started with the same --identity both led."""
+    store = new_store()
+    first, second = store.lease("sched", 30), store.lease("sched", 30)
+    assert first.acquire()
+    assert not second.acquire() and second.holder is None
+    assert first.renew() and first.acquire() and first.token == 1
+    first.release()
+    assert second.acquire() and second.token == 2
+
+
 def test_a_new_reign_gets_a_new_token() -> None:
     store = new_store()
     a, b = store.lease("a", 30), store.lease("b", 30)
