@@ -581,8 +581,7 @@ class Engine:
         node = self.cache.tree.queues.get(entry.admission.cluster_queue)
         if node is None:
             return
-        self.queues.unblock((n.name for n in self.cache.tree.members(node.root())
-                             if not n.is_cohort), quota_freed=True)
+        self.queues.unblock(self.cache.tree.queue_names(node.root()), quota_freed=True)
 
     def _enqueue(self, record: Record) -> None:
         queued = record.info.created if record.queue_order is None else record.queue_order

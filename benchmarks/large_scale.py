@@ -48,7 +48,7 @@ def scaling(preemption: bool) -> None:
         (f"{c * q} ClusterQueues, the shape's arrivals", Shape(c, q, LARGE_SCALE.classes),
          1.0, 1.0)
         for c, q in ((3, 10), (3, 100), (10, 100))]
-    rows += [(f"{n:,} pending at once (1,000 ClusterQueues)", LARGE_SCALE, 0.0, n / 50_000)
+    rows += [(f"~{n:,} arriving at once (1,000 ClusterQueues)", LARGE_SCALE, 0.0, n / 50_000)
              for n in (1_000, 10_000, 50_000)]
     for title, shape, interval, count in rows:
         r = run(shape=shape, interval_scale=interval, count_scale=count,

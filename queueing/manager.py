@@ -13,6 +13,7 @@ of every ClusterQueue in that tree. Config changes unblock everything.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from queueing.pending import PendingQueue
@@ -47,6 +48,9 @@ class QueueManager:
     waiting: dict[str, _Waiting] = field(default_factory=dict)
     #: Parked workloads → (reason, message).
     parked: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: ClusterQueues that may have something blocked (a superset): a release wakes only
+    #: these, not every queue of the cohort tree.
+    _blocked: set[str] = field(default_factory=set)
 
     def configure(self, cluster_queues: Iterable[ClusterQueueConfig],
                   local_queues: Iterable[LocalQueueConfig]) -> None:
@@ -91,6 +95,7 @@ class QueueManager:
 
     def block(self, head: Head, reason: str, message: str) -> None:
         self.queues[head.cluster_queue].block(head.info, reason, message)
+        self._blocked.add(head.cluster_queue)
 
     def pin(self, head: Head) -> None:
         """``head`` preempted to make room: it is its queue's next head (see PendingQueue)."""
@@ -99,10 +104,13 @@ class QueueManager:
             queue.pin(head.info.key)
 
     def unblock(self, cluster_queues: Iterable[str], *, quota_freed: bool = False) -> None:
-        for name in cluster_queues:
+        wanted = cluster_queues if isinstance(cluster_queues, AbstractSet) else set(cluster_queues)
+        for name in self._blocked & wanted:
             queue = self.queues.get(name)
             if queue is not None:
                 queue.unblock(quota_freed=quota_freed)
+            if queue is None or not queue.stuck:
+                self._blocked.discard(name)
 
     def why_waiting(self, key: str) -> tuple[str, str] | None:
         """(reason, message) for a parked or blocked workload; None if it is up for a try."""

@@ -152,6 +152,11 @@ class PendingQueue:
             if members:
                 heapq.heappush(self._tops, (members[0][0], eq))
 
+    @property
+    def stuck(self) -> bool:
+        """Whether something here is blocked or held (waits for an unblock)."""
+        return bool(self.blocked) or self.held is not None
+
     def why_blocked(self, info: WorkloadInfo) -> tuple[str, str] | None:
         if self.held is not None:
             return self.held

@@ -189,6 +189,7 @@ class QuotaTree:
     queues: dict[str, QuotaNode] = field(default_factory=dict)
     #: Cohorts inside a parent loop, with the loop spelled out; their trees admit nothing.
     broken: dict[str, str] = field(default_factory=dict)
+    _queue_names: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -262,6 +263,15 @@ class QuotaTree:
         node = self.queues[queue]
         for fr, amount in usage.items():
             remove_usage(node, fr, amount)
+
+    def queue_names(self, root: QuotaNode) -> frozenset[str]:
+        """The ClusterQueues of the subtree under ``root`` (remembered: the tree's shape
+        only changes by building a new one)."""
+        names = self._queue_names.get(root.name)
+        if names is None:
+            names = self._queue_names[root.name] = frozenset(
+                n.name for n in self.members(root) if not n.is_cohort)
+        return names
 
     def members(self, root: QuotaNode) -> Iterable[QuotaNode]:
         """Every node of the subtree under ``root``, root first."""
