@@ -27,6 +27,8 @@ from typing import Any
 
 from simulate_kueue_baseline import Shape, report, run
 
+from kuota import gctuning
+
 LARGE_SCALE = Shape(10, 100, (
     ("small", 35, 0.06, 1, 0.15, 50),
     ("medium", 11, 0.3, 5, 0.35, 100),
@@ -65,6 +67,7 @@ def main() -> None:
     parser.add_argument("--scaling", action="store_true",
                         help="also print the scaling table (several more runs)")
     args = parser.parse_args()
+    gctuning.tune()  # as `kuota simulate` and `kuota scheduler` do
     preemption = not args.no_preemption
     r = run(shape=LARGE_SCALE, preemption=preemption)
     report("large-scale (Kueue's shape" + (", preemption on)" if preemption else ")"), r)

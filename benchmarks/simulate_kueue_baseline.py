@@ -24,6 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from kuota import gctuning
 from kuota.scenario import parse_scenario
 from kuota.simulator import Simulation
 
@@ -150,6 +151,7 @@ def main() -> None:
                         help="use the shape's preemption settings (reclaimWithinCohort: Any, "
                              "withinClusterQueue: LowerPriority)")
     args = parser.parse_args()
+    gctuning.tune()  # as `kuota simulate` and `kuota scheduler` do
     base = run(interval_scale=1.0, preemption=args.preemption)
     report("baseline (Kueue's shape)", base)
     print("  Kueue's published means for this shape: wall 351 s; time to admission "

@@ -24,6 +24,7 @@ from typing import Any
 
 import kopf
 
+from kuota import gctuning
 from kuota.operator.handlers import WebhookOptions, build_registry
 from kuota.operator.loop import Operator
 from kuota.operator.settings import Options
@@ -147,6 +148,7 @@ def options_from(args: argparse.Namespace) -> Options:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    gctuning.tune()
     webhook = None
     if args.webhook_listen is not None:
         cert = key = ca = None

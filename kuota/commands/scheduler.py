@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from kuota import gctuning
 from kuota.service import cli, metrics, presence
 from kuota.service.leader import Timing
 from kuota.service.scheduler import SchedulerOptions, SchedulerService, default_identity
@@ -52,6 +53,7 @@ def register(subparsers: Any) -> None:
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
     cli.setup_logging(args)
+    gctuning.tune()
     if args.batch < 0:
         print("error: --batch must not be negative", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from kuota import render
+from kuota import gctuning, render
 from kuota.expect import check
 from kuota.scenario import ScenarioError, load_scenario
 from kuota.simulator import simulate
@@ -31,6 +31,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    gctuning.tune()
     try:
         scenario = load_scenario(args.scenario)
     except ScenarioError as exc:
