@@ -142,8 +142,9 @@ def load(store: Store, config: EngineConfig | None = None) -> Loaded:
     live: dict[str, WorkloadRecord] = {}
     invalid: dict[str, str] = {}
     dispatched: dict[str, WorkloadRecord] = {}
-    for record in store.workloads.all():
-        if record.state in SET_ASIDE:
+    unfinished = store.workloads.keys_not_in(SET_ASIDE)
+    for record in store.workloads.get_many(unfinished).values():
+        if record.state in SET_ASIDE:  # finished meanwhile
             continue
         if record.dispatched:
             dispatched[record.key] = record

@@ -21,7 +21,7 @@ scheduling round; each call is atomic on its own and answers separately.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -156,6 +156,21 @@ class WorkloadStore:
     def all(self) -> list[WorkloadRecord]:
         found = self.get_many(self.keys())
         return list(found.values())
+
+    def keys_not_in(self, states: Collection[str], *, chunk: int = 10_000) -> list[str]:
+        """Every workload key whose state is not one of ``states``, oldest first. Reads only
+        the ``state`` field: a scheduler's rebuild need not read (and parse) the specs of
+        the many finished workloads a pool retains."""
+        keys = self.keys()
+        wanted: list[str] = []
+        for start in range(0, len(keys), chunk):
+            part = keys[start:start + chunk]
+            pipe = self._r.pipeline(transaction=False)
+            for key in part:
+                pipe.hget(self._keys.workload(key), "state")
+            wanted += [key for key, state in zip(part, pipe.execute(), strict=True)
+                       if state not in states]
+        return wanted
 
     def history(self, key: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self._r.lrange(self._keys.history(key), 0, -1)]
