@@ -90,6 +90,15 @@ def working_dir(workload: api.Workload, pod_set: str) -> str:
     return str((ps.template.spec.containers[0].model_extra or {}).get("workingDir") or "")
 
 
+def node_queue(raw: Any, keys: Keys, node: str) -> Any:
+    """The rq queue of ``node``'s worker. Its jobs are JSON, never pickles: unpickling
+    what anyone with write access to Redis put there would run their code in the worker."""
+    from rq import Queue  # here, not at the top: the CLI's start-up does without rq
+    from rq.serializers import JSONSerializer
+
+    return Queue(keys.node_queue(node), connection=raw, serializer=JSONSerializer)
+
+
 def enqueue(raw: Any, keys: Keys, jobs: Iterable[PodJob]) -> int:
     """Send the pods to their nodes' queues, one rq job per node, in one pipeline.
 
@@ -109,6 +118,6 @@ def enqueue(raw: Any, keys: Keys, jobs: Iterable[PodJob]) -> int:
                                   job_id=keys.start_job_id(refs), result_ttl=RESULT_TTL,
                                   failure_ttl=FAILURE_TTL,
                                   description=f"start {len(refs)} pod(s) on {node}")
-        Queue(keys.node_queue(node), connection=raw).enqueue_many([data], pipeline=pipe)
+        node_queue(raw, keys, node).enqueue_many([data], pipeline=pipe)
     pipe.execute()
     return len(by_node)

@@ -14,11 +14,14 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kuota.service.jobs import PodJob
+from kuota.service.jobs import START_PODS, PodJob
 from kuota.service.supervisor import PodSupervisor
 
 #: A no-op job that wakes a worker blocked on its queue (to stop a worker in a thread).
 WAKE: Final = "kuota.service.pod.wake"
+
+#: The only functions a kuota worker runs, whatever a job in its queue names.
+TASKS: Final = frozenset({START_PODS, WAKE})
 
 _LOCK = threading.Lock()
 _SUPERVISORS: dict[tuple[str, str], PodSupervisor] = {}

@@ -40,16 +40,35 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from rq import Queue, SimpleWorker
+from rq import SimpleWorker
+from rq.job import Job
+from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 
 from kuota.service import pod
 from kuota.service.connection import Connection
+from kuota.service.jobs import node_queue
 from kuota.service.supervisor import GPU, PodSupervisor, SupervisorTiming
 from queueing.store.keys import check_node_name
 from quota.resources import MILLI, ResourceVector
 
 log = logging.getLogger(__name__)
+
+
+class TaskJob(Job):
+    """An rq job that may only call kuota's own pod tasks (:data:`pod.TASKS`).
+
+    rq imports and calls whatever function a job names; a worker runs the commands of
+    every pod of its node, so a job naming ``os.system`` would be a way around kuota
+    for anyone who can write to Redis. Such a job fails, and nothing is imported.
+    """
+
+    @property
+    def func(self) -> Any:
+        if self.func_name not in pod.TASKS or self.instance is not None:
+            raise PermissionError(f"rq job {self.id} names {self.func_name!r}: a kuota worker "
+                                  f"runs only {', '.join(sorted(pod.TASKS))}")
+        return super().func
 
 
 class NodeWorker(SimpleWorker):
@@ -175,10 +194,11 @@ class PoolWorker:
             self.stopped.set()
 
     def _new_rq_worker(self) -> NodeWorker:
-        queue = Queue(self.conn.store.keys.node_queue(self.node), connection=self.conn.raw)
+        queue = node_queue(self.conn.raw, self.conn.store.keys, self.node)
         in_thread = threading.current_thread() is not threading.main_thread()
         cls = ThreadNodeWorker if in_thread else NodeWorker
-        return cls([queue], connection=self.conn.raw,
+        return cls([queue], connection=self.conn.raw, job_class=TaskJob,
+                   serializer=JSONSerializer,
                    name=f"kuota-{self.node}-{uuid.uuid4().hex[:8]}",
                    worker_ttl=self.options.rq_worker_ttl)
 
@@ -220,8 +240,8 @@ class PoolWorker:
     def _wake_rq(self) -> None:
         """A no-op job on the node's queue: ends rq's blocking wait for the next job."""
         try:
-            Queue(self.conn.store.keys.node_queue(self.node), connection=self.conn.raw,
-                  ).enqueue(pod.WAKE, result_ttl=0, description="wake the worker to stop")
+            node_queue(self.conn.raw, self.conn.store.keys, self.node).enqueue(
+                pod.WAKE, result_ttl=0, description="wake the worker to stop")
         except redis.RedisError as exc:
             log.warning("node %s: could not wake the worker: %s", self.node, exc)
 

@@ -229,9 +229,7 @@ def test_a_lost_start_job_is_sent_again(redis_server_url: str, redis_prefix: str
     """A start job that vanished (say, with a worker that died holding it) is re-sent."""
     import threading
 
-    from rq import Queue
-
-    from kuota.service.jobs import PodJob
+    from kuota.service.jobs import PodJob, node_queue
 
     with local_cluster(redis_server_url, redis_prefix) as cluster:  # a scheduler, no worker
         client = cluster.client()
@@ -250,7 +248,7 @@ def test_a_lost_start_job_is_sent_again(redis_server_url: str, redis_prefix: str
             run = client.submit(["true"], queue="default/lq-cq", requests={"cpu": 1},
                                 name="orphan")
             wait_for("placement", lambda: run.record().placement == ("n1",))
-            queue = Queue(store.keys.node_queue("n1"), connection=cluster.connection.raw)
+            queue = node_queue(cluster.connection.raw, store.keys, "n1")
             first = wait_for("the start job", lambda: queue.job_ids)
             queue.empty()  # the job is lost
             sent_at = time.monotonic()
