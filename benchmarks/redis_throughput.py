@@ -51,6 +51,7 @@ import redis
 from rq import Queue, Worker
 from rq.exceptions import DequeueTimeout
 from rq.registry import FinishedJobRegistry
+from rq.serializers import JSONSerializer
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -58,7 +59,7 @@ sys.path.insert(0, str(REPO))
 from kuota.client import Client  # noqa: E402
 from kuota.service import submission  # noqa: E402
 from kuota.service.connection import connect  # noqa: E402
-from kuota.service.jobs import PodJob  # noqa: E402
+from kuota.service.jobs import PodJob, node_queue  # noqa: E402
 from queueing.store import PodRef, Store  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -250,7 +251,7 @@ class TimedRunner:
         self.raw = redis.Redis.from_url(url)
         self.epoch = store.nodes.register(node, pool="bench", capacity={"cpu": 10**12},
                                           labels={}, devices=[], now=time.time())
-        self.queue = Queue(store.keys.node_queue(node), connection=self.raw)
+        self.queue = node_queue(self.raw, store.keys, node)
         self.stop = threading.Event()
         self._due: list[tuple[float, str]] = []
         self._lock = threading.Lock()
@@ -272,7 +273,8 @@ class TimedRunner:
     def _take(self) -> None:
         while not self.stop.is_set():
             try:
-                got = Queue.dequeue_any([self.queue], timeout=1, connection=self.raw)
+                got = Queue.dequeue_any([self.queue], timeout=1, connection=self.raw,
+                                        serializer=JSONSerializer)
             except DequeueTimeout:
                 continue
             if got is None:
