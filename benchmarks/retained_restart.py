@@ -1,0 +1,122 @@
+"""A scheduler restarted over many retained finished workloads (issue "Redis mode for real
+users": with the default ``--retain-finished 7d``, ~60,000 finished workloads made every
+rebuild outlast the 5 s lease and no job was admitted any more).
+
+Fills a real redis-server with N finished workload records (copies of a real one, spec
+included; default 100,000), submits one new job, then starts ``kuota scheduler`` (default
+lease 5 s) and ``kuota worker`` and prints how long the scheduler took to lead (lease
+taken), to admit the new job, and to see it finish. Target: leads within one lease,
+admits within 5 s.
+
+Usage: python benchmarks/retained_restart.py [--finished 100000] [--redis URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from redis_throughput import redis_server
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kuota.client import Client  # noqa: E402
+from kuota.service.connection import connect  # noqa: E402
+
+QUEUES = """
+apiVersion: kuota.dev/v1alpha1
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kuota.dev/v1alpha1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: [cpu]
+      flavors: [{name: default, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: kuota.dev/v1alpha1
+kind: LocalQueue
+metadata: {name: lq, namespace: default}
+spec: {clusterQueue: cq}
+"""
+
+
+def fill(client: Client, count: int) -> None:
+    """``count`` finished workloads shaped like a real one, written in pipelines."""
+    store = client.store
+    model = client.submit(["true"], queue="default/lq", name="model", requests={"cpu": 1})
+    fields = store.redis.hgetall(store.keys.workload(model.key))
+    fields.update(state="Finished", outcome="Succeeded")
+    store.redis.delete(store.keys.workload(model.key))
+    store.redis.zrem(store.keys.workloads, model.key)
+    for start in range(0, count, 5_000):
+        pipe = store.redis.pipeline(transaction=False)
+        for i in range(start, min(count, start + 5_000)):
+            key = f"default/done-{i}"
+            pipe.hset(store.keys.workload(key), mapping=fields)
+            pipe.zadd(store.keys.workloads, {key: float(i)})
+        pipe.execute()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--finished", type=int, default=100_000)
+    parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
+    args = parser.parse_args()
+    with redis_server(args.redis) as url:
+        prefix = f"bench{os.getpid()}"
+        client = Client(connection=connect(url, prefix=prefix))
+        client.apply(QUEUES)
+        started = time.monotonic()
+        fill(client, args.finished)
+        print(f"{args.finished:,} finished workloads written in "
+              f"{time.monotonic() - started:.1f} s")
+        job = client.submit(["true"], queue="default/lq", name="new", requests={"cpu": 1})
+        env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
+        logs = Path(tempfile.mkdtemp(prefix="kuota-bench-"))
+        cmd = [sys.executable, "-m", "kuota.cli"]
+        t0 = time.monotonic()
+        procs = [subprocess.Popen([*cmd, "scheduler", "--identity", "bench"], env=env,
+                                  stdout=(logs / "scheduler.log").open("w"),
+                                  stderr=subprocess.STDOUT),
+                 subprocess.Popen([*cmd, "worker", "--pool", "p", "--node", "n1",
+                                   "--resources", "cpu=4"], env=env,
+                                  stdout=(logs / "worker.log").open("w"),
+                                  stderr=subprocess.STDOUT)]
+        led = admitted = None
+        try:
+            while time.monotonic() - t0 < 120:
+                now = time.monotonic() - t0
+                if led is None and client.store.redis.get(client.store.keys.lease):
+                    led = now
+                if admitted is None and job.record().state in ("Admitted", "Finished"):
+                    admitted = now
+                if job.status().finished:
+                    break
+                time.sleep(0.02)
+            finished = time.monotonic() - t0
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait(30)
+        print(f"scheduler started -> lease taken   {led:.2f} s" if led is not None
+              else "lease never taken")
+        print(f"scheduler started -> job admitted  {admitted:.2f} s" if admitted is not None
+              else f"job not admitted (logs in {logs})")
+        print(f"scheduler started -> job finished  {finished:.2f} s")
+        print("targets: lease within one lease TTL (5 s), admission within 5 s")
+
+
+if __name__ == "__main__":
+    main()
