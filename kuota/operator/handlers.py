@@ -90,7 +90,9 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
             raise kopf.PermanentError("no credentials: no service account and no kubeconfig")
         await operator.start(info, login=lambda: credentials(settings))
         if probe_addr is not None:
-            state["probes"] = await probes.serve(operator, *probe_addr)
+            state["probes"] = await probes.serve(
+                operator, *probe_addr,
+                webhook=(webhook.addr, webhook.port) if webhook is not None else None)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
