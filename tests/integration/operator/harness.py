@@ -95,10 +95,19 @@ class Running:
         self.runner.__enter__()
         self.api.wait_for(self.operator.ready.is_set, timeout=20, what="the operator leading")
         self.api.wait_for(self._webhook_configured, timeout=20, what="the webhook configuration")
+        # The Job webhook fails closed: a Job posted before kopf's server listens is refused.
+        self.api.wait_for(self._webhook_listens, timeout=20, what="the webhook to listen")
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.runner.__exit__(*exc)
+
+    def _webhook_listens(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.webhook_port), timeout=1).close()
+        except OSError:
+            return False
+        return True
 
     def _webhook_configured(self) -> bool:
         found = self.api.find("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration",
