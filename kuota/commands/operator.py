@@ -25,7 +25,7 @@ from typing import Any
 import kopf
 
 from kuota import gctuning
-from kuota.operator.handlers import WebhookOptions, build_registry
+from kuota.operator.handlers import VisibilityOptions, WebhookOptions, build_registry
 from kuota.operator.loop import Operator
 from kuota.operator.settings import Options
 from quota.config import EngineConfig, PodsReadyConfig
@@ -87,6 +87,12 @@ def register(subparsers: Any) -> None:
                              "(instead of the one in manifests/)")
     parser.add_argument("--webhook-host", metavar="HOST",
                         help="host name for a managed webhook configuration's URL")
+    parser.add_argument("--visibility-listen", type=_address, metavar="HOST:PORT",
+                        help="serve the visibility.kuota.dev API (pending positions, behind "
+                             "the APIService v1beta2.visibility.kuota.dev) over HTTPS here")
+    parser.add_argument("--visibility-cert-dir", type=pathlib.Path, metavar="DIR",
+                        help="directory with the visibility server's tls.crt and tls.key "
+                             "(default: --webhook-cert-dir); renewals are taken up")
     parser.add_argument("--probes", type=_address, metavar="HOST:PORT",
                         help="serve /healthz, /readyz and /metrics here")
     parser.add_argument("--pods-ready-timeout", type=float, metavar="SECONDS",
@@ -142,7 +148,12 @@ def options_from(args: argparse.Namespace) -> Options:
                    create_backoff=args.create_backoff, create_attempts=args.create_attempts,
                    operator_namespace=args.operator_namespace,
                    redis_url=args.redis or os.environ.get("REDIS_URL") or None,
-                   pool_prefix=args.pool_prefix)
+                   pool_prefix=args.pool_prefix, pod=_own_pod())
+
+
+def _own_pod() -> tuple[str, str] | None:
+    namespace, name = os.environ.get("POD_NAMESPACE"), os.environ.get("POD_NAME")
+    return (namespace, name) if namespace and name else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -164,8 +175,20 @@ def run(args: argparse.Namespace) -> int:
                                  pkeyfile=str(key) if key else None,
                                  cafile=str(ca) if ca else None, host=args.webhook_host,
                                  managed=args.webhook_managed)
+    visibility = None
+    if args.visibility_listen is not None:
+        cert_dir = args.visibility_cert_dir or args.webhook_cert_dir
+        if cert_dir is None or not (cert_dir / "tls.crt").exists() \
+                or not (cert_dir / "tls.key").exists():
+            print("kuota operator: --visibility-listen needs --visibility-cert-dir (or "
+                  "--webhook-cert-dir) with tls.crt and tls.key")
+            return 2
+        addr, port = args.visibility_listen
+        visibility = VisibilityOptions(addr, port, str(cert_dir / "tls.crt"),
+                                       str(cert_dir / "tls.key"))
     operator = Operator(options_from(args))
-    registry = build_registry(operator, webhook=webhook, probe_addr=args.probes)
+    registry = build_registry(operator, webhook=webhook, probe_addr=args.probes,
+                              visibility=visibility)
     namespaces = list(args.namespace)
     asyncio.run(kopf.operator(registry=registry, standalone=True,
                               clusterwide=not namespaces, namespaces=namespaces))

@@ -14,15 +14,26 @@ with the same credentials.
     kubectl kuota stop localqueue NAME -n NS [--keep-already-running]
     kubectl kuota stop workload NAME -n NS           # spec.active: false (evicted if running)
     kubectl kuota resume workload NAME -n NS
+    kubectl kuota pending clusterqueue NAME          # positions, in admission order
+    kubectl kuota pending localqueue NAME -n NS [--offset N] [--limit N]
+    kubectl kuota why NAME -n NS                     # why a workload waits, and its position
+    kubectl kuota describe workload NAME -n NS       # the whole story of a workload
+    kubectl kuota create clusterqueue NAME --nominal-quota "FLAVOR:cpu=8,memory=32Gi;..."
+          [--cohort C] [--borrowing-limit ...] [--lending-limit ...]
+          [--queuing-strategy StrictFIFO|BestEffortFIFO] [--namespace-selector k=v,...]
+          [--reclaim-within-cohort P] [--preemption-within-cluster-queue P] [--dry-run]
+    kubectl kuota create localqueue NAME -n NS --clusterqueue CQ [--ignore-unknown-cq]
 
 Stopping follows Kueue's ``stopPolicy``: ``HoldAndDrain`` (default here, as in
 kueuectl) also evicts what runs; ``--keep-already-running`` sets ``Hold``, which only
-stops new admissions.
+stops new admissions. Pending positions come from the operator's aggregated API
+``visibility.kuota.dev`` (docs/operator.md, "Pending positions").
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -60,6 +71,41 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--keep-already-running", action="store_true",
                              help="queues: Hold (stop new admissions only) instead of "
                                   "HoldAndDrain (also evict what runs)")
+    pending = verbs.add_parser("pending", help="pending workloads of a queue, with positions")
+    pending.add_argument("kind", choices=("clusterqueue", "cq", "localqueue", "lq"))
+    pending.add_argument("name")
+    _namespace_args(pending)
+    pending.add_argument("--offset", type=int, default=0, help="first position shown")
+    pending.add_argument("--limit", type=int, default=1000, help="how many (default 1000)")
+    why = verbs.add_parser("why", help="why a workload waits, and where it stands")
+    why.add_argument("name")
+    _namespace_args(why)
+    describe = verbs.add_parser("describe", help="a workload's requests, state and history")
+    describe.add_argument("kind", choices=("workload", "wl"))
+    describe.add_argument("name")
+    _namespace_args(describe)
+    creating = verbs.add_parser("create", help="create a ClusterQueue or LocalQueue")
+    creating.add_argument("kind", choices=("clusterqueue", "cq", "localqueue", "lq"))
+    creating.add_argument("name")
+    _namespace_args(creating)
+    creating.add_argument("--clusterqueue", "-c",
+                          help="localqueue: its ClusterQueue (required)")
+    creating.add_argument("--ignore-unknown-cq", action="store_true",
+                        help="localqueue: create it even if the ClusterQueue does not exist")
+    creating.add_argument("--cohort", help="clusterqueue: its cohort")
+    creating.add_argument("--nominal-quota", metavar="QUOTAS",
+                        help='clusterqueue: "FLAVOR:RES=QTY,RES=QTY;FLAVOR2:..."')
+    creating.add_argument("--borrowing-limit", metavar="QUOTAS", help="same syntax")
+    creating.add_argument("--lending-limit", metavar="QUOTAS", help="same syntax")
+    creating.add_argument("--queuing-strategy", choices=("StrictFIFO", "BestEffortFIFO"))
+    creating.add_argument("--namespace-selector", metavar="K=V,...",
+                        help="namespaces allowed (default: all)")
+    creating.add_argument("--reclaim-within-cohort",
+                        choices=("Never", "LowerPriority", "Any"))
+    creating.add_argument("--preemption-within-cluster-queue",
+                        choices=("Never", "LowerPriority", "LowerOrNewerEqualPriority"))
+    creating.add_argument("--dry-run", action="store_true",
+                        help="print the object as YAML instead of creating it")
     return parser
 
 
@@ -72,6 +118,12 @@ def _namespace_args(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.verb == "create" and args.dry_run:  # client-side: no cluster needed
+        try:
+            return _create(None, PLURALS[args.kind], args.name, args.namespace or "default", args)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     from kubernetes import client, config  # here: --help must not pay for it
 
     try:
@@ -84,15 +136,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     namespace = args.namespace or (active or {}).get("context", {}).get("namespace", "default")
     api = client.CustomObjectsApi(api_client)
-    plural = PLURALS[args.kind]
+    plural = PLURALS.get(getattr(args, "kind", "workload"), "workloads")
     try:
         if args.verb == "list":
             return _list(api, plural, None if args.all_namespaces else namespace, args)
+        if args.verb == "pending":
+            return _pending(api_client, plural, args.name, namespace, args)
+        if args.verb == "why":
+            return _why(api, api_client, args.name, namespace)
+        if args.verb == "describe":
+            return _describe(api, args.name, namespace)
+        if args.verb == "create":
+            return _create(api, plural, args.name, namespace, args)
         return _stop_or_resume(api, plural, args.name, namespace, args)
+    except ValueError as exc:  # a flag, or an object the models refuse: names the field
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except client.ApiException as exc:
-        print(f"error: {plural} {getattr(args, 'name', '')}: {exc.status} {exc.reason}",
+        print(f"error: {plural} {getattr(args, 'name', '')}: {exc.status} {_message(exc)}",
               file=sys.stderr)
         return 1
+    finally:
+        api_client.close()
+
+
+def _message(exc: Any) -> str:
+    """The API's own Status message when there is one (it names the field), else the reason."""
+    try:
+        return str(json.loads(exc.body).get("message") or exc.reason)
+    except (TypeError, ValueError, AttributeError):
+        return str(exc.reason)
 
 
 def _items(api: Any, plural: str, namespace: str | None) -> list[dict[str, Any]]:
@@ -148,11 +221,143 @@ def _state(status: dict[str, Any]) -> str:
 
 
 def _list(api: Any, plural: str, namespace: str | None, args: argparse.Namespace) -> int:
-    table = rows(plural, _items(api, plural, namespace), clusterqueue=args.clusterqueue,
-                 localqueue=args.localqueue, status=args.status)
+    _print(rows(plural, _items(api, plural, namespace), clusterqueue=args.clusterqueue,
+                localqueue=args.localqueue, status=args.status))
+    return 0
+
+
+def _print(table: list[list[str]]) -> None:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         print("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+VISIBILITY = "/apis/visibility.kuota.dev/v1beta2"
+
+
+def pending_path(plural: str, name: str, namespace: str) -> str:
+    if plural == "clusterqueues":
+        return f"{VISIBILITY}/clusterqueues/{name}/pendingworkloads"
+    return f"{VISIBILITY}/namespaces/{namespace}/localqueues/{name}/pendingworkloads"
+
+
+def pending_rows(summary: dict[str, Any], *, local: bool = False) -> list[list[str]]:
+    """The table of a PendingWorkloadsSummary (header first); pure, for tests."""
+    out = [["POSITION", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "REASON"]]
+    for item in summary.get("items") or []:
+        meta = item.get("metadata") or {}
+        position = item.get("positionInLocalQueue" if local else "positionInClusterQueue", 0)
+        out.append([str(position), meta.get("namespace", ""), meta.get("name", ""),
+                    str(item.get("localQueueName", "")), str(item.get("priority", 0)),
+                    str(item.get("reason", ""))])
+    return out
+
+
+def _get_raw(api_client: Any, path: str, query: dict[str, Any] | None = None) -> Any:
+    return api_client.call_api(path, "GET", query_params=list((query or {}).items()),
+                               header_params={"Accept": "application/json"},
+                               auth_settings=["BearerToken"], response_type="object",
+                               _return_http_data_only=True)
+
+
+def _pending(api_client: Any, plural: str, name: str, namespace: str,
+             args: argparse.Namespace) -> int:
+    summary = _get_raw(api_client, pending_path(plural, name, namespace),
+                       {"offset": args.offset, "limit": args.limit})
+    table = pending_rows(summary, local=plural == "localqueues")
+    if len(table) == 1:
+        where = name if plural == "clusterqueues" else f"{namespace}/{name}"
+        print(f"no pending workloads in {plural[:-1]} {where}")
+        return 0
+    _print(table)
+    return 0
+
+
+def _workload(api: Any, name: str, namespace: str) -> Any:
+    from kuota import explanation
+    from quota.api import Workload
+    from quota.api.registry import parse_object
+
+    body = api.get_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", name)
+    workload = parse_object(body, source=f"Workload {namespace}/{name}")
+    if not isinstance(workload, Workload):
+        raise ValueError(f"{namespace}/{name}: the API returned a {workload.kind}")
+    return explanation.from_object(workload), body
+
+
+def _why(api: Any, api_client: Any, name: str, namespace: str) -> int:
+    from kuota import explanation
+
+    view, body = _workload(api, name, namespace)
+    print(explanation.why(view))
+    queue = (body.get("spec") or {}).get("queueName")
+    if queue and _state(body.get("status") or {}) == "pending":
+        print(_position_line(api_client, name, namespace, queue))
+    return 0
+
+
+def _position_line(api_client: Any, name: str, namespace: str, queue: str) -> str:
+    from kubernetes.client import ApiException
+
+    try:
+        summary = _get_raw(api_client, pending_path("localqueues", queue, namespace),
+                           {"limit": 100_000})
+    except ApiException as exc:
+        return f"Position: unknown (pending positions unavailable: {exc.status} {_message(exc)})"
+    for item in summary.get("items") or []:
+        if (item.get("metadata") or {}).get("name") == name:
+            return (f"Position: {item.get('positionInLocalQueue')} in LocalQueue "
+                    f"{namespace}/{queue}, {item.get('positionInClusterQueue')} in its "
+                    "ClusterQueue (0 is next)")
+    return f"Position: not queued in LocalQueue {namespace}/{queue}"
+
+
+def _describe(api: Any, name: str, namespace: str) -> int:
+    from kuota import explanation
+
+    view, _ = _workload(api, name, namespace)
+    print(explanation.describe(view))
+    return 0
+
+
+def _create(api: Any, plural: str, name: str, namespace: str, args: argparse.Namespace) -> int:
+    from kubernetes.client import ApiException
+
+    from kuota.kubectl import create
+
+    if plural == "clusterqueues":
+        doc = create.cluster_queue(
+            name, cohort=args.cohort, queueing_strategy=args.queuing_strategy,
+            namespace_selector=create.selector("--namespace-selector", args.namespace_selector),
+            reclaim_within_cohort=args.reclaim_within_cohort,
+            within_cluster_queue=args.preemption_within_cluster_queue,
+            nominal=create.parse_quotas("--nominal-quota", args.nominal_quota),
+            borrowing=create.parse_quotas("--borrowing-limit", args.borrowing_limit),
+            lending=create.parse_quotas("--lending-limit", args.lending_limit))
+    else:
+        if not args.clusterqueue:
+            raise create.FlagError("localqueue: --clusterqueue is required")
+        if not args.ignore_unknown_cq and not args.dry_run:
+            try:
+                api.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", args.clusterqueue)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                raise create.FlagError(f"--clusterqueue {args.clusterqueue}: no such "
+                                       "ClusterQueue (--ignore-unknown-cq creates the "
+                                       "LocalQueue anyway)") from None
+        doc = create.local_queue(name, namespace, args.clusterqueue)
+    if args.dry_run:
+        import yaml
+
+        print(yaml.safe_dump(doc, sort_keys=False), end="")
+        return 0
+    if plural == "clusterqueues":
+        api.create_cluster_custom_object(GROUP, VERSION, plural, doc)
+        print(f"clusterqueue {name} created")
+    else:
+        api.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, doc)
+        print(f"localqueue {namespace}/{name} created")
     return 0
 
 

@@ -47,7 +47,7 @@ import hashlib
 import logging
 import pathlib
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -67,15 +67,20 @@ class Pair:
 
 
 def load(certfile: pathlib.Path, keyfile: pathlib.Path,
-         cafile: pathlib.Path | None = None) -> Pair | None:
+         cafile: pathlib.Path | None = None,
+         configure: Callable[[ssl.SSLContext], None] | None = None) -> Pair | None:
     """The pair in the files now; None if they changed while being read (read again later).
 
+    ``configure`` completes each new context (client-certificate checks, say): a
+    handshake switched to a renewed context verifies with that context's settings.
     Raises :class:`ssl.SSLError` for a certificate and key that do not match, and
     :class:`OSError` for a missing file.
     """
     before = _digest(certfile, keyfile, cafile)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(certfile, keyfile)
+    if configure is not None:
+        configure(context)
     bundle = (cafile or certfile).read_bytes()
     if _digest(certfile, keyfile, cafile) != before:
         return None
@@ -95,16 +100,20 @@ class ServingCertificate:
     """The newest good pair of certificate files, and a context that serves it."""
 
     def __init__(self, certfile: str | pathlib.Path, keyfile: str | pathlib.Path,
-                 cafile: str | pathlib.Path | None = None) -> None:
+                 cafile: str | pathlib.Path | None = None, *,
+                 configure: Callable[[ssl.SSLContext], None] | None = None) -> None:
         self.certfile, self.keyfile = pathlib.Path(certfile), pathlib.Path(keyfile)
         self.cafile = pathlib.Path(cafile) if cafile else None
+        self.configure = configure
         pair = None
         while pair is None:  # at start-up the files must be right: fail loudly otherwise
-            pair = load(self.certfile, self.keyfile, self.cafile)
+            pair = load(self.certfile, self.keyfile, self.cafile, configure)
         self.serving = pair
         #: The context the server listens with: each handshake gets the newest pair's.
         self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.context.load_cert_chain(self.certfile, self.keyfile)
+        if configure is not None:
+            configure(self.context)
         self.context.sni_callback = self._handshake
         self._complaint = ""
 
@@ -118,7 +127,7 @@ class ServingCertificate:
         try:
             if _digest(self.certfile, self.keyfile, self.cafile) == self.serving.digest:
                 return None
-            return load(self.certfile, self.keyfile, self.cafile)
+            return load(self.certfile, self.keyfile, self.cafile, self.configure)
         except (OSError, ssl.SSLError) as exc:
             complaint = f"{type(exc).__name__}: {exc}"
             if complaint != self._complaint:  # once per problem, not at every check

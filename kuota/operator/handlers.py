@@ -16,8 +16,19 @@ from typing import Any
 import kopf
 
 from kuota.operator import names, probes, webhooks
+from kuota.operator import visibility as visibility_server
 from kuota.operator.certs import ReloadingWebhookServer, ServingCertificate
 from kuota.operator.loop import Operator
+
+
+@dataclass(frozen=True)
+class VisibilityOptions:
+    """The HTTPS server of the visibility.kuota.dev API (:mod:`kuota.operator.visibility`)."""
+
+    addr: str
+    port: int
+    certfile: str
+    keyfile: str
 
 
 @dataclass(frozen=True)
@@ -59,7 +70,8 @@ def webhook_server(options: WebhookOptions) -> kopf.WebhookServer:
 
 def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = None, *,
                    webhook: WebhookOptions | None = None,
-                   probe_addr: tuple[str, int] | None = None) -> kopf.OperatorRegistry:
+                   probe_addr: tuple[str, int] | None = None,
+                   visibility: VisibilityOptions | None = None) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     controller = operator.controller
     state: dict[str, Any] = {}
@@ -93,11 +105,17 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
             state["probes"] = await probes.serve(
                 operator, *probe_addr,
                 webhook=(webhook.addr, webhook.port) if webhook is not None else None)
+        if visibility is not None:
+            state["visibility"] = await visibility_server.serve(
+                operator, visibility.addr, visibility.port, certfile=visibility.certfile,
+                keyfile=visibility.keyfile)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
         if "probes" in state:
             await state["probes"].cleanup()
+        if "visibility" in state:
+            await state["visibility"].stop()
         await operator.stop()
 
     for kind, res in names.KOPF_WATCHED.items():

@@ -50,6 +50,28 @@ def parse_time(text: str | None) -> float:
         return 0.0
 
 
+#: The label the leader puts on its own Pod; the visibility Service selects it, since only
+#: the leader knows the queues (:mod:`kuota.operator.visibility`).
+LEADER_LABEL = "kuota.dev/leader"
+
+
+async def label_own_pod(client: Client, pod: tuple[str, str] | None, leading: bool) -> None:
+    """Put the leader label on this replica's Pod (namespace, name), or take it off.
+
+    Outside a Pod (no ``POD_NAMESPACE``/``POD_NAME`` from the downward API) there is
+    nothing to label. A failure is logged, not raised: leading does not depend on it,
+    only whether pending positions can be read meanwhile."""
+    if pod is None:
+        return
+    namespace, name = pod
+    patch = {"metadata": {"labels": {LEADER_LABEL: "true" if leading else None}}}
+    try:
+        await client.patch(names.PODS, name, patch, namespace)
+    except ApiError as exc:
+        log.warning("cannot %s the label %s on Pod %s/%s: %s",
+                    "set" if leading else "remove", LEADER_LABEL, namespace, name, exc)
+
+
 class Elector:
     def __init__(self, client: Client, *, name: str, namespace: str, identity: str,
                  duration: float, renew: float, clock: Callable[[], float] = time.time) -> None:

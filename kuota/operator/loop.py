@@ -32,7 +32,7 @@ from kuota.federation.federation import Federation
 from kuota.operator import informer, names
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
-from kuota.operator.leader import Elector
+from kuota.operator.leader import Elector, label_own_pod
 from kuota.operator.metrics import Metrics
 from kuota.operator.settings import Options
 from kuota.operator.writer import Writer
@@ -92,6 +92,9 @@ class Operator:
             await self.client.close()
 
     async def _run(self) -> None:
+        assert self.client is not None
+        # A container restarted in the same Pod keeps the label of its previous life.
+        await label_own_pod(self.client, self.options.pod, leading=False)
         while True:
             if self.elector is not None:
                 while not await self.elector.try_acquire():
@@ -109,6 +112,7 @@ class Operator:
                 self.controller.stop_leading()
                 if self.writer is not None:
                     self.writer.cancel()
+                await label_own_pod(self.client, self.options.pod, leading=False)
 
     async def _lead(self) -> None:
         assert self.client is not None
@@ -116,6 +120,7 @@ class Operator:
         versions = await self.list_all()
         self.controller.rebuild(self.writer)
         self.ready.set()
+        await label_own_pod(self.client, self.options.pod, leading=True)
         tasks = [asyncio.create_task(self._cycles()), asyncio.create_task(self._statuses()),
                  asyncio.create_task(self.federation.run(self.writer))]
         for (res, label), by_namespace in versions.items():

@@ -36,6 +36,8 @@ class Options:
     lease_renew: float = 5.0
     #: This replica's identity in the Lease (default: host name and process id).
     identity: str = ""
+    #: This replica's Pod (namespace, name), from the downward API: the leader labels it.
+    pod: tuple[str, str] | None = None
     #: Multi-cluster dispatch: this manager's id, the ``kuota.dev/origin`` label of its copies.
     manager_id: str = "kuota"
     #: Where member kubeconfig Secrets are read (the operator's own namespace).

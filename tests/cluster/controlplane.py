@@ -214,6 +214,7 @@ class ControlPlane:
     def _start_apiserver(self) -> None:
         pki_dir = self.workdir / "pki"
         cert, key = self.ca.serving("apiserver", hosts=("127.0.0.1", "localhost"))
+        proxy_cert, proxy_key = self.ca.client("front-proxy-client")
         private, public = pki.signing_key_pair(pki_dir)
         tokens = pki_dir / "tokens.csv"
         tokens.write_text(f'{ADMIN_TOKEN},kuota-test-admin,admin,"system:masters"\n'
@@ -225,10 +226,14 @@ class ControlPlane:
             f"--secure-port={self.api_port}",
             f"--tls-cert-file={cert}", f"--tls-private-key-file={key}",
             f"--client-ca-file={self.ca.cert}",
-            # Without a front-proxy CA every component logs an error about it each second.
+            # The aggregation layer (kuota's visibility API): the API server vouches for
+            # users to extension servers with this client certificate and these headers.
             f"--requestheader-client-ca-file={self.ca.cert}",
             "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             "--requestheader-allowed-names=front-proxy-client",
+            f"--proxy-client-cert-file={proxy_cert}", f"--proxy-client-key-file={proxy_key}",
             f"--token-auth-file={tokens}",
             "--authorization-mode=Node,RBAC",
             # On top of the defaults, as hardened clusters (and OpenShift) run them: an owner

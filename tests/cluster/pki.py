@@ -33,12 +33,22 @@ class Authority:
                 directory: pathlib.Path | None = None, days: int = 2
                 ) -> tuple[pathlib.Path, pathlib.Path]:
         """A serving certificate and key for ``hosts``, signed by this CA."""
+        sans = ",".join(f"IP:{h}" if h[0].isdigit() else f"DNS:{h}" for h in hosts)
+        return self._issue(name, f"subjectAltName={sans}\nextendedKeyUsage=serverAuth\n",
+                           directory, days)
+
+    def client(self, name: str, *, directory: pathlib.Path | None = None, days: int = 2
+               ) -> tuple[pathlib.Path, pathlib.Path]:
+        """A client certificate and key with common name ``name``, signed by this CA."""
+        return self._issue(name, "extendedKeyUsage=clientAuth\n", directory, days)
+
+    def _issue(self, name: str, extensions: str, directory: pathlib.Path | None,
+               days: int) -> tuple[pathlib.Path, pathlib.Path]:
         where = directory or self.directory
         where.mkdir(parents=True, exist_ok=True)
         cert, key, csr = where / f"{name}.crt", where / f"{name}.key", where / f"{name}.csr"
-        sans = ",".join(f"IP:{h}" if h[0].isdigit() else f"DNS:{h}" for h in hosts)
         ext = where / f"{name}.ext"
-        ext.write_text(f"subjectAltName={sans}\nextendedKeyUsage=serverAuth\n")
+        ext.write_text(extensions)
         _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                  "-subj", f"/CN={name}", "-keyout", str(key), "-out", str(csr))
         _openssl("x509", "-req", "-in", str(csr), "-CA", str(self.cert), "-CAkey", str(self.key),

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
-from kuota.kubectl import build_parser, patch_for, rows
+from kuota.kubectl import build_parser, main, patch_for, pending_rows, rows
 
 
 def workload(name: str, queue: str, *, cq: str = "", admitted: bool = False,
@@ -67,3 +68,83 @@ def test_kind_aliases_parse() -> None:
     assert (args.verb, args.kind) == ("list", "cq")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["list", "jobs"])
+
+
+SUMMARY = {"kind": "PendingWorkloadsSummary", "items": [
+    {"metadata": {"name": "w1", "namespace": "team"}, "priority": 5, "localQueueName": "lq",
+     "positionInClusterQueue": 3, "positionInLocalQueue": 0, "reason": "Pending"},
+]}
+
+
+@pytest.mark.parametrize(("local", "want_position"), [(False, "3"), (True, "0")])
+def test_pending_rows_show_the_queues_own_position(local: bool, want_position: str) -> None:
+    assert pending_rows(SUMMARY, local=local) == [
+        ["POSITION", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "REASON"],
+        [want_position, "team", "w1", "lq", "5", "Pending"]]
+
+
+@pytest.mark.parametrize(("flags", "want_spec", "want_error"), [
+    pytest.param(["--nominal-quota", "on:cpu=8,memory=32Gi;spot:memory=1Gi,cpu=2",
+                  "--borrowing-limit", "on:cpu=4", "--lending-limit", "spot:memory=1Gi",
+                  "--cohort", "org"],
+                 {"cohortName": "org", "namespaceSelector": {}, "resourceGroups": [
+                     {"coveredResources": ["cpu", "memory"], "flavors": [
+                         {"name": "on", "resources": [
+                             {"name": "cpu", "nominalQuota": "8", "borrowingLimit": "4"},
+                             {"name": "memory", "nominalQuota": "32Gi"}]},
+                         {"name": "spot", "resources": [
+                             {"name": "cpu", "nominalQuota": "2"},
+                             {"name": "memory", "nominalQuota": "1Gi", "lendingLimit": "1Gi"}]},
+                     ]}]},
+                 None, id="flavors with the same resources share a group"),
+    pytest.param(["--nominal-quota", "on:cpu=8;gpu:nvidia.com/gpu=4",
+                  "--namespace-selector", "team=a", "--queuing-strategy", "StrictFIFO",
+                  "--reclaim-within-cohort", "Any"],
+                 {"namespaceSelector": {"matchLabels": {"team": "a"}},
+                  "queueingStrategy": "StrictFIFO", "preemption": {"reclaimWithinCohort": "Any"},
+                  "resourceGroups": [
+                      {"coveredResources": ["cpu"], "flavors": [
+                          {"name": "on", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]},
+                      {"coveredResources": ["nvidia.com/gpu"], "flavors": [
+                          {"name": "gpu", "resources": [
+                              {"name": "nvidia.com/gpu", "nominalQuota": "4"}]}]}]},
+                 None, id="different resources: separate groups; policies"),
+    pytest.param(["--nominal-quota", "on:cpu=8,memory=1Gi;spot:cpu=2"], None,
+                 "--nominal-quota: flavors on and spot share cpu but not the rest",
+                 id="overlapping groups"),
+    pytest.param(["--nominal-quota", "on:cpu"], None,
+                 "--nominal-quota: on: 'cpu': expected RESOURCE=QUANTITY", id="no quantity"),
+    pytest.param(["--nominal-quota", "on:cpu=lots"], None,
+                 "nominalQuota: 'lots' is not a quantity", id="the model names the field"),
+    pytest.param(["--nominal-quota", "on:cpu=1", "--borrowing-limit", "on:memory=1"], None,
+                 "--borrowing-limit: on/memory has no --nominal-quota", id="limit without quota"),
+])
+def test_create_clusterqueue(flags: list[str], want_spec: dict[str, Any] | None,
+                             want_error: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["create", "clusterqueue", "team-a", "--dry-run", *flags])
+    out, err = capsys.readouterr()
+    if want_error is not None:
+        assert code == 1 and want_error in err
+        return
+    assert code == 0, err
+    doc = yaml.safe_load(out)
+    assert doc["kind"] == "ClusterQueue" and doc["metadata"] == {"name": "team-a"}
+    assert doc["spec"] == want_spec
+
+
+@pytest.mark.parametrize(("flags", "want_error"), [
+    (["-c", "research"], None),
+    ([], "localqueue: --clusterqueue is required"),
+    (["-c", "Not_A_Name"], "spec.clusterQueue: 'Not_A_Name' is not a DNS-1123 subdomain"),
+])
+def test_create_localqueue(flags: list[str], want_error: str | None,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["create", "localqueue", "main", "-n", "team-a", "--dry-run", *flags])
+    out, err = capsys.readouterr()
+    if want_error is not None:
+        assert code == 1 and want_error in err
+        return
+    assert yaml.safe_load(out) == {
+        "apiVersion": "kuota.dev/v1alpha1", "kind": "LocalQueue",
+        "metadata": {"name": "main", "namespace": "team-a"},
+        "spec": {"clusterQueue": "research"}}

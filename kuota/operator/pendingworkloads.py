@@ -1,0 +1,162 @@
+"""Pending positions on Kubernetes: the ``visibility.kuota.dev`` API's documents.
+
+Which workload is next, and where mine stands, is state only the leading
+replica holds: the order of its pending queues. Writing it into objects
+(a position in every pending Workload's status, or the first N in a
+ClusterQueue's status — Kueue's own first design, dropped in its v1beta2)
+costs a write per workload each time the order moves, which at thousands of
+pending workloads is a write storm for a figure nobody may be reading. So,
+as Kueue does in v1beta2, the order is served on demand through the API
+server's aggregation layer: an APIService ``v1beta2.visibility.kuota.dev``
+sends these paths to the operator, which answers from the engine's queues
+(:mod:`kuota.operator.visibility` is the HTTPS server, authentication and
+authorization); kubectl and the kubectl plugin read them like any API::
+
+    /apis/visibility.kuota.dev/v1beta2/clusterqueues/NAME/pendingworkloads
+    /apis/visibility.kuota.dev/v1beta2/namespaces/NS/localqueues/NAME/pendingworkloads
+
+Both take ``offset`` (first position, default 0) and ``limit`` (default
+1,000) and answer a ``PendingWorkloadsSummary`` whose items carry Kueue's
+fields (``priority``, ``localQueueName``, ``positionInClusterQueue``,
+``positionInLocalQueue``, 0-based) and, beyond Kueue's, ``reason`` and
+``message``: why the workload waits, as its ``QuotaReserved`` condition says.
+
+This module is pure: it turns an engine's queues and the cached Workload
+bodies into those documents, and parses the query. Only the types of the
+resources are listed in discovery (as subresources), never ``clusterqueues``
+itself, so ``kubectl get clusterqueues`` keeps finding ``kuota.dev``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from admission.engine import Engine
+from quota.workload import WorkloadInfo
+
+GROUP = "visibility.kuota.dev"
+VERSION = "v1beta2"
+GROUP_VERSION = f"{GROUP}/{VERSION}"
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 100_000
+
+Body = dict[str, Any]
+
+
+class RequestError(Exception):
+    """A request this API refuses: the HTTP status, Kubernetes' reason, a message."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+
+def status(code: int, reason: str, message: str) -> Body:
+    """A ``metav1.Status`` failure, as every Kubernetes API answers an error."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+@dataclass(frozen=True)
+class Page:
+    offset: int = 0
+    limit: int = DEFAULT_LIMIT
+
+
+def page(query: Mapping[str, str]) -> Page:
+    """``offset`` and ``limit`` from a query string, or a 400 naming the bad parameter."""
+    values = {"offset": 0, "limit": DEFAULT_LIMIT}
+    for name in values:
+        text = query.get(name)
+        if text is None or text == "":
+            continue
+        try:
+            values[name] = int(text)
+        except ValueError:
+            raise RequestError(400, "BadRequest",
+                               f"query parameter {name}: {text!r} is not an integer") from None
+        if values[name] < 0:
+            raise RequestError(400, "BadRequest",
+                               f"query parameter {name}: must be >= 0, got {values[name]}")
+    # Kueue treats limit 0 as "the default"; so does Kubernetes' list limit.
+    limit = values["limit"] or DEFAULT_LIMIT
+    return Page(values["offset"], min(limit, MAX_LIMIT))
+
+
+def api_group() -> Body:
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
+            "versions": [{"groupVersion": GROUP_VERSION, "version": VERSION}],
+            "preferredVersion": {"groupVersion": GROUP_VERSION, "version": VERSION}}
+
+
+def api_group_list() -> Body:
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group()]}
+
+
+def api_resource_list() -> Body:
+    def subresource(parent: str, kind: str, namespaced: bool) -> Body:
+        return {"name": f"{parent}/pendingworkloads", "singularName": "", "kind": kind,
+                "namespaced": namespaced, "verbs": ["get"]}
+
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GROUP_VERSION,
+            "resources": [subresource("clusterqueues", "PendingWorkloadsSummary", False),
+                          subresource("localqueues", "PendingWorkloadsSummary", True)]}
+
+
+def _waiting_condition(body: Body | None) -> tuple[str, str]:
+    for cond in ((body or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "QuotaReserved" and cond.get("status") == "False":
+            return str(cond.get("reason", "")), str(cond.get("message", ""))
+    return "", ""
+
+
+def _item(info: WorkloadInfo, body: Body | None, in_cq: int, in_lq: int) -> Body:
+    meta = (body or {}).get("metadata") or {}
+    metadata: Body = {"name": info.name, "namespace": info.namespace,
+                      "creationTimestamp": meta.get("creationTimestamp")}
+    if meta.get("ownerReferences"):
+        metadata["ownerReferences"] = meta["ownerReferences"]
+    reason, message = _waiting_condition(body)
+    return {"metadata": metadata, "priority": info.priority,
+            "localQueueName": info.queue_name, "positionInClusterQueue": in_cq,
+            "positionInLocalQueue": in_lq, "reason": reason, "message": message}
+
+
+def _summary(rows: Iterable[tuple[WorkloadInfo, int, int]], at: Page,
+             workload: Callable[[str], Body | None]) -> Body:
+    items: list[Body] = []
+    for index, (info, in_cq, in_lq) in enumerate(rows):
+        if index < at.offset:
+            continue
+        if len(items) >= at.limit:
+            break
+        items.append(_item(info, workload(info.key), in_cq, in_lq))
+    return {"kind": "PendingWorkloadsSummary", "apiVersion": GROUP_VERSION,
+            "metadata": {"creationTimestamp": None}, "items": items}
+
+
+def cluster_queue(engine: Engine, name: str, at: Page,
+                  workload: Callable[[str], Body | None]) -> Body:
+    """The ClusterQueue's pending workloads in admission order, from ``at.offset``."""
+    if name not in engine.cache.cluster_queues:
+        raise RequestError(404, "NotFound",
+                           f'clusterqueues.{GROUP} "{name}" not found')
+    return _summary(engine.queues.positions(name), at, workload)
+
+
+def local_queue(engine: Engine, namespace: str, name: str, at: Page,
+                workload: Callable[[str], Body | None]) -> Body:
+    """The LocalQueue's pending workloads in its ClusterQueue's order.
+
+    ``offset`` counts positions in the LocalQueue (as ``positionInLocalQueue``)."""
+    key = f"{namespace}/{name}"
+    config = engine.cache.local_queues.get(key)
+    if config is None:
+        raise RequestError(404, "NotFound",
+                           f'localqueues.{GROUP} "{name}" not found in namespace {namespace}')
+    rows = ((info, in_cq, in_lq)
+            for info, in_cq, in_lq in engine.queues.positions(config.cluster_queue)
+            if info.local_queue_key == key)
+    return _summary(rows, at, workload)
