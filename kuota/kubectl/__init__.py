@@ -254,10 +254,13 @@ def pending_rows(summary: dict[str, Any], *, local: bool = False) -> list[list[s
 
 
 def _get_raw(api_client: Any, path: str, query: dict[str, Any] | None = None) -> Any:
-    return api_client.call_api(path, "GET", query_params=list((query or {}).items()),
-                               header_params={"Accept": "application/json"},
-                               auth_settings=["BearerToken"], response_type="object",
-                               _return_http_data_only=True)
+    """GET a path of an aggregated API (no generated client knows it), as ``get --raw``."""
+    request = api_client.param_serialize(
+        "GET", path, query_params=list((query or {}).items()),
+        header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+    answer = api_client.call_api(*request)
+    answer.read()
+    return api_client.response_deserialize(answer, {"200": "object"}).data
 
 
 def _pending(api_client: Any, plural: str, name: str, namespace: str,

@@ -86,9 +86,9 @@ def cluster_queue(name: str, *, cohort: str | None = None, queueing_strategy: st
 
     resource_groups = []
     for flavors in groups.values():
-        covered = list(flavors[0][1])  # every flavor of a group lists them in this order
-        resource_groups.append({"coveredResources": covered, "flavors": [
-            {"name": flavor, "resources": [cell(flavor, r, cells[r]) for r in covered]}
+        order = list(flavors[0][1])  # every flavor of a group lists them in this order
+        resource_groups.append({"coveredResources": order, "flavors": [
+            {"name": flavor, "resources": [cell(flavor, r, cells[r]) for r in order]}
             for flavor, cells in flavors]})
     spec: dict[str, Any] = {
         "namespaceSelector": namespace_selector if namespace_selector is not None else {},

@@ -288,7 +288,7 @@ class ControlPlane:
             "serviceaccount-controller,serviceaccount-token-controller,"
             "root-ca-certificate-publisher-controller,pod-garbage-collector-controller,"
             "node-lifecycle-controller,replicaset-controller,deployment-controller,"
-            "ttl-after-finished-controller"])
+            "ttl-after-finished-controller,clusterrole-aggregation-controller"])
 
     def _scheduler_config(self) -> pathlib.Path:
         """The shipped KubeSchedulerConfiguration, rewritten only where a host path is named."""

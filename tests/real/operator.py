@@ -179,3 +179,48 @@ def keep_logs(source: pathlib.Path, name: str) -> None:
     if target and source.exists():
         shutil.copytree(source, pathlib.Path(target) / name, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("etcd", "*.key"))
+
+
+VISIBILITY_SAN = "kuota-visibility.kuota-system.svc"
+
+
+class Visibility:
+    """The shipped visibility API, pointed at an operator on the host.
+
+    The APIService is the shipped one with the test CA as its bundle; its Service
+    is an ExternalName Service for ``localhost`` (the aggregation layer resolves it
+    like any name and dials ``localhost:PORT``) instead of the shipped selector
+    Service, whose endpoints would be Pod IPs. The serving certificate names the
+    shipped Service, as the API server checks. A context manager: the APIService
+    is removed at exit, since an unanswered one makes API discovery fail."""
+
+    def __init__(self, installation: Installation) -> None:
+        self.plane = installation.plane
+        self.port = free_port()
+        self.cert_dir = self.plane.workdir / "visibility-certs"
+        self.plane.ca.serving("tls", directory=self.cert_dir,
+                              hosts=("127.0.0.1", "localhost", VISIBILITY_SAN))
+
+    def operator_args(self) -> list[str]:
+        return ["--visibility-listen", f"127.0.0.1:{self.port}",
+                "--visibility-cert-dir", str(self.cert_dir)]
+
+    def __enter__(self) -> Visibility:
+        shipped = _docs(ROOT / "manifests" / "operator" / "visibility.yaml")
+        docs = []
+        for doc in shipped:
+            if doc["kind"] == "Service":
+                doc["spec"] = {"type": "ExternalName", "externalName": "localhost",
+                               "ports": [{"name": "https", "port": self.port}]}
+            elif doc["kind"] == "APIService":
+                doc["metadata"].pop("annotations", None)  # no cert-manager here
+                doc["spec"]["service"]["port"] = self.port
+                doc["spec"]["caBundle"] = base64.b64encode(
+                    self.plane.ca.cert.read_bytes()).decode()
+            docs.append(doc)
+        self.plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.plane.kubectl("delete", "apiservice", "v1beta2.visibility.kuota.dev",
+                           "--wait=false", check=False)

@@ -46,3 +46,27 @@ def test_kubectl_finds_the_plugin_and_lists_stops_and_resumes_queues(
     assert kube.get(b.API, "LocalQueue", "main", namespace)["spec"]["stopPolicy"] == "Hold"
     kubectl_kuota(control_plane, "resume", "cq", cq)
     assert kube.get(b.API, "ClusterQueue", cq)["spec"]["stopPolicy"] == "None"
+
+
+def test_the_plugin_creates_queues_the_api_server_accepts(
+        control_plane: ControlPlane, kube: Kube, namespace: str) -> None:
+    cq = f"{namespace}-made"
+    out = kubectl_kuota(control_plane, "create", "clusterqueue", cq, "--cohort", "org",
+                        "--nominal-quota", "on:cpu=8,memory=32Gi;spot:cpu=4,memory=16Gi",
+                        "--borrowing-limit", "on:cpu=2")
+    assert f"clusterqueue {cq} created" in out
+    spec = kube.get(b.API, "ClusterQueue", cq)["spec"]
+    assert spec["cohortName"] == "org"
+    assert [f["name"] for f in spec["resourceGroups"][0]["flavors"]] == ["on", "spot"]
+    assert spec["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"] == "2"
+    out = kubectl_kuota(control_plane, "create", "localqueue", "main", "-n", namespace,
+                        "-c", cq)
+    assert kube.get(b.API, "LocalQueue", "main", namespace)["spec"]["clusterQueue"] == cq
+    refused = subprocess.run(
+        [control_plane.binaries.path("kubectl"), "kuota", "create", "localqueue", "other",
+         "-n", namespace, "-c", "no-such-cq"],
+        env={"PATH": f"{PLUGIN.parent}:/usr/bin:/bin", "HOME": str(control_plane.workdir),
+             "KUBECONFIG": str(control_plane.admin_kubeconfig)},
+        capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1
+    assert "--clusterqueue no-such-cq: no such ClusterQueue" in refused.stderr
