@@ -354,16 +354,17 @@ class Federation:
             member.condition = (False, reconcile.NOT_CONFIGURED, member.problem or "")
             self._publish(member)
             return
-        self.runner.submit(f"observe:{member.name}", tasks.observe, member.spec,
-                           self.origin, retry=False, lane=member.name)
+        self.runner.submit(f"observe:{member.name}", tasks.observe,
+                           self.runner.reference(member.name, member.spec), self.origin,
+                           retry=False, lane=member.name)
 
     def _outcome(self, outcome: tasks.Outcome, now: float) -> None:
         verb, _, rest = outcome.key.partition(":")
         cluster, _, target = rest.partition(":")
         member = self.members.get(cluster)
         if verb == "observe" and member is not None:
-            if outcome.ok and isinstance(outcome.value, Observation):
-                self._observed(member, outcome.value, now)
+            if outcome.ok and isinstance(outcome.value, dict):
+                self._observed(member, Observation.from_json(outcome.value), now)
             else:
                 member.error = outcome.error or "the observation failed"
                 member.condition = (False, reconcile.UNREACHABLE, member.error)
@@ -450,8 +451,8 @@ class Federation:
         assert self.runner is not None and member.spec is not None
         namespace, _, name = copy_key.partition("/")
         key = f"delete:{member.name}:{copy_key}"
-        if self.runner.submit(key, tasks.delete, member.spec, namespace, name,
-                              lane=member.name):
+        if self.runner.submit(key, tasks.delete, self.runner.reference(member.name, member.spec),
+                              namespace, name, lane=member.name):
             self._deleting[key] = (workload, member.name)
 
     def _follow(self, workload: str, remote: Body) -> None:
@@ -545,7 +546,8 @@ class Federation:
             body = self._remote_body(engine, workload, cluster)
             if body is None:
                 continue
-            if self.runner.submit(key, tasks.create, member.spec, body, lane=cluster):
+            reference = self.runner.reference(cluster, member.spec)
+            if self.runner.submit(key, tasks.create, reference, body, lane=cluster):
                 self.holders.setdefault(workload, set()).add(cluster)
 
     def _remote_body(self, engine: Engine, workload: str, cluster: str) -> Body | None:

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from placement.model import POD_SLOT, PODS, Node, add_amounts
+from placement.model import POD_SLOT, PODS, Node, Taint, TaintEffect, add_amounts
 
 Body = dict[str, Any]
 
@@ -78,6 +78,30 @@ class Observation:
     copies: tuple[Copy, ...]
     #: Objects that could not be read (a node with a bad quantity...); never fatal.
     problems: tuple[str, ...] = ()
+
+    def to_json(self) -> Body:
+        """Plain JSON values: a task's result travels through Redis as JSON, not pickled."""
+        return {"nodes": [{"name": n.name, "allocatable": dict(n.allocatable),
+                           "requested": dict(n.requested), "labels": dict(n.labels),
+                           "taints": [[t.key, str(t.effect), t.value] for t in n.taints],
+                           "unschedulable": n.unschedulable,
+                           "nonzeroRequested": None if n.nonzero_requested is None
+                           else dict(n.nonzero_requested)} for n in self.nodes],
+                "copies": [{"namespace": c.namespace, "name": c.name, "workload": c.workload,
+                            "body": c.body, "usage": {k: dict(v) for k, v in c.usage.items()}}
+                           for c in self.copies],
+                "problems": list(self.problems)}
+
+    @classmethod
+    def from_json(cls, data: Body) -> Observation:
+        return cls(
+            nodes=tuple(Node(n["name"], n["allocatable"], n["requested"], n["labels"],
+                             tuple(Taint(k, TaintEffect(e), v) for k, e, v in n["taints"]),
+                             n["unschedulable"], n["nonzeroRequested"])
+                        for n in data["nodes"]),
+            copies=tuple(Copy(c["namespace"], c["name"], c["workload"], c["body"], c["usage"])
+                         for c in data["copies"]),
+            problems=tuple(data["problems"]))
 
 
 def add_pod(total: dict[str, int], requests: Mapping[str, int]) -> None:

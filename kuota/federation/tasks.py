@@ -22,9 +22,17 @@ run one after another, so one member never gets concurrent calls from us.
   the next periodic observation is the retry, and a failure is what the
   member's health is made of.
 
-Task functions take plain values (a member *spec*: ``{"kind": "Kubernetes",
-"kubeconfig": {...}}``) so the rq job pickles without live connections; the
-adapter for a spec is made (and its connections cached) in the worker.
+**No secret in Redis, nothing unpickled.** A member's connection details (its
+*spec*: ``{"kind": "Kubernetes", "kubeconfig": {...}}`` with a token) stay in
+this process: the runner keeps them and a task names the member only by a
+*reference* (runner id and member name) that the worker thread, in the same
+process, looks up. Jobs are written with rq's JSON serializer, so a worker
+never unpickles what is in Redis, and it runs only the functions in
+:data:`TASKS` (:class:`kuota.service.worker.AllowedTasksJob`): someone who
+can write to the Redis cannot make the operator run their code or read its
+member credentials. Results are plain JSON too (an observation as
+:meth:`Observation.to_json`). A job queued by an earlier operator process
+fails (its reference is unknown here) and is submitted again by this one.
 """
 
 from __future__ import annotations
@@ -40,11 +48,12 @@ from typing import Any, Final
 from rq import Queue, Retry
 from rq.job import Job, JobStatus
 from rq.scheduler import RQScheduler
+from rq.serializers import JSONSerializer
 
 from kuota.federation import pool_member
 from kuota.federation.kubernetes_member import KubernetesMember
-from kuota.federation.member import Body, MemberAdapter, Observation
-from kuota.service.worker import ThreadNodeWorker
+from kuota.federation.member import Body, MemberAdapter
+from kuota.service.worker import AllowedTasksJob, ThreadNodeWorker
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +78,19 @@ def connection(url: str | None) -> Any:
     return fakeredis.FakeRedis(server=fakeredis.FakeServer())
 
 
+#: Connection details of members, by reference (``runner-id/member``); never written out.
+_SPECS: dict[str, Body] = {}
+
+
+def _spec(reference: str) -> Body:
+    spec = _SPECS.get(reference)
+    if spec is None:
+        raise MemberSpecError(f"member {reference.partition('/')[2] or reference!r}: no "
+                              "connection details in this process (queued by an earlier "
+                              "operator process?)")
+    return spec
+
+
 def adapter(spec: Body) -> MemberAdapter:
     """The adapter for a member spec (built in the worker, from plain values)."""
     kind = spec.get("kind")
@@ -81,20 +103,28 @@ def adapter(spec: Body) -> MemberAdapter:
 
 # -- the tasks (module-level, so rq can import them by name) ----------------------------------
 
-def observe(spec: Body, origin: str) -> Observation:
-    return adapter(spec).observe(origin)
+def observe(member: str, origin: str) -> Body:
+    return adapter(_spec(member)).observe(origin).to_json()
 
 
-def create(spec: Body, body: Body) -> str:
-    return adapter(spec).create(body)
+def create(member: str, body: Body) -> str:
+    return adapter(_spec(member)).create(body)
 
 
-def delete(spec: Body, namespace: str, name: str) -> str:
-    return adapter(spec).delete(namespace, name)
+def delete(member: str, namespace: str, name: str) -> str:
+    return adapter(_spec(member)).delete(namespace, name)
 
 
 def wake() -> None:
     """A no-op that wakes the worker blocked on the queue (to stop it)."""
+
+
+def _name(func: Callable[..., Any]) -> str:
+    return f"{func.__module__}.{func.__qualname__}"
+
+
+#: What the operator's task threads run, and nothing else.
+TASKS: Final = frozenset(_name(f) for f in (observe, create, delete, wake))
 
 
 # -- running them -------------------------------------------------------------------------------
@@ -127,8 +157,13 @@ class TaskRunner:
     """
 
     def __init__(self, connection: Any, *, queue: str = QUEUE, retries: int = RETRIES,
-                 backoff: Sequence[int] = BACKOFF, poll: float = 0.1) -> None:
+                 backoff: Sequence[int] = BACKOFF, poll: float = 0.1,
+                 tasks: Sequence[Callable[..., Any]] = ()) -> None:
+        """``tasks``: functions allowed besides :data:`TASKS` (tests' own)."""
         self.connection = connection
+        self.id = uuid.uuid4().hex
+        allowed = TASKS | {_name(f) for f in tasks}
+        self.job_class = type("MemberTaskJob", (AllowedTasksJob,), {"allowed": allowed})
         self.prefix = queue
         self.retries = retries
         self.backoff = [max(1, int(b)) for b in backoff]
@@ -168,6 +203,14 @@ class TaskRunner:
         self._scheduler = None
         self._started = False
         self._jobs.clear()
+        for reference in [r for r in _SPECS if r.startswith(f"{self.id}/")]:
+            del _SPECS[reference]
+
+    def reference(self, member: str, spec: Body) -> str:
+        """The name tasks use for ``member``; its spec stays in this process."""
+        reference = f"{self.id}/{member}"
+        _SPECS[reference] = spec
+        return reference
 
     def queue_name(self, lane: str) -> str:
         return f"{self.prefix}:{lane}" if lane else self.prefix
@@ -177,10 +220,12 @@ class TaskRunner:
             found = self._lanes.get(lane)
             if found is not None:
                 return found
-            queue = Queue(self.queue_name(lane), connection=self.connection)
+            queue = Queue(self.queue_name(lane), connection=self.connection,
+                          serializer=JSONSerializer, job_class=self.job_class)
             worker = ThreadNodeWorker([queue], connection=self.connection,
                                       name=f"kuota-federation-{uuid.uuid4().hex[:8]}",
-                                      worker_ttl=16)
+                                      worker_ttl=16, serializer=JSONSerializer,
+                                      job_class=self.job_class)
             thread = threading.Thread(target=self._work, args=(worker,), daemon=True,
                                       name=f"federation-worker-{lane or 'default'}")
             found = self._lanes[lane] = _Lane(queue, worker, thread)
@@ -195,7 +240,8 @@ class TaskRunner:
 
     def _schedule(self) -> None:
         """Move retries that are due back to their lanes' queues."""
-        scheduler = RQScheduler([self.prefix], connection=self.connection)
+        scheduler = RQScheduler([self.prefix], connection=self.connection,
+                                serializer=JSONSerializer)
         known: list[str] = []
         while not self._stop.wait(self.poll):
             with self._lock:

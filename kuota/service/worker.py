@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import redis
 from rq import SimpleWorker
@@ -55,20 +55,30 @@ from quota.resources import MILLI, ResourceVector
 log = logging.getLogger(__name__)
 
 
-class TaskJob(Job):
-    """An rq job that may only call kuota's own pod tasks (:data:`pod.TASKS`).
+class AllowedTasksJob(Job):
+    """An rq job that may only call the functions named in :attr:`allowed`.
 
     rq imports and calls whatever function a job names; a worker runs the commands of
-    every pod of its node, so a job naming ``os.system`` would be a way around kuota
-    for anyone who can write to Redis. Such a job fails, and nothing is imported.
+    every pod of its node (and the operator's task threads hold member credentials), so
+    a job naming ``os.system`` would be a way around kuota for anyone who can write to
+    Redis. Such a job fails, and nothing is imported. (The job's data is read with the
+    JSON serializer, so nothing is unpickled either.)
     """
+
+    allowed: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def func(self) -> Any:
-        if self.func_name not in pod.TASKS or self.instance is not None:
-            raise PermissionError(f"rq job {self.id} names {self.func_name!r}: a kuota worker "
-                                  f"runs only {', '.join(sorted(pod.TASKS))}")
+        if self.func_name not in self.allowed or self.instance is not None:
+            raise PermissionError(f"rq job {self.id} names {self.func_name!r}: this worker "
+                                  f"runs only {', '.join(sorted(self.allowed))}")
         return super().func
+
+
+class TaskJob(AllowedTasksJob):
+    """A node worker's job: kuota's own pod tasks (:data:`pod.TASKS`) only."""
+
+    allowed = pod.TASKS
 
 
 class NodeWorker(SimpleWorker):

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import pathlib
 import threading
 import time
 from collections.abc import Iterator
 
 import fakeredis
 import pytest
+from rq import Queue
+from rq.job import JobStatus
+from rq.serializers import JSONSerializer
 
+from kuota.federation import tasks as tasks_module
+from kuota.federation.member import Copy, Observation
 from kuota.federation.tasks import Outcome, TaskRunner
+from placement.model import Node, Taint, TaintEffect
 
 CALLS: dict[str, int] = {}
 
@@ -34,7 +42,7 @@ def hang(name: str) -> str:
 @pytest.fixture
 def runner() -> Iterator[TaskRunner]:
     tasks = TaskRunner(fakeredis.FakeRedis(server=fakeredis.FakeServer()), retries=2,
-                       backoff=[1], poll=0.05)
+                       backoff=[1], poll=0.05, tasks=[flaky, hang])
     tasks.start()
     yield tasks
     tasks.stop()
@@ -97,3 +105,72 @@ class TestTaskRunner:
             ended |= {o.key for o in runner.collect() if o.ok}
             time.sleep(0.02)
         assert ended == {"observe:slow", "observe:slow-2"}
+
+
+def kind_of(reference: str) -> str:
+    """A task reading a member's connection details the way the real tasks do."""
+    return tasks_module._spec(reference)["kind"]
+
+
+class TestNothingSecretOrForeignRuns:
+    def test_member_credentials_never_reach_redis(self) -> None:
+        connection = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+        runner = TaskRunner(connection, poll=0.05, tasks=[kind_of])
+        runner.start()
+        try:
+            reference = runner.reference("east", {"kind": "Kubernetes",
+                                                  "kubeconfig": {"token": "SECRET-TOKEN"}})
+            runner.submit("observe:east", kind_of, reference, retry=False, lane="east")
+            assert wait_outcome(runner) == Outcome("observe:east", True, "Kubernetes")
+            stored = b"".join(dump(connection, key) for key in connection.scan_iter())
+            assert b"east" in stored and b"SECRET-TOKEN" not in stored
+        finally:
+            runner.stop()
+
+    def test_a_job_naming_another_function_fails_without_running_it(
+            self, runner: TaskRunner, tmp_path: pathlib.Path) -> None:
+        runner.submit("observe:m", flaky, "m", 0, retry=False)
+        wait_outcome(runner)  # the lane's worker runs
+        marker = tmp_path / "ran"
+        queue = Queue(runner.queue_name(""), connection=runner.connection,
+                      serializer=JSONSerializer)
+        job = queue.enqueue("os.system", f"touch {marker}")
+        deadline = time.monotonic() + 5
+        while job.get_status(refresh=True) != JobStatus.FAILED and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert job.get_status() == JobStatus.FAILED
+        assert "names 'os.system'" in (job.latest_result().exc_string or "")  # type: ignore[union-attr]
+        assert not marker.exists()
+
+    def test_a_reference_from_another_process_is_an_error_not_a_crash(self) -> None:
+        with pytest.raises(tasks_module.MemberSpecError, match="member 'east': no connection"):
+            tasks_module.observe("0123/east", "origin")
+
+
+def dump(connection: fakeredis.FakeRedis, key: bytes) -> bytes:
+    kind = connection.type(key)
+    if kind == b"string":
+        return key + (connection.get(key) or b"")
+    if kind == b"hash":
+        return key + b"".join(k + v for k, v in connection.hgetall(key).items())
+    if kind == b"list":
+        return key + b"".join(connection.lrange(key, 0, -1))
+    if kind == b"zset":
+        return key + b"".join(connection.zrange(key, 0, -1))
+    if kind == b"set":
+        return key + b"".join(connection.smembers(key))
+    return key
+
+
+def test_an_observation_survives_its_json_trip() -> None:
+    observation = Observation(
+        nodes=(Node("n1", {"cpu": 4000}, {"cpu": 1000}, {"zone": "a"},
+                    (Taint("gpu", TaintEffect.NO_SCHEDULE, "true"),), True, {"cpu": 1100}),
+               Node("n2", {"cpu": 2000})),
+        copies=(Copy("ns", "job-a", "ns/a", {"status": {"active": 1}},
+                     {"n1": {"cpu": 500, "pods": 1000}}),),
+        problems=("node n3: bad quantity",))
+    trip = Observation.from_json(json.loads(json.dumps(observation.to_json())))
+    assert trip == observation
+    assert trip.copies[0].body == observation.copies[0].body  # not part of Copy's equality
+    assert trip.copies[0].usage == observation.copies[0].usage
