@@ -9,43 +9,47 @@ spelled as in the manifest.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from pydantic import ValidationError
 
-from quota.api.admissioncheck import AdmissionCheck
 from quota.api.base import RULES_ERROR, join_dotted, join_path
-from quota.api.clusterqueue import ClusterQueue
-from quota.api.cohort import Cohort
 from quota.api.kueue import ACCEPTED_API_VERSIONS, to_kuota
-from quota.api.localqueue import LocalQueue
-from quota.api.membercluster import MemberCluster
 from quota.api.meta import ApiObject
-from quota.api.multiclusterconfig import MultiClusterConfig
-from quota.api.priorityclass import WorkloadPriorityClass
 from quota.api.problems import ObjectError, Problem
-from quota.api.resourceflavor import ResourceFlavor
-from quota.api.topology import Topology
-from quota.api.workload import Workload
 from quota.resources import short_repr
 
+
+class _Kinds(Mapping[str, type[ApiObject]]):
+    """Every kind by its ``kind`` string; a kind's module is imported when first asked for,
+    so parsing a Workload does not build the ClusterQueue models (CLI start-up)."""
+
+    _MODULES: Final = {
+        "ResourceFlavor": "resourceflavor", "Cohort": "cohort", "ClusterQueue": "clusterqueue",
+        "LocalQueue": "localqueue", "WorkloadPriorityClass": "priorityclass",
+        "Workload": "workload", "Topology": "topology", "AdmissionCheck": "admissioncheck",
+        "MemberCluster": "membercluster", "MultiClusterConfig": "multiclusterconfig",
+    }
+
+    def __getitem__(self, kind: str) -> type[ApiObject]:
+        cls: type[ApiObject] = getattr(
+            importlib.import_module(f"quota.api.{self._MODULES[kind]}"), kind)
+        return cls
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._MODULES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._MODULES)
+
+    def __len__(self) -> int:
+        return len(self._MODULES)
+
+
 #: Every kind, by its ``kind`` string.
-KINDS: Final[dict[str, type[ApiObject]]] = {
-    cls.model_fields["kind"].default: cls
-    for cls in (
-        ResourceFlavor,
-        Cohort,
-        ClusterQueue,
-        LocalQueue,
-        WorkloadPriorityClass,
-        Workload,
-        Topology,
-        AdmissionCheck,
-        MemberCluster,
-        MultiClusterConfig,
-    )
-}
+KINDS: Final = _Kinds()
 
 
 def parse_object(doc: Mapping[str, Any], *, source: str = "") -> ApiObject:
