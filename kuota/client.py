@@ -18,12 +18,15 @@ scheduler service picks it up from there. The client never decides anything.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import NoPermissionError
 
 from kuota.service.connection import Connection, connect
 from queueing.store import (
@@ -33,6 +36,7 @@ from queueing.store import (
     PodRecord,
     PodRef,
     Store,
+    StoreError,
     WorkloadRecord,
 )
 from queueing.store.objects import KINDS as STORED_KINDS
@@ -74,9 +78,11 @@ class WorkloadStatus:
 class WorkloadHandle:
     """A submitted workload; every call reads Redis afresh."""
 
-    def __init__(self, client: Client, key: str) -> None:
+    def __init__(self, client: Client, key: str, *, queued: bool = False) -> None:
         self.client = client
         self.key = key
+        #: Sent as a request no scheduler has answered yet: stored once one runs.
+        self.queued = queued
 
     def __repr__(self) -> str:
         return f"WorkloadHandle({self.key!r})"
@@ -95,7 +101,14 @@ class WorkloadHandle:
         """Block until the workload finishes; raises TimeoutError after ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            status = self.status()
+            try:
+                status = self.status()
+            except NotFound:
+                if not self.queued:
+                    raise
+                # A request no scheduler has taken yet: it becomes a workload when one does.
+                status = WorkloadStatus(self.key, "Requested", "", "Queued",
+                                        "waiting for a scheduler to take the request", "", 0, [])
             if status.finished:
                 return status
             if deadline is not None and time.monotonic() >= deadline:
@@ -122,9 +135,22 @@ def workload_key(name: str) -> str:
     return name if "/" in name else f"default/{name}"
 
 
+class RequestRefused(StoreError):
+    """The scheduler refused a namespace-scoped submitter's request (the message says why)."""
+
+
 class Client:
     """A store's user: ``redis_url`` None means ``REDIS_URL``, else
-    ``redis://localhost:6379/0``; ``"embedded"`` is this process's in-memory store."""
+    ``redis://localhost:6379/0``; ``"embedded"`` is this process's in-memory store.
+
+    A Redis user limited to one namespace (``kuota acl submitter``) may not write the
+    records: its submissions and cancellations are sent as requests to the scheduler
+    (:mod:`queueing.store.requests`) and wait up to :attr:`request_wait` seconds for the
+    answer; a request not answered by then stays queued and is applied when a scheduler
+    runs (the handle says ``queued``)."""
+
+    #: Seconds a request of a namespace-scoped submitter waits for the scheduler's answer.
+    request_wait = 10.0
 
     def __init__(self, redis_url: str | None = None, *, prefix: str = "kuota",
                  connection: Connection | None = None) -> None:
@@ -210,28 +236,59 @@ class Client:
                 list(command or ()), queue=queue, name=name, count=count, requests=requests,
                 priority_class=priority_class, priority=priority, backoff_limit=backoff_limit,
                 env=env)
-        classes = {name_: int(m.get("value", 0)) for name_, m in
-                   self.store.objects.manifests("WorkloadPriorityClass").items()}
-        defaults = {key: dict(m.get("spec", {}).get("defaultRequests") or {}) for key, m in
-                    self.store.objects.manifests("LocalQueue").items()}
-        checked = submission.check(manifest, classes,
-                                   queue=queue if workload is not None else None,
-                                   default_requests=defaults)
-        self.store.workloads.submit(
-            checked.key, spec=checked.manifest, queue=checked.queue, priority=checked.priority,
-            backoff_limit=checked.backoff_limit, submission=uuid.uuid4().hex, now=time.time())
+        given_queue = queue if workload is not None else None
+        checked = submission.check_against(self.store, manifest, queue=given_queue)
+        submission_id = uuid.uuid4().hex
+        try:
+            self.store.workloads.submit(
+                checked.key, spec=checked.manifest, queue=checked.queue,
+                priority=checked.priority, backoff_limit=checked.backoff_limit,
+                submission=submission_id, now=time.time())
+        except NoPermissionError:
+            # A submitter limited to its namespace: the scheduler stores it (module doc).
+            answer = self._request(checked.key, "submit", manifest=json.dumps(manifest),
+                                   queue=given_queue or "", submission=submission_id)
+            return WorkloadHandle(self, checked.key, queued=answer is None)
         return WorkloadHandle(self, checked.key)
+
+    def _request(self, key: str, op: str, **fields: str) -> dict[str, Any] | None:
+        """Ask the scheduler through the namespace's request stream; its answer, or None
+        if none came within :attr:`request_wait` (the request stays queued for it)."""
+        namespace = key.partition("/")[0]
+        request = self.store.requests.post(namespace, op, key=key, **fields)
+        deadline = time.monotonic() + self.request_wait
+        while True:
+            answer = self.store.requests.answer(namespace, request)
+            if answer is not None:
+                if not answer.get("ok"):
+                    raise RequestRefused(f"{op} {key}: {answer.get('error', 'refused')}")
+                return answer
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
 
     def workload(self, name: str) -> WorkloadHandle:
         key = workload_key(name)
         self.store.workloads.get(key)
         return WorkloadHandle(self, key)
 
-    def workloads(self) -> list[WorkloadRecord]:
-        return self.store.workloads.all()
+    def workloads(self, namespace: str | None = None) -> list[WorkloadRecord]:
+        """Every workload, or those submitted in ``namespace`` (all a submitter limited
+        to that namespace may list)."""
+        if namespace is None:
+            return self.store.workloads.all()
+        return list(self.store.workloads.get_many(self.store.workloads.keys_in(namespace))
+                    .values())
 
-    def cancel(self, name: str) -> None:
-        self.store.workloads.cancel(workload_key(name), now=time.time())
+    def cancel(self, name: str) -> bool:
+        """Cancel; False if a namespace-scoped submitter's request is still queued."""
+        key = workload_key(name)
+        try:
+            self.store.workloads.cancel(key, now=time.time())
+        except NoPermissionError:
+            self.store.workloads.get(key)  # a name that is not there: NotFound, not a request
+            return self._request(key, "cancel", message="cancelled by user") is not None
+        return True
 
     def logs(self, name: str, *, pod: int | None = None, attempt: int | None = None) -> str:
         """Output of one attempt's pods (the current one unless ``attempt`` says; every

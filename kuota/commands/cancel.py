@@ -44,8 +44,11 @@ def run(args: argparse.Namespace) -> int:
     client = cli.client(args)
     if not by_filter:
         for name in args.workloads:
-            client.cancel(name)
-            print(f"workload {workload_key(name)} cancelled")
+            if client.cancel(name):
+                print(f"workload {workload_key(name)} cancelled")
+            else:
+                print(f"workload {workload_key(name)}: cancel request queued (no scheduler has "
+                      "taken it yet)")
         return 0
     selector = output.parse_selector(args.selector)
     args.all, args.name = False, None

@@ -54,6 +54,9 @@ def register(subparsers: Any) -> None:
     output.add_selector_arg(parser)
     parser.add_argument("--queue", "-q", metavar="QUEUE",
                         help="workloads: of this LocalQueue (NAMESPACE/NAME) or ClusterQueue")
+    parser.add_argument("--namespace", "-n", metavar="NS",
+                        help="workloads: only those submitted in namespace NS (all a "
+                             "submitter limited to NS may list)")
     parser.add_argument("--state", metavar="STATE", type=_state,
                         help="workloads: in this state, one of " + ", ".join(STATES))
     parser.add_argument("-A", "--all", action="store_true",
@@ -74,8 +77,8 @@ def _state(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     kind = KINDS[args.kind]
     selector = output.parse_selector(args.selector)
-    if kind != "workloads" and (args.queue or args.state):
-        raise ValueError("--queue and --state filter workloads only")
+    if kind != "workloads" and (args.queue or args.state or args.namespace):
+        raise ValueError("--queue, --state and --namespace filter workloads only")
     client = cli.client(args)
     list_items: Callable[[], list[Item]] = {
         "workloads": lambda: workload_items(client, args),
@@ -167,7 +170,8 @@ def workload_object(w: Any) -> dict[str, Any]:
 def workload_items(client: Any, args: argparse.Namespace) -> list[Item]:
     items = []
     queued = in_queue(client, args.queue)
-    for w in sorted(client.workloads(), key=lambda r: (r.created, r.key)):
+    for w in sorted(client.workloads(getattr(args, "namespace", None)),
+                    key=lambda r: (r.created, r.key)):
         if not (workload_matches(w, args) and queued(w)):
             continue
         # A workload dispatched here by a manager has no queue: it shows who sent it.

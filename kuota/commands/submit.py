@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     # With --follow, stdout carries the job's own output only (pipe it as the job's).
     say = sys.stderr if args.follow else sys.stdout
     print(f"workload {handle.key} submitted", file=say)
+    if handle.queued:
+        print("note: sent as a request of your namespace; no scheduler has taken it yet, it "
+              "is stored when one runs", file=sys.stderr)
     cli.warn_without_scheduler(client)
     if not args.wait:
         return 0

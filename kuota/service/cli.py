@@ -107,6 +107,11 @@ def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argpar
             print(f"error: cannot reach Redis at {_where(args)}: {_first_line(exc)}",
                   file=sys.stderr)
             return 1
+        except redis.exceptions.NoPermissionError as exc:
+            print(f"error: your Redis user may not do this: {_first_line(exc)} (a submitter "
+                  "limited to a namespace reads and changes only that namespace's workloads: "
+                  "`-n NAMESPACE`)", file=sys.stderr)
+            return 1
         except redis.RedisError as exc:  # a DB index out of range, a server that is not Redis
             print(f"error: Redis at {_where(args)} refused: {_first_line(exc)}", file=sys.stderr)
             return 1

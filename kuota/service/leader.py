@@ -52,6 +52,7 @@ from kuota.service import decisions, jobs, pinning, placing, rebuild, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
 from kuota.service.dispatched import DispatchedWorkloads
+from kuota.service.intake import Intake
 from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
@@ -140,6 +141,8 @@ class Leader:
         # Follow the stream from before the load: what happens during it is seen twice,
         # which re-reading makes harmless.
         self.last_event = self.store.events.last_id()
+        self.intake = Intake(self.store, clock)
+        self.store.workloads.index_namespaces()
         loaded = rebuild.load(self.store, config)
         self.engine: Engine = loaded.engine
         # Topology-aware admission and multi-cluster dispatch to pools (issues 6 and 7).
@@ -176,6 +179,7 @@ class Leader:
         self._round_at = now + self.timing.batch
         if now >= self._renew_at:
             self._renew(now)
+        self.intake.step(now)
         events = self.store.events.read(self.last_event, block_ms=self._block_ms(now))
         if events:
             self.last_event = events[-1].id

@@ -170,3 +170,15 @@ def parse_workload(manifest: Mapping[str, Any], *, source: str) -> api.Workload:
         raise api.ObjectError([api.Problem(source, obj.kind, obj.metadata.name, "kind",
                                            "expected a Workload")])
     return obj
+
+
+def check_against(store: Any, manifest: Mapping[str, Any], *, queue: str | None = None,
+                  source: str = SOURCE) -> Submission:
+    """:func:`check` with the priority classes and LocalQueue defaults stored in ``store``
+    (what both a submitter and the scheduler's intake of requests check against)."""
+    classes = {name: int(m.get("value", 0)) for name, m in
+               store.objects.manifests("WorkloadPriorityClass").items()}
+    defaults = {key: dict(m.get("spec", {}).get("defaultRequests") or {}) for key, m in
+                store.objects.manifests("LocalQueue").items()}
+    return check(manifest, classes, queue=queue, source=source, default_requests=defaults)
+

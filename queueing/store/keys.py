@@ -105,6 +105,29 @@ class Keys:
     def workload(self, key: str) -> str:
         return f"{self.prefix}:workload:{key}"
 
+    def workloads_in(self, namespace: str) -> str:
+        """The keys of a namespace's submitted workloads (a zset by submission time): what a
+        submitter limited to that namespace lists instead of :attr:`workloads`."""
+        return f"{self.prefix}:workloads:{namespace}"
+
+    @property
+    def namespace_index_marker(self) -> str:
+        """Set once every stored workload is in its namespace's index (an older store's
+        records are added by the first scheduler that finds it unset)."""
+        return f"{self.prefix}:workloads-by-namespace"
+
+    # -- requests of namespace-scoped submitters ---------------------------------
+    def requests(self, namespace: str) -> str:
+        """The stream a namespace's submitters write submit and cancel requests to."""
+        return f"{self.prefix}:requests:{namespace}"
+
+    def requests_pattern(self) -> str:
+        return f"{self.prefix}:requests:*"
+
+    def answer(self, namespace: str, request: str) -> str:
+        """The scheduler's answer to one request (JSON), kept an hour."""
+        return f"{self.prefix}:answer:{namespace}:{request}"
+
     def history(self, key: str) -> str:
         return f"{self.prefix}:workload:{key}:history"
 

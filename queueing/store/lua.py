@@ -77,6 +77,7 @@ end
 SUBMIT: Final = r"""
 -- Submit a workload, or find the same submission already there.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
+-- KEYS[5] the namespace's workloads zset (what a namespace's submitters may list)
 -- ARGV[1] workload key  ARGV[2] submission id  ARGV[3] now  ARGV[4] events maxlen
 -- ARGV[5..] field, value, ... (spec, queue, priority, backoff_limit)
 local state = redis.call("HGET", KEYS[1], "state")
@@ -93,6 +94,7 @@ redis.call("HSET", KEYS[1], "key", ARGV[1], "state", "Pending", "attempt", attem
            "submission", ARGV[2],
            "created", ARGV[3], "queued_at", ARGV[3], "failures", 0, "pods", 0, "pods_done", 0)
 redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
+redis.call("ZADD", KEYS[5], ARGV[3], ARGV[1])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Submitted"})
 emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok"
@@ -405,19 +407,21 @@ PURGE_FINISHED: Final = r"""
 -- Retention: forget a workload that finished before a cutoff -- its record, history,
 -- and every attempt's pods and logs. Anything not Finished, or finished later, stays.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] workloads zset  KEYS[4] history
--- KEYS[5..] pod hashes and logs of every attempt
+-- KEYS[5] the namespace's workloads zset  KEYS[6..] pod hashes and logs of every attempt
 -- ARGV[1] lease holder  ARGV[2] workload key  ARGV[3] cutoff (epoch seconds)
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
 local w = redis.call("HMGET", KEYS[2], "state", "finished_at")
 if not w[1] then
   redis.call("ZREM", KEYS[3], ARGV[2])
+  redis.call("ZREM", KEYS[5], ARGV[2])
   return "ok:absent"
 end
 if w[1] ~= "Finished" then return "state:" .. w[1] end
 if not w[2] or tonumber(w[2]) >= tonumber(ARGV[3]) then return "young" end
-for i = 5, #KEYS do redis.call("DEL", KEYS[i]) end
+for i = 6, #KEYS do redis.call("DEL", KEYS[i]) end
 redis.call("DEL", KEYS[2], KEYS[4])
 redis.call("ZREM", KEYS[3], ARGV[2])
+redis.call("ZREM", KEYS[5], ARGV[2])
 return "ok:purged"
 """
 

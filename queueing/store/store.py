@@ -19,6 +19,7 @@ from queueing.store.lease import Lease
 from queueing.store.nodes import NodeStore
 from queueing.store.objects import ObjectStore
 from queueing.store.pods import PodStore
+from queueing.store.requests import RequestStream
 from queueing.store.scripts import Scripts
 from queueing.store.workloads import WorkloadStore
 
@@ -34,6 +35,7 @@ class Store:
         self.nodes = NodeStore(redis, self.keys, self.scripts)
         self.pods = PodStore(redis, self.keys, self.scripts)
         self.events = EventStream(redis, self.keys)
+        self.requests = RequestStream(redis, self.keys)
 
     @classmethod
     def from_url(cls, url: str, prefix: str = DEFAULT_PREFIX) -> Store:

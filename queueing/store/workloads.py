@@ -94,7 +94,8 @@ class WorkloadStore:
         ]
         k = self._keys
         status = self._scripts.run(
-            "submit", [k.workload(key), k.workloads, k.history(key), k.events],
+            "submit", [k.workload(key), k.workloads, k.history(key), k.events,
+                       k.workloads_in(key.partition("/")[0])],
             [key, submission, now, EVENTS_MAXLEN, *fields])
         return outcome(status, f"workload {key}") != "again"
 
@@ -156,6 +157,24 @@ class WorkloadStore:
     def all(self) -> list[WorkloadRecord]:
         found = self.get_many(self.keys())
         return list(found.values())
+
+    def keys_in(self, namespace: str) -> list[str]:
+        """The workloads submitted in ``namespace`` (readable by its submitters)."""
+        return [str(k) for k in self._r.zrange(self._keys.workloads_in(namespace), 0, -1)]
+
+    def index_namespaces(self) -> int:
+        """Put every stored workload in its namespace's index, once per store (a store
+        written before the index existed); returns how many were indexed."""
+        k = self._keys
+        if self._r.exists(k.namespace_index_marker):
+            return 0
+        entries = self._r.zrange(k.workloads, 0, -1, withscores=True)
+        pipe = self._r.pipeline(transaction=False)
+        for key, score in entries:
+            pipe.zadd(k.workloads_in(str(key).partition("/")[0]), {key: score}, nx=True)
+        pipe.set(k.namespace_index_marker, "1")
+        pipe.execute()
+        return len(entries)
 
     def keys_not_in(self, states: Collection[str], *, chunk: int = 10_000) -> list[str]:
         """Every workload key whose state is not one of ``states``, oldest first. Reads only
@@ -264,6 +283,7 @@ class WorkloadStore:
             refs = [PodRef(key, attempt, index) for attempt in range(1, record.attempt + 1)
                     for index in range(most)]
             calls.append(([k.lease, k.workload(key), k.workloads, k.history(key),
+                           k.workloads_in(key.partition("/")[0]),
                            *(name for ref in refs for name in (k.pod(ref), k.log(ref)))],
                           [holder, key, before]))
             purged.append(key)

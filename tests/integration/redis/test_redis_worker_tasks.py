@@ -34,7 +34,7 @@ def test_a_job_naming_another_function_fails_and_runs_nothing(
         queue = node_queue(c.connection.raw, c.connection.store.keys, "n1")
         job = queue.enqueue("os.system", f"touch {marker}")
         wait_for("the job to fail", lambda: job.get_status(refresh=True) == JobStatus.FAILED)
-        assert "a kuota worker runs only" in (job.latest_result().exc_string or "")
+        assert "this worker runs only" in (job.latest_result().exc_string or "")
         assert not marker.exists()
 
 

@@ -1,0 +1,70 @@
+"""``kuota acl submitter NAMESPACE --user NAME``: a Redis ACL user limited to one namespace.
+
+Prints the ``ACL SETUSER`` command for a person (or a team's CI) who may submit,
+cancel and read workloads of one namespace of a pool, and nothing else: they read
+their namespace's records, pods and logs and the queue objects, and write only to
+the namespace's request stream, which the scheduler takes requests from
+(docs/redis-mode.md, "Securing a pool"). Pipe it into ``redis-cli`` as an admin,
+or copy it into the ``users.acl`` file::
+
+    kuota acl submitter team-a --user alice | redis-cli -u "$ADMIN_URL"
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+#: Read commands a submitter needs; never KEYS or SCAN (they would list every name).
+READS = ("hget", "hgetall", "hmget", "hexists", "exists", "get", "mget", "type", "ttl",
+         "lrange", "llen", "zrange", "zrangebyscore", "zcard", "zscore", "xrange",
+         "xrevrange", "xlen", "time", "ping", "echo")
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "acl", description="Print Redis ACL rules for a pool's users (run them as an admin).")
+    kinds = parser.add_subparsers(dest="role", required=True, metavar="ROLE")
+    submitter = kinds.add_parser(
+        "submitter", help="may submit, cancel and read the workloads of one namespace",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    submitter.add_argument("namespace", metavar="NAMESPACE")
+    submitter.add_argument("--user", required=True, metavar="NAME", help="the Redis user")
+    submitter.add_argument("--password", metavar="SECRET",
+                           help="set this password (default: leave passwords as they are; "
+                                "add one with ACL SETUSER NAME >SECRET)")
+    submitter.add_argument("--prefix", default="kuota", help="the pool's key prefix")
+    parser.set_defaults(func=run)
+
+
+def submitter_rules(namespace: str, prefix: str = "kuota") -> list[str]:
+    """The ACL rules (after ``ACL SETUSER NAME``) of a submitter of ``namespace``."""
+    if not _NAMESPACE.match(namespace):
+        raise ValueError(f"namespace {namespace!r}: not a DNS label (lower-case letters, "
+                         "digits and '-', at most 63)")
+    p, ns = prefix, namespace
+    return [
+        "on", "resetkeys", "resetchannels", "-@all", "+@connection",
+        *(f"+{c}" for c in READS),
+        f"%R~{p}:workload:{ns}/*", f"%R~{p}:workloads:{ns}", f"%R~{p}:pod:{ns}/*",
+        f"%R~{p}:log:{ns}/*", f"%R~{p}:answer:{ns}:*", f"%R~{p}:objects:*",
+        f"%R~{p}:scheduler:lease", f"%R~{p}:nodes", f"%R~{p}:node:*",
+        # Writing: only appending to the namespace's request stream.
+        f"(~{p}:requests:{ns} +xadd)",
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        rules = submitter_rules(args.namespace, args.prefix)
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
+    if args.password:
+        rules.insert(1, f">{args.password}")
+    # One argument per rule: a selector holds a space, so it is quoted (redis-cli reads it so).
+    print(" ".join(["ACL", "SETUSER", args.user,
+                    *(f'"{r}"' if " " in r else r for r in rules)]))
+    return 0

@@ -1,0 +1,98 @@
+"""The scheduler takes the requests of namespace-scoped submitters.
+
+Submitters whose Redis user may write nothing but their namespace's request
+stream (:mod:`queueing.store.requests`) ask the scheduler to submit or cancel
+for them. The leader takes those requests a few times a second and checks
+each one as if it came from the open internet: the namespace is the stream's
+(a request about another namespace's workload is refused), the Workload is
+validated again with the same checks the CLI makes, and only then is it
+stored — through the same store calls as a direct submission, so a request
+taken twice (a scheduler that died before deleting it) stores nothing twice.
+Every request gets an answer, including a refusal saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kuota.service import submission
+from queueing.store import Store, StoreError
+from queueing.store.requests import Request
+
+log = logging.getLogger(__name__)
+
+
+class Intake:
+    def __init__(self, store: Store, clock: Callable[[], float], *, every: float = 0.1,
+                 rescan_every: float = 2.0) -> None:
+        self.store = store
+        self.clock = clock
+        self.every = every
+        self.rescan_every = rescan_every
+        self._namespaces: list[str] = []
+        self._next_at = 0.0
+        self._rescan_at = 0.0
+
+    def step(self, now: float) -> int:
+        """Answer what the request streams hold; returns how many were answered."""
+        if now < self._next_at:
+            return 0
+        self._next_at = now + self.every
+        if now >= self._rescan_at:
+            self._namespaces = self.store.requests.namespaces()
+            self._rescan_at = now + self.rescan_every
+        answered = 0
+        for namespace in self._namespaces:
+            for request in self.store.requests.take(namespace):
+                self.store.requests.answered(request, self.answer(request))
+                answered += 1
+        return answered
+
+    def answer(self, request: Request) -> dict[str, Any]:
+        try:
+            key = self._key(request)
+            if request.op == "submit":
+                self._submit(request, key)
+            elif request.op == "cancel":
+                self.store.workloads.cancel(key, now=self.clock(),
+                                            message=request.fields.get("message")
+                                            or "cancelled by user")
+            else:
+                raise ValueError(f"unknown request {request.op!r} (submit or cancel)")
+        except (ValueError, StoreError) as exc:  # ObjectError is a ValueError
+            problems = getattr(exc, "problems", None)
+            text = "; ".join(str(p) for p in problems) if problems else str(exc)
+            log.info("request %s of namespace %s refused: %s", request.id,
+                     request.namespace, text)
+            return {"ok": False, "error": text}
+        return {"ok": True, "key": key}
+
+    @staticmethod
+    def _key(request: Request) -> str:
+        key = request.fields.get("key", "")
+        namespace, sep, name = key.partition("/")
+        if not sep or not name:
+            raise ValueError(f"request key {key!r} is not NAMESPACE/NAME")
+        if namespace != request.namespace:
+            raise ValueError(f"workload {key} is not in namespace {request.namespace}, "
+                             "whose request stream this came through")
+        return key
+
+    def _submit(self, request: Request, key: str) -> None:
+        try:
+            manifest = json.loads(request.fields.get("manifest", ""))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"manifest: not JSON ({exc})") from None
+        if not isinstance(manifest, dict):
+            raise ValueError("manifest: expected a Workload object")
+        checked = submission.check_against(self.store, manifest,
+                                           queue=request.fields.get("queue") or None)
+        if checked.key != key:
+            raise ValueError(f"the manifest is workload {checked.key}, the request {key}")
+        self.store.workloads.submit(
+            checked.key, spec=checked.manifest, queue=checked.queue, priority=checked.priority,
+            backoff_limit=checked.backoff_limit,
+            submission=request.fields.get("submission") or request.id, now=self.clock())
