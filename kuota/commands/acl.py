@@ -7,12 +7,13 @@ the namespace's request stream, which the scheduler takes requests from
 (docs/redis-mode.md, "Securing a pool"). Pipe it into ``redis-cli`` as an admin,
 or copy it into the ``users.acl`` file::
 
-    kuota acl submitter team-a --user alice | redis-cli -u "$ADMIN_URL"
+    kuota acl submitter team-a --user alice --password-env PW | redis-cli -u "$ADMIN_URL"
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from typing import Any
 
@@ -32,9 +33,10 @@ def register(subparsers: Any) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     submitter.add_argument("namespace", metavar="NAMESPACE")
     submitter.add_argument("--user", required=True, metavar="NAME", help="the Redis user")
-    submitter.add_argument("--password", metavar="SECRET",
-                           help="set this password (default: leave passwords as they are; "
-                                "add one with ACL SETUSER NAME >SECRET)")
+    submitter.add_argument("--password-env", metavar="VAR",
+                           help="set the password held in environment variable VAR (not on "
+                                "the command line, where ps shows it); default: leave the "
+                                "user's passwords as they are")
     submitter.add_argument("--prefix", default="kuota", help="the pool's key prefix")
     parser.set_defaults(func=run)
 
@@ -62,8 +64,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
-    if args.password:
-        rules.insert(1, f">{args.password}")
+    if args.password_env:
+        password = os.environ.get(args.password_env)
+        if not password:
+            print(f"error: --password-env {args.password_env}: the variable is not set")
+            return 2
+        rules.insert(1, f">{password}")
     # One argument per rule: a selector holds a space, so it is quoted (redis-cli reads it so).
     print(" ".join(["ACL", "SETUSER", args.user,
                     *(f'"{r}"' if " " in r else r for r in rules)]))
