@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from kuota.service import cli
+from kuota.service.podusers import PodUsers
 from kuota.service.supervisor import SupervisorTiming
 from kuota.service.worker import PoolWorker, WorkerOptions
 from quota.resources import QuantityError, parse_vector
@@ -42,6 +44,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--replace", action="store_true",
                         help="take the node name over from a worker still running under it "
                              "(it is fenced and stops); without it such a start is refused")
+    parser.add_argument("--pod-uids", metavar="START-END", default=None,
+                        help="run each pod as its own user id from this range (the worker "
+                             "must run as root), so jobs on the node cannot read each "
+                             "other's environment, files or output")
     parser.add_argument("--log-dir", type=Path, default=None,
                         help="where pod output is buffered before it is sent to Redis "
                              "(default a temporary directory)")
@@ -61,10 +67,21 @@ def run(args: argparse.Namespace) -> int:
     except QuantityError as exc:
         print(f"error: --resources: {exc}", file=sys.stderr)
         return 2
+    pod_users = None
+    if args.pod_uids is not None:
+        if os.geteuid() != 0:
+            print("error: --pod-uids: the worker must run as root to start pods as other "
+                  "users", file=sys.stderr)
+            return 2
+        try:
+            pod_users = PodUsers.parse(args.pod_uids)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     options = WorkerOptions(
         pool=args.pool, node=args.node, capacity=capacity,
         labels=cli.parse_labels(args.labels), devices=devices, heartbeat=args.heartbeat,
-        log_dir=args.log_dir, replace=args.replace,
+        log_dir=args.log_dir, replace=args.replace, pod_users=pod_users,
         supervisor=SupervisorTiming(grace=args.grace, reconcile=args.reconcile))
     worker = PoolWorker(cli.connection(args), options)
     worker.run()

@@ -58,6 +58,7 @@ from typing import IO, TypeVar
 import redis
 
 from kuota.service.jobs import PodJob
+from kuota.service.podusers import PodUsers
 from queueing.store import PodPhase, PodRef, Store
 from quota.resources import MILLI
 
@@ -96,6 +97,8 @@ class _Running:
     log_path: Path
     log_file: IO[bytes]
     devices: list[str]
+    #: The pod's own user id (``--pod-uids``), else None: the worker's user.
+    uid: int | None = None
     shipped: int = 0
     stop_requested: bool = False
     kill_at: float | None = None
@@ -139,8 +142,10 @@ class PodSupervisor:
     def __init__(self, store: Store, node: str, *, epoch: Callable[[], int],
                  devices: Sequence[str], log_dir: Path,
                  timing: SupervisorTiming | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 pod_users: PodUsers | None = None) -> None:
         self.store = store
+        self.pod_users = pod_users
         self.node = node
         self._epoch = epoch
         self._devices = tuple(devices)
@@ -164,6 +169,8 @@ class PodSupervisor:
     # -- called from other threads -------------------------------------------------
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        if self.pod_users is not None:
+            self.log_dir.chmod(0o700)  # pods run as other users: their output is ours alone
         self._thread.start()
 
     def submit_many(self, jobs: Sequence[PodJob], timeout: float = 60.0) -> list[str]:
@@ -267,19 +274,31 @@ class PodSupervisor:
             return self._fail_to_start(job, ref, f"cannot run {job.command[0]!r}: command not "
                                        "found or not executable", started=True,
                                        devices=devices)
+        uid = None
+        if self.pod_users is not None:
+            uid = self.pod_users.take()
+            if uid is None:
+                return self._fail_to_start(job, ref, f"node {self.node} has no free pod user "
+                                           "id (--pod-uids)", started=True, devices=devices)
         log_path = self.log_dir / (job.pod_id.replace("/", "_").replace(":", "_") + ".log")
-        log_file = open(log_path, "wb")  # noqa: SIM115 — closed when the pod is reaped
+        # Owner-only: under --pod-uids another pod's user must not read this output.
+        log_file = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                             "wb")
+        as_user = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
         try:
             proc = subprocess.Popen(
                 _argv(job.command), stdin=subprocess.DEVNULL, stdout=log_file,
                 stderr=subprocess.STDOUT, env=self._env(job, ref, devices), cwd=cwd,
                 start_new_session=True, close_fds=True,
-                preexec_fn=_die_with_parent if _LIBC is not None and _SETPRIV is None else None)
+                preexec_fn=_die_with_parent if _LIBC is not None and _SETPRIV is None else None,
+                **as_user)  # type: ignore[call-overload]
         except OSError as exc:
             log_file.close()
+            if uid is not None:
+                self.pod_users.give(uid)  # type: ignore[union-attr]
             return self._fail_to_start(job, ref, f"cannot run {job.command[0]!r}: {exc.strerror}",
                                        started=True, devices=devices)
-        self._running[job.pod_id] = _Running(job, ref, proc, log_path, log_file, devices)
+        self._running[job.pod_id] = _Running(job, ref, proc, log_path, log_file, devices, uid)
         return "ok"
 
     def _fail_to_start(self, job: PodJob, ref: PodRef, message: str, *,
@@ -321,6 +340,8 @@ class PodSupervisor:
                 continue
             del self._running[pod_id]
             pod.log_file.close()
+            if pod.uid is not None and self.pod_users is not None:
+                self.pod_users.give(pod.uid)
             while self._ship_log(pod, wait=True):  # the rest of the output, however long
                 pass
             pod.log_path.unlink(missing_ok=True)

@@ -48,6 +48,7 @@ from rq.timeouts import TimerDeathPenalty
 from kuota.service import pod
 from kuota.service.connection import Connection
 from kuota.service.jobs import node_queue
+from kuota.service.podusers import PodUsers
 from kuota.service.supervisor import GPU, PodSupervisor, SupervisorTiming
 from queueing.store.keys import check_node_name
 from quota.resources import MILLI, ResourceVector
@@ -119,6 +120,8 @@ class WorkerOptions:
     clock: Callable[[], float] = time.time
     #: Take the node name over from a live worker (fencing it) instead of refusing to start.
     replace: bool = False
+    #: Run each pod as its own user id from this range (the worker must be root).
+    pod_users: PodUsers | None = None
 
     def __post_init__(self) -> None:
         check_node_name(self.node)
@@ -144,7 +147,8 @@ class PoolWorker:
         self._log_dir = options.log_dir or Path(tempfile.mkdtemp(prefix=f"kuota-{options.node}-"))
         self.supervisor = PodSupervisor(conn.store, options.node, epoch=lambda: self.epoch,
                                         devices=options.gpu_devices(), log_dir=self._log_dir,
-                                        timing=options.supervisor, clock=options.clock)
+                                        timing=options.supervisor, clock=options.clock,
+                                        pod_users=options.pod_users)
         self._rq: NodeWorker | None = None
         #: rq runs in the main thread (``kuota worker``): only a signal stops it promptly.
         self._in_main_thread = False
