@@ -92,3 +92,16 @@ def helm_path() -> str | None:
     """The helm ``hack/helm/build-helm.sh`` built (``make helm-bin``), or None."""
     built = cache_dir() / "helm" / helm_version()
     return str(built / "bin" / "helm") if (built / ".complete").exists() else None
+
+
+def require(program: str, path: str | None, how: str) -> str:
+    """``path``, or skip the test saying ``how`` to build ``program`` — a failure instead
+    when ``KUOTA_REQUIRE_CLUSTER=1`` (CI), where every binary must have been built."""
+    import pytest
+
+    if path is None:
+        message = f"{program} is not built: run {how}"
+        if os.environ.get("KUOTA_REQUIRE_CLUSTER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import os
 import pathlib
 import re
 import subprocess
@@ -30,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cluster.binaries import ROOT, helm_path, kubectl_path
+from tests.cluster.binaries import ROOT, helm_path, kubectl_path, require
 
 CHART = ROOT / "charts" / "kuota"
 NAMESPACE = "kuota-system"
@@ -48,18 +47,9 @@ Key = tuple[str, str, str]  # kind, namespace ("" if cluster-scoped), name
 Body = dict[str, Any]
 
 
-def _required(program: str, path: str | None, how: str) -> str:
-    if path is None:
-        message = f"{program} is not built: run {how}"
-        if os.environ.get("KUOTA_REQUIRE_CLUSTER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
 @pytest.fixture(scope="module")
 def helm() -> str:
-    return _required("helm", helm_path(), "`make helm-bin` (hack/helm/build-helm.sh)")
+    return require("helm", helm_path(), "`make helm-bin` (hack/helm/build-helm.sh)")
 
 
 def render(helm: str, values: dict[str, str] | None = None, *, namespace: str = NAMESPACE,
@@ -108,7 +98,7 @@ def without_helm_labels(obj: Body) -> Body:
 
 @pytest.fixture(scope="module")
 def kustomized() -> dict[Key, Body]:
-    kubectl = _required("kubectl", kubectl_path(), "`make cluster-bins`")
+    kubectl = require("kubectl", kubectl_path(), "`make cluster-bins`")
     done = subprocess.run([kubectl, "kustomize", str(ROOT / "manifests")],
                           capture_output=True, text=True, check=True)
     return keyed(done.stdout)

@@ -1,0 +1,162 @@
+"""kuota installed with ``helm install`` on a real control plane admits a Job.
+
+The session's kubectl-applied operator objects (tests/real/operator.py) are taken
+away first, so the chart installs into ``kuota-system`` as on a cluster that has only
+the CRDs — the way a user upgrades from the kustomize install — and they are put
+back afterwards for the other tests.
+
+Pods do not really run on kwok nodes, so the chart's Deployment cannot serve the
+webhook. Instead the chart is installed with ``webhook.url`` pointing at
+127.0.0.1 (and that address in its certificate), and ``kuota operator`` runs on
+the host with what the chart made for its pods: the ServiceAccount's token (its
+RBAC), the Deployment's arguments (leader election on the chart's Lease) and the
+serving certificate from the chart's Secret, which the API server trusts through
+the CA the chart put into the webhook configuration. Then:
+
+* a queue-labelled Job is held by the webhook, admitted and started;
+* ``helm upgrade`` keeps the certificate and the CA (the chart looks them up), so
+  the running operator keeps being trusted and admits the next Job;
+* ``helm uninstall`` removes the webhook and the operator's objects and keeps the
+  CRDs, the queues and the Workloads; Jobs already started run on, and a new Job is
+  no longer held.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pathlib
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cluster.binaries import ROOT, helm_path, require
+from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.kube import Kube
+from tests.real import builders as b
+from tests.real import operator as op
+
+CHART = ROOT / "charts" / "kuota"
+NS = op.OPERATOR_NAMESPACE
+# Where the operator listens decides the host run, not the chart: these are replaced.
+HOST_FLAGS = ("--webhook-listen=", "--webhook-cert-dir=", "--probes=")
+
+
+class Helm:
+    """helm as the cluster's admin, its caches and settings under ``home``."""
+
+    def __init__(self, binary: str, plane: ControlPlane, home: pathlib.Path) -> None:
+        self.binary = binary
+        self.env = dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig),
+                        HELM_CACHE_HOME=str(home / "cache"),
+                        HELM_CONFIG_HOME=str(home / "config"),
+                        HELM_DATA_HOME=str(home / "data"))
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run([self.binary, *args], capture_output=True, text=True,
+                              env=self.env, timeout=180)
+        assert done.returncode == 0, f"helm {' '.join(args)}:\n{done.stderr}{done.stdout}"
+        return done.stdout
+
+
+@pytest.fixture
+def helm(control_plane: ControlPlane, installation: op.Installation,
+         tmp_path: pathlib.Path) -> Iterator[Helm]:
+    """helm, with the session's operator objects out of the way until the test ends."""
+    client = Helm(require("helm", helm_path(), "`make helm-bin` (hack/helm/build-helm.sh)"),
+                  control_plane, tmp_path / "helm")
+    op.remove_operator(control_plane)
+    try:
+        yield client
+    finally:
+        subprocess.run([client.binary, "uninstall", "kuota", "-n", NS, "--wait"],
+                       capture_output=True, env=client.env, timeout=180)
+        control_plane.kubectl("-n", NS, "delete", "lease", "kuota-operator",
+                              "--ignore-not-found")
+        op.apply_operator(control_plane, installation.webhook_port)
+
+
+def chart_values(port: int) -> list[str]:
+    return ["--set", f"webhook.url=https://127.0.0.1:{port}",
+            "--set", "webhook.certificate.ipAddresses[0]=127.0.0.1"]
+
+
+def certificate_files(kube: Kube, directory: pathlib.Path) -> dict[str, str]:
+    """The chart's serving certificate, written as its pods would have it mounted."""
+    data = kube.get("v1", "Secret", "kuota-webhook-tls", NS)["data"]
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        (directory / name).write_bytes(base64.b64decode(data[name]))
+    return dict(data)
+
+
+def operator_args(kube: Kube) -> list[str]:
+    """The chart Deployment's ``kuota operator`` arguments but where it listens."""
+    deployment = kube.get("apps/v1", "Deployment", "kuota-operator", NS)
+    (main,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert main["command"] == ["kuota", "operator"]
+    return [a for a in main["args"] if not a.startswith(HOST_FLAGS)]
+
+
+def ca_bundles(kube: Kube) -> set[str]:
+    config = kube.get("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "kuota")
+    return {h["clientConfig"]["caBundle"] for h in config["webhooks"]}
+
+
+def admitted_and_started(kube: Kube, namespace: str, job: str) -> dict:
+    def started() -> dict | None:
+        found = kube.get("batch/v1", "Job", job, namespace)
+        return found if found["spec"].get("suspend") is False else None
+
+    workload = kube.wait_for(
+        lambda: (wl := b.workload_of(kube.list(b.API, "Workload", namespace), job))
+        and b.is_true(wl, "Admitted") and wl, what=f"the Workload of {job} to be admitted")
+    kube.wait_for(started, what=f"Job {job} to be unsuspended")
+    return workload
+
+
+def test_the_chart_installs_an_operator_that_admits_jobs_upgrades_and_uninstalls_keeping_crds(
+        control_plane: ControlPlane, kube: Kube, namespace: str, installation: op.Installation,
+        helm: Helm, tmp_path: pathlib.Path) -> None:
+    port = installation.webhook_port
+    helm("install", "kuota", str(CHART), "--namespace", NS, *chart_values(port))
+    (release,) = json.loads(helm("list", "--namespace", NS, "--output", "json"))
+    assert (release["name"], release["status"]) == ("kuota", "deployed")
+    args = operator_args(kube)
+    assert f"--lease={NS}/kuota-operator" in args
+    certs = certificate_files(kube, tmp_path / "certs")
+    assert ca_bundles(kube) == {certs["ca.crt"]}
+
+    pool = f"{namespace}-pool"
+    control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
+    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+    kube.apply(b.flavor(rf, labels={"pool": pool}), b.cluster_queue(cq, quotas={rf: {"cpu": 4}}),
+               b.local_queue("main", cq, namespace))
+
+    with op.OperatorProcess(installation, tmp_path, *args, cert_dir=tmp_path / "certs"):
+        created = kube.create(b.job("first", namespace, run_for="600s"))
+        assert created["spec"]["suspend"] is True, "the chart's webhook must hold the Job"
+        admitted_and_started(kube, namespace, "first")
+        lease = kube.get("coordination.k8s.io/v1", "Lease", "kuota-operator", NS)
+        assert lease["spec"]["holderIdentity"], "the operator leads on the chart's Lease"
+
+        helm("upgrade", "kuota", str(CHART), "--namespace", NS, *chart_values(port))
+        assert kube.get("v1", "Secret", "kuota-webhook-tls", NS)["data"] == certs
+        assert ca_bundles(kube) == {certs["ca.crt"]}
+        assert kube.create(b.job("second", namespace))["spec"]["suspend"] is True
+        admitted_and_started(kube, namespace, "second")
+
+    helm("uninstall", "kuota", "--namespace", NS, "--wait")
+    assert kube.find("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration",
+                     "kuota") is None
+    assert kube.find("apps/v1", "Deployment", "kuota-operator", NS) is None
+    assert kube.find("rbac.authorization.k8s.io/v1", "ClusterRole", "kuota-operator") is None
+    crds = control_plane.kubectl("get", "crd", "-o", "name").stdout.split()
+    assert "customresourcedefinition.apiextensions.k8s.io/workloads.kuota.dev" in crds
+    assert kube.find(b.API, "ClusterQueue", cq) is not None
+    assert b.workload_of(kube.list(b.API, "Workload", namespace), "first") is not None
+    assert kube.get("batch/v1", "Job", "first", namespace)["spec"]["suspend"] is False
+    unheld = kube.create(b.job("after-uninstall", namespace))
+    assert unheld["spec"].get("suspend") is not True, "no webhook holds Jobs any more"
