@@ -19,6 +19,13 @@ the CA the chart put into the webhook configuration. Then:
 * ``helm uninstall`` removes the webhook and the operator's objects and keeps the
   CRDs, the queues and the Workloads; Jobs already started run on, and a new Job is
   no longer held.
+
+The optional parts are installed too (all but cert-manager's and
+prometheus-operator's kinds, whose CRDs a bare control plane lacks), and the
+second kube-scheduler is run the same way: the real kube-scheduler binary with the
+chart's ``kuota-scheduler.yaml`` as the chart's ServiceAccount (in-cluster
+credentials and DNS replaced by a kubeconfig and 127.0.0.1), which must start
+with the RBAC the chart gives it, lead on its Lease and bind pods of its profile.
 """
 
 from __future__ import annotations
@@ -31,10 +38,12 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
 from tests.cluster.binaries import ROOT, helm_path, require
-from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.controlplane import ControlPlane, Process, node
 from tests.cluster.kube import Kube
+from tests.ports import free_port
 from tests.real import builders as b
 from tests.real import operator as op
 
@@ -160,3 +169,66 @@ def test_the_chart_installs_an_operator_that_admits_jobs_upgrades_and_uninstalls
     assert kube.get("batch/v1", "Job", "first", namespace)["spec"]["suspend"] is False
     unheld = kube.create(b.job("after-uninstall", namespace))
     assert unheld["spec"].get("suspend") is not True, "no webhook holds Jobs any more"
+
+
+# Not kuota-binpack: the session's kube-scheduler has that profile and would claim the pod.
+SECOND = "kuota-second"
+
+
+def second_scheduler(plane: ControlPlane, kube: Kube, workdir: pathlib.Path) -> Process:
+    """The chart's second kube-scheduler, run on the host as its ServiceAccount."""
+    config = yaml.safe_load(kube.get("v1", "ConfigMap", "kuota-scheduler-config", NS)["data"][
+        "kuota-scheduler.yaml"])
+    (main,) = kube.get("apps/v1", "Deployment", "kuota-scheduler", NS)["spec"]["template"][
+        "spec"]["containers"]
+    assert main["command"] == ["kube-scheduler",
+                               "--config=/etc/kuota-scheduler/kuota-scheduler.yaml"]
+    kubeconfig = plane.service_account_kubeconfig(NS, "kuota-scheduler",
+                                                  workdir / "scheduler.kubeconfig")
+    config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    for extender in config["extenders"]:
+        assert extender["urlPrefix"] == f"http://kuota-extender.{NS}.svc:8888"
+        extender["urlPrefix"] = plane.extender_url
+    path = workdir / "kuota-scheduler.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return Process("kuota-scheduler", [
+        plane.binaries.path("kube-scheduler"), f"--config={path}",
+        f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--v=1"],
+        workdir / "kuota-scheduler.log")
+
+
+def test_the_optional_parts_install_and_the_second_scheduler_places_pods_of_its_profile(
+        control_plane: ControlPlane, kube: Kube, namespace: str, helm: Helm,
+        tmp_path: pathlib.Path) -> None:
+    helm("install", "kuota", str(CHART), "--namespace", NS,
+         "--set", "extender.enabled=true", "--set", "scheduler.enabled=true",
+         "--set", f"extender.schedulerName={SECOND}", "--set", "metrics.service.enabled=true",
+         "--set", "redis.deploy=true", "--set", f"redis.url=redis://kuota-redis.{NS}.svc:6379/0")
+    for kind, name in (("Deployment", "kuota-extender"), ("Deployment", "kuota-scheduler"),
+                       ("Deployment", "kuota-redis"), ("Service", "kuota-operator-metrics")):
+        api = "apps/v1" if kind == "Deployment" else "v1"
+        assert kube.find(api, kind, name, NS) is not None, f"{kind} {name} not installed"
+
+    scheduler = second_scheduler(control_plane, kube, tmp_path)
+    scheduler.start()
+    try:
+        def leading() -> bool:
+            lease = kube.find("coordination.k8s.io/v1", "Lease", "kuota-scheduler", NS)
+            return bool(lease and lease["spec"].get("holderIdentity"))
+
+        scheduler.wait_until(leading, 60)
+        pool = f"{namespace}-pool"
+        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
+        kube.create({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": "placed", "namespace": namespace},
+                     "spec": {"schedulerName": SECOND, "nodeSelector": {"pool": pool},
+                              "containers": [{"name": "main", "image": "registry.example/fake:1",
+                                              "resources": {"requests": {"cpu": "1"}}}]}})
+        bound = kube.wait_for(
+            lambda: kube.get("v1", "Pod", "placed", namespace)["spec"].get("nodeName"),
+            what=f"the pod to be bound by {SECOND}")
+        assert bound == f"{namespace}-n1"
+    finally:
+        scheduler.stop()
+        print(f"--- second kube-scheduler ---\n{scheduler.tail(30)}")
