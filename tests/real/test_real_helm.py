@@ -15,7 +15,9 @@ the CA the chart put into the webhook configuration. Then:
 
 * a queue-labelled Job is held by the webhook, admitted and started;
 * ``helm upgrade`` keeps the certificate and the CA (the chart looks them up), so
-  the running operator keeps being trusted and admits the next Job;
+  the running operator keeps being trusted and admits the next Job; a new name
+  in the certificate re-signs it with the same CA (the caBundle stays), a CA past
+  two thirds of its validity is replaced (and the caBundle with it);
 * ``helm uninstall`` removes the webhook and the operator's objects and keeps the
   CRDs, the queues and the Workloads; Jobs already started run on, and a new Job is
   no longer held.
@@ -138,6 +140,7 @@ def test_the_chart_installs_an_operator_that_admits_jobs_upgrades_and_uninstalls
     certs = certificate_files(kube, tmp_path / "certs")
     assert ca_bundles(kube) == {certs["ca.crt"]}
 
+    renamed = [*chart_values(port), "--set", "webhook.certificate.dnsNames[0]=kuota.example"]
     pool = f"{namespace}-pool"
     control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
     rf, cq = f"{namespace}-rf", f"{namespace}-cq"
@@ -156,6 +159,25 @@ def test_the_chart_installs_an_operator_that_admits_jobs_upgrades_and_uninstalls
         assert ca_bundles(kube) == {certs["ca.crt"]}
         assert kube.create(b.job("second", namespace))["spec"]["suspend"] is True
         admitted_and_started(kube, namespace, "second")
+
+        # A new name: a new serving certificate from the same CA, so the caBundle stays and
+        # the operator, still serving the previous certificate, is trusted throughout.
+        helm("upgrade", "kuota", str(CHART), "--namespace", NS, *renamed)
+        renewed = kube.get("v1", "Secret", "kuota-webhook-tls", NS)["data"]
+        assert renewed["tls.crt"] != certs["tls.crt"]
+        assert renewed["ca.crt"] == certs["ca.crt"]
+        assert ca_bundles(kube) == {certs["ca.crt"]}
+        assert kube.create(b.job("third", namespace))["spec"]["suspend"] is True
+
+    # A CA past two thirds of its validity: the next upgrade makes a new CA, re-signs the
+    # serving certificate and puts the new CA into the webhook configuration.
+    kube.patch("v1", "Secret", "kuota-webhook-ca",
+               {"metadata": {"annotations": {"kuota.dev/renew-after": "1"}}}, NS)
+    helm("upgrade", "kuota", str(CHART), "--namespace", NS, *renamed)
+    new_ca = kube.get("v1", "Secret", "kuota-webhook-ca", NS)["data"]["tls.crt"]
+    assert new_ca != certs["ca.crt"]
+    assert kube.get("v1", "Secret", "kuota-webhook-tls", NS)["data"]["ca.crt"] == new_ca
+    assert ca_bundles(kube) == {new_ca}
 
     helm("uninstall", "kuota", "--namespace", NS, "--wait")
     assert kube.find("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration",
