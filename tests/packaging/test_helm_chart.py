@@ -390,8 +390,15 @@ class BadValues:
     BadValues("redis-without-password", {"redis.deploy": "true",
                                          "redis.passwordSecret.name": ""},
               "redis.deploy needs redis.passwordSecret.name"),
+    # values.schema.json: enums, types and misspelt keys.
     BadValues("unknown-failure-policy", {"webhook.failurePolicy": "Retry"},
-              'webhook.failurePolicy must be Fail or Ignore, got "Retry"'),
+              "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"),
+    BadValues("misspelt-key", {"extender.enable": "true"},
+              "at '/extender': additional properties 'enable' not allowed"),
+    BadValues("replicas-not-a-number", {"operator.replicas": "two"},
+              "at '/operator/replicas': got string, want integer"),
+    BadValues("webhook-url-not-https", {"webhook.url": "http://127.0.0.1:9443"},
+              "at '/webhook/url'"),
 ], ids=lambda c: c.id)
 def test_values_that_cannot_work_are_refused_with_one_clear_line(
         helm: str, case: BadValues) -> None:

@@ -84,7 +84,10 @@ affinity:
 {{- concat $names .Values.webhook.certificate.dnsNames | toJson }}
 {{- end }}
 
-{{/* Values that cannot work together: fail at render time with one clear line. */}}
+{{/*
+Values that cannot work together: fail at render time with one clear line. (Types,
+ranges, enums and misspelt keys are refused by values.schema.json before this.)
+*/}}
 {{- define "kuota.validate" -}}
 {{- if and (gt (int .Values.operator.replicas) 1) (not .Values.operator.leaderElection.enabled) }}
 {{- fail "operator.replicas > 1 needs operator.leaderElection.enabled: two replicas would both admit" }}
@@ -94,8 +97,5 @@ affinity:
 {{- end }}
 {{- if and .Values.scheduler.enabled (not .Values.extender.enabled) }}
 {{- fail "scheduler.enabled needs extender.enabled: the second scheduler's profile calls the extender" }}
-{{- end }}
-{{- if not (has .Values.webhook.failurePolicy (list "Fail" "Ignore")) }}
-{{- fail (printf "webhook.failurePolicy must be Fail or Ignore, got %q" .Values.webhook.failurePolicy) }}
 {{- end }}
 {{- end }}
