@@ -52,23 +52,27 @@ def helm() -> str:
     return require("helm", helm_path(), "`make helm-bin` (hack/helm/build-helm.sh)")
 
 
+def helm_argv(helm: str, command: str, values: dict[str, str] | None = None, *,
+              namespace: str = NAMESPACE) -> list[str]:
+    """``helm lint`` or ``helm template`` of the chart with ``--set`` for each value."""
+    argv = [helm, command, *(["kuota"] if command == "template" else []), str(CHART),
+            "--namespace", namespace]
+    for name, value in (values or {}).items():
+        argv += ["--set", f"{name}={value}"]
+    return argv
+
+
 def render(helm: str, values: dict[str, str] | None = None, *, namespace: str = NAMESPACE,
            crds: bool = False) -> dict[Key, Body]:
     """``helm template`` of the chart, keyed by kind, namespace and name."""
-    argv = [helm, "template", "kuota", str(CHART), "--namespace", namespace]
-    if crds:
-        argv.append("--include-crds")
-    for name, value in (values or {}).items():
-        argv += ["--set", f"{name}={value}"]
-    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    argv = helm_argv(helm, "template", values, namespace=namespace)
+    done = subprocess.run(argv + ["--include-crds"] * crds, capture_output=True, text=True,
+                          check=True)
     return keyed(done.stdout)
 
 
 def render_error(helm: str, values: dict[str, str]) -> str:
-    argv = [helm, "template", "kuota", str(CHART), "--namespace", NAMESPACE]
-    for name, value in values.items():
-        argv += ["--set", f"{name}={value}"]
-    done = subprocess.run(argv, capture_output=True, text=True)
+    done = subprocess.run(helm_argv(helm, "template", values), capture_output=True, text=True)
     assert done.returncode != 0, f"helm template accepted {values}"
     return done.stderr
 
@@ -117,10 +121,8 @@ def container(objects: dict[Key, Body], deployment: str) -> Body:
 class TestLint:
     @pytest.mark.parametrize("values", [{}, ALL_ON], ids=["defaults", "everything-on"])
     def test_helm_lint_strict_finds_nothing(self, helm: str, values: dict[str, str]) -> None:
-        argv = [helm, "lint", "--strict", str(CHART), "--namespace", NAMESPACE]
-        for name, value in values.items():
-            argv += ["--set", f"{name}={value}"]
-        done = subprocess.run(argv, capture_output=True, text=True)
+        done = subprocess.run([*helm_argv(helm, "lint", values), "--strict"],
+                              capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
         findings = [line for line in done.stdout.splitlines()
                     if re.match(r"\[(WARNING|ERROR)\]", line)]
