@@ -142,7 +142,7 @@ def test_the_chart_installs_an_operator_that_admits_jobs_upgrades_and_uninstalls
 
     renamed = [*chart_values(port), "--set", "webhook.certificate.dnsNames[0]=kuota.example"]
     pool = f"{namespace}-pool"
-    control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
+    control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
     rf, cq = f"{namespace}-rf", f"{namespace}-cq"
     kube.apply(b.flavor(rf, labels={"pool": pool}), b.cluster_queue(cq, quotas={rf: {"cpu": 4}}),
                b.local_queue("main", cq, namespace))
@@ -241,7 +241,7 @@ def test_the_optional_parts_install_and_the_second_scheduler_places_pods_of_its_
 
         scheduler.wait_until(leading, 60)
         pool = f"{namespace}-pool"
-        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
+        control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
         kube.create({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": "placed", "namespace": namespace},
                      "spec": {"schedulerName": SECOND, "nodeSelector": {"pool": pool},
