@@ -39,6 +39,7 @@ HELM_LABELS = ("app.kubernetes.io/managed-by", "app.kubernetes.io/instance",
 AS_KUSTOMIZE = {"webhook.certManager.enabled": "true", "extender.enabled": "true",
                 "extender.schedulerConfig": "false", "redis.deploy": "true"}
 ALL_ON = {"webhook.certManager.enabled": "true", "extender.enabled": "true",
+          "operator.podDisruptionBudget.enabled": "true",
           "scheduler.enabled": "true", "metrics.service.enabled": "true",
           "metrics.serviceMonitor.enabled": "true", "redis.deploy": "true",
           "redis.url": "redis://kuota-redis.kuota-system.svc:6379/0"}
@@ -271,6 +272,14 @@ class TestOptionalParts:
         assert main["imagePullPolicy"] == "Always"
         assert main["args"][-1] == "--fair-sharing"
 
+    def test_a_disruption_budget_keeps_one_operator_serving_the_webhook(self, helm: str
+                                                                        ) -> None:
+        objects = render(helm, {"operator.podDisruptionBudget.enabled": "true"})
+        budget = objects[("PodDisruptionBudget", NAMESPACE, "kuota-operator")]["spec"]
+        pod = objects[("Deployment", NAMESPACE, "kuota-operator")]["spec"]["template"]
+        assert budget["minAvailable"] == 1
+        assert budget["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+
     def test_one_replica_may_run_without_leader_election(self, helm: str) -> None:
         objects = render(helm, {"operator.replicas": "1",
                                 "operator.leaderElection.enabled": "false"})
@@ -389,6 +398,9 @@ class BadValues:
               "metrics.serviceMonitor.enabled needs metrics.service.enabled"),
     BadValues("scheduler-without-extender", {"scheduler.enabled": "true"},
               "scheduler.enabled needs extender.enabled"),
+    BadValues("budget-for-one-replica", {"operator.replicas": "1",
+                                         "operator.podDisruptionBudget.enabled": "true"},
+              "operator.podDisruptionBudget.enabled needs operator.replicas >= 2"),
     BadValues("redis-without-password", {"redis.deploy": "true",
                                          "redis.passwordSecret.name": ""},
               "redis.deploy needs redis.passwordSecret.name"),
