@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-real cluster-bins lint bench crds clean setup image
+.PHONY: demo test test-fast test-real cluster-bins helm-bin lint bench crds clean setup image
 
 setup: $(STAMP)
 
@@ -35,17 +35,26 @@ test-real: $(STAMP) cluster-bins
 cluster-bins:
 	bash hack/cluster/build-bins.sh
 
+# helm built from its Go module into ~/.cache/kuota/helm (KUOTA_CACHE), for the chart's
+# tests (tests/packaging/test_helm_chart.py, tests/real/test_real_helm.py); cold ~2 min.
+helm-bin:
+	bash hack/helm/build-helm.sh
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy quota queueing admission placement multicluster kuota
 	$(BIN)/kuota crds --check manifests/crds --docs docs/reference/api.md
+	$(BIN)/kuota crds --check charts/kuota/crds
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/simulate_kueue_baseline.py
 
+# The CRDs are generated from the API models into both places that ship them: the
+# kustomize manifests and the Helm chart (whose crds/ Helm installs before the rest).
 crds: $(STAMP)
 	$(BIN)/kuota crds --write manifests/crds --docs docs/reference/api.md
+	$(BIN)/kuota crds --write charts/kuota/crds
 
 # The container image (needs a Docker engine); the manifests name kuota:<version>.
 IMAGE ?= kuota:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)

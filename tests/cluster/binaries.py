@@ -1,4 +1,5 @@
-"""Where the control-plane binaries are: the cache ``hack/cluster/build-bins.sh`` fills.
+"""Where the control-plane binaries are: the cache ``hack/cluster/build-bins.sh`` fills
+(and ``hack/helm/build-helm.sh``, for helm).
 
 The pinned versions are read from ``hack/cluster/versions.sh`` (one source of
 truth for the build script, CI and the tests). ``KUOTA_CACHE`` moves the
@@ -77,3 +78,30 @@ def kubectl_path() -> str | None:
         if built.exists():
             return str(built)
     return shutil.which("kubectl")
+
+
+def helm_version() -> str:
+    """The pinned helm release (``hack/helm/version.sh``, read by the build script too)."""
+    text = (ROOT / "hack" / "helm" / "version.sh").read_text()
+    found = re.search(r"KUOTA_HELM_VERSION=(\S+)", text)
+    assert found, "hack/helm/version.sh names no KUOTA_HELM_VERSION"
+    return found.group(1)
+
+
+def helm_path() -> str | None:
+    """The helm ``hack/helm/build-helm.sh`` built (``make helm-bin``), or None."""
+    built = cache_dir() / "helm" / helm_version()
+    return str(built / "bin" / "helm") if (built / ".complete").exists() else None
+
+
+def require(program: str, path: str | None, how: str) -> str:
+    """``path``, or skip the test saying ``how`` to build ``program`` — a failure instead
+    when ``KUOTA_REQUIRE_CLUSTER=1`` (CI), where every binary must have been built."""
+    import pytest
+
+    if path is None:
+        message = f"{program} is not built: run {how}"
+        if os.environ.get("KUOTA_REQUIRE_CLUSTER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

@@ -61,14 +61,27 @@ def install(plane: ControlPlane) -> Installation:
     plane.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "crds"))
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
     plane.kubectl("create", "namespace", OPERATOR_NAMESPACE)
-    plane.kubectl("apply", "-f", str(ROOT / "manifests" / "operator" / "rbac.yaml"))
     port = free_port()
     cert_dir = plane.workdir / "webhook-certs"
     plane.ca.serving("tls", directory=cert_dir)
-    plane.kubectl("apply", "-f", "-",
-                  input=yaml.safe_dump(webhook_configuration(port, plane.ca.cert)))
+    apply_operator(plane, port)
     plane.wait_namespace_ready(OPERATOR_NAMESPACE)
     return Installation(plane, port, cert_dir)
+
+
+def apply_operator(plane: ControlPlane, port: int) -> None:
+    """``rbac.yaml`` and the webhook configuration pointed at 127.0.0.1:PORT (again, after
+    a test installed kuota another way in their place, see :func:`remove_operator`)."""
+    plane.kubectl("apply", "-f", str(ROOT / "manifests" / "operator" / "rbac.yaml"))
+    plane.kubectl("apply", "-f", "-",
+                  input=yaml.safe_dump(webhook_configuration(port, plane.ca.cert)))
+
+
+def remove_operator(plane: ControlPlane) -> None:
+    """Take away what :func:`apply_operator` made (the CRDs and the namespace stay)."""
+    plane.kubectl("delete", "mutatingwebhookconfiguration", "kuota", "--ignore-not-found")
+    plane.kubectl("delete", "--ignore-not-found", "-f",
+                  str(ROOT / "manifests" / "operator" / "rbac.yaml"))
 
 
 def _kuota_command() -> list[str]:
