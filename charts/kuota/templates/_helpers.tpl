@@ -81,6 +81,10 @@ affinity:
 {{/* Names of the webhook's Service, as the API server and the certificate know it. */}}
 {{- define "kuota.webhookDNSNames" -}}
 {{- $names := list (printf "kuota-webhook.%s.svc" .Release.Namespace) (printf "kuota-webhook.%s.svc.cluster.local" .Release.Namespace) }}
+{{- if .Values.visibility.enabled }}
+{{- /* The visibility API server serves the same certificate (the API server checks this name). */}}
+{{- $names = append $names (printf "kuota-visibility.%s.svc" .Release.Namespace) }}
+{{- end }}
 {{- concat $names .Values.webhook.certificate.dnsNames | toJson }}
 {{- end }}
 
