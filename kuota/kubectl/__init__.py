@@ -91,21 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
     creating.add_argument("--clusterqueue", "-c",
                           help="localqueue: its ClusterQueue (required)")
     creating.add_argument("--ignore-unknown-cq", action="store_true",
-                        help="localqueue: create it even if the ClusterQueue does not exist")
+                          help="localqueue: create it even if the ClusterQueue does not exist")
     creating.add_argument("--cohort", help="clusterqueue: its cohort")
     creating.add_argument("--nominal-quota", metavar="QUOTAS",
-                        help='clusterqueue: "FLAVOR:RES=QTY,RES=QTY;FLAVOR2:..."')
+                          help='clusterqueue: "FLAVOR:RES=QTY,RES=QTY;FLAVOR2:..."')
     creating.add_argument("--borrowing-limit", metavar="QUOTAS", help="same syntax")
     creating.add_argument("--lending-limit", metavar="QUOTAS", help="same syntax")
     creating.add_argument("--queuing-strategy", choices=("StrictFIFO", "BestEffortFIFO"))
     creating.add_argument("--namespace-selector", metavar="K=V,...",
-                        help="namespaces allowed (default: all)")
+                          help="namespaces allowed (default: all)")
     creating.add_argument("--reclaim-within-cohort",
-                        choices=("Never", "LowerPriority", "Any"))
+                          choices=("Never", "LowerPriority", "Any"))
     creating.add_argument("--preemption-within-cluster-queue",
-                        choices=("Never", "LowerPriority", "LowerOrNewerEqualPriority"))
+                          choices=("Never", "LowerPriority", "LowerOrNewerEqualPriority"))
     creating.add_argument("--dry-run", action="store_true",
-                        help="print the object as YAML instead of creating it")
+                          help="print the object as YAML instead of creating it")
     return parser
 
 
