@@ -34,6 +34,7 @@ from admission.errors import WorkloadFailed
 from admission.events import WorkloadEvent
 from kuota.service.connection import Connection
 from kuota.service.leader import Leader, NeedRebuild, Timing
+from kuota.service.leasekeeper import LeaseKeeper
 from queueing.store import Fenced
 from quota.config import EngineConfig
 
@@ -63,6 +64,7 @@ class SchedulerService:
         self.options = options or SchedulerOptions()
         self.lease = conn.store.lease(self.options.identity, self.options.timing.lease_ttl)
         self.leader: Leader | None = None
+        self.keeper = LeaseKeeper(self.lease)
         #: Times this process became leader (tests and status output).
         self.terms = 0
         #: Steps that failed for a reason not traced to one workload, or with a request Redis
@@ -82,6 +84,7 @@ class SchedulerService:
                 self._tell_observers()
         finally:
             self.leader = None
+            self.keeper.stop()
             try:
                 self.lease.release()
             except redis.RedisError as exc:
@@ -95,16 +98,22 @@ class SchedulerService:
                     wait(self.options.timing.lease_ttl / 3)
                     return
                 assert self.lease.holder is not None
+                # Held through the rebuild, however long it takes (module leasekeeper).
+                self.keeper.start(self.lease.holder)
                 self.leader = Leader(self.conn, self.lease.holder, timing=self.options.timing,
                                      config=self.options.engine, clock=self.options.clock)
                 self.leader.on_events = self.options.on_events
                 self.terms += 1
+            self.keeper.beat()
+            if self.keeper.lost.is_set():
+                raise Fenced(f"lease of {self.lease.holder} was lost")
             self.leader.step()
             self._backoff = 0.1
         except Fenced as exc:
             log.warning("stepping down: %s", exc)
             self.leader = None
             self.lease.holder = None
+            self.keeper.stop()
         except NeedRebuild as exc:
             log.info("rebuilding: %s", exc)
             self.leader = None

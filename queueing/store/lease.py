@@ -45,6 +45,13 @@ class Lease:
         self.holder = status[3:] if status.startswith("ok:") else None
         return self.holder is not None
 
+    def held_by(self, holder: str) -> Lease:
+        """Another handle on this lease as held by ``holder`` (for a renewing thread: the
+        two never share the mutable :attr:`holder`)."""
+        copy = Lease(self._scripts, self._keys, self.identity, self.ttl)
+        copy.holder = holder
+        return copy
+
     def renew(self) -> bool:
         """Extend the lease; False (and no longer holding) if it was lost."""
         if self.holder is None:

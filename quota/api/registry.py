@@ -33,9 +33,14 @@ class _Kinds(Mapping[str, type[ApiObject]]):
         "MemberCluster": "membercluster", "MultiClusterConfig": "multiclusterconfig",
     }
 
+    def __init__(self) -> None:
+        self._loaded: dict[str, type[ApiObject]] = {}
+
     def __getitem__(self, kind: str) -> type[ApiObject]:
-        cls: type[ApiObject] = getattr(
-            importlib.import_module(f"quota.api.{self._MODULES[kind]}"), kind)
+        cls = self._loaded.get(kind)
+        if cls is None:
+            cls = self._loaded[kind] = getattr(
+                importlib.import_module(f"quota.api.{self._MODULES[kind]}"), kind)
         return cls
 
     def __contains__(self, kind: object) -> bool:
@@ -89,11 +94,32 @@ def parse_object(doc: Mapping[str, Any], *, source: str = "") -> ApiObject:
                 )
             ]
         )
+    if _deeper_than(doc, MAX_DEPTH):
+        raise ObjectError([Problem(source, kind, name, "", "nested too deeply")])
     try:
         return _validate(doc, source=source, kind=kind, name=name)
     except RecursionError:
         # Input nested thousands deep (a raw write, a fuzzer): refuse it, never crash on it.
         raise ObjectError([Problem(source, kind, name, "", "nested too deeply")]) from None
+
+
+#: No kuota or Kueue object nests anywhere near this deep; input that does (a raw write, a
+#: fuzzer) is refused before it reaches code that recurses over it.
+MAX_DEPTH: Final = 64
+
+
+def _deeper_than(doc: Any, limit: int) -> bool:
+    """Whether ``doc`` nests containers more than ``limit`` deep (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(doc, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, Mapping):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, Mapping | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, Mapping | list))
+    return False
 
 
 def _validate(doc: Mapping[str, Any], *, source: str, kind: str, name: str) -> ApiObject:
@@ -103,7 +129,7 @@ def _validate(doc: Mapping[str, Any], *, source: str, kind: str, name: str) -> A
     cls = KINDS[kind]
     metadata = converted.get("metadata")
     if cls.namespaced and isinstance(metadata, dict) and not metadata.get("namespace"):
-        metadata["namespace"] = "default"
+        converted["metadata"] = {**metadata, "namespace": "default"}  # the input stays as given
     try:
         return cls.model_validate(converted)
     except ValidationError as exc:

@@ -1,0 +1,123 @@
+"""How long a new Redis-mode leader needs before it decides anything, at Kueue's
+large-scale size: 10 cohorts × 100 ClusterQueues (1,000), 1,000 LocalQueues and 50,000
+pending workloads in the store (issue "Scale": leader ready ≤ 1 s after taking the lease).
+
+Fills a real redis-server (pipelines of copies of a real pending record), starts
+``kuota scheduler`` and prints, from its start: the lease taken, the leader ready (its
+"leading as" log line: store read, engine rebuilt, workloads queued) and the first
+workload admitted; and "ready − lease", the figure the target is about.
+
+Usage: python benchmarks/leader_ready.py [--queues 1000] [--pending 50000] [--redis URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from redis_throughput import redis_server
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kuota.client import Client  # noqa: E402
+from kuota.service.connection import connect  # noqa: E402
+
+
+def queues(count: int, per_cohort: int = 100) -> str:
+    docs = ["apiVersion: kuota.dev/v1alpha1\nkind: ResourceFlavor\nmetadata: {name: default}"]
+    for i in range(count):
+        docs.append(f"""apiVersion: kuota.dev/v1alpha1
+kind: ClusterQueue
+metadata: {{name: cq-{i}}}
+spec:
+  cohortName: cohort-{i // per_cohort}
+  namespaceSelector: {{}}
+  preemption: {{reclaimWithinCohort: Any, withinClusterQueue: LowerPriority}}
+  resourceGroups:
+    - coveredResources: [cpu]
+      flavors: [{{name: default, resources: [{{name: cpu, nominalQuota: 20,
+                                                borrowingLimit: 100}}]}}]
+---
+apiVersion: kuota.dev/v1alpha1
+kind: LocalQueue
+metadata: {{name: lq-{i}, namespace: default}}
+spec: {{clusterQueue: cq-{i}}}""")
+    return "\n---\n".join(docs)
+
+
+def fill(client: Client, queues_: int, count: int) -> None:
+    """``count`` pending workloads spread over the LocalQueues, as copies of a real one."""
+    store = client.store
+    model = client.submit(["true"], queue="default/lq-0", name="model", requests={"cpu": 1})
+    fields = store.redis.hgetall(store.keys.workload(model.key))
+    store.redis.delete(store.keys.workload(model.key), store.keys.history(model.key))
+    store.redis.zrem(store.keys.workloads, model.key)
+    store.redis.zrem(store.keys.workloads_in("default"), model.key)
+    spec = json.loads(fields["spec"])
+    for start in range(0, count, 5_000):
+        pipe = store.redis.pipeline(transaction=False)
+        for i in range(start, min(count, start + 5_000)):
+            key, queue = f"default/wl-{i}", f"lq-{i % queues_}"
+            spec["metadata"]["name"], spec["spec"]["queueName"] = f"wl-{i}", queue
+            pipe.hset(store.keys.workload(key), mapping={
+                **fields, "key": key, "queue": f"default/{queue}",
+                "spec": json.dumps(spec, sort_keys=True, separators=(",", ":")),
+                "created": str(float(i)), "queued_at": str(float(i))})
+            pipe.zadd(store.keys.workloads, {key: float(i)})
+            pipe.zadd(store.keys.workloads_in("default"), {key: float(i)})
+        pipe.execute()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queues", type=int, default=1000)
+    parser.add_argument("--pending", type=int, default=50_000)
+    parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
+    args = parser.parse_args()
+    with redis_server(args.redis) as url:
+        prefix = f"bench{os.getpid()}"
+        client = Client(connection=connect(url, prefix=prefix))
+        client.apply(queues(args.queues))
+        started = time.monotonic()
+        fill(client, args.queues, args.pending)
+        print(f"{args.queues:,} ClusterQueues and LocalQueues, {args.pending:,} pending "
+              f"workloads written in {time.monotonic() - started:.1f} s")
+        env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
+        log = Path(tempfile.mkdtemp(prefix="kuota-bench-")) / "scheduler.log"
+        t0 = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "kuota.cli", "scheduler",
+                                 "--identity", "bench", "--log-level", "INFO"], env=env,
+                                stdout=log.open("w"), stderr=subprocess.STDOUT)
+        led = ready = admitted = None
+        try:
+            while time.monotonic() - t0 < 180 and admitted is None:
+                now = time.monotonic() - t0
+                if led is None and client.store.redis.get(client.store.keys.lease):
+                    led = now
+                if ready is None and "leading as" in log.read_text(errors="replace"):
+                    ready = now
+                if ready is not None and client.store.redis.hget(
+                        client.store.keys.workload("default/wl-0"), "state") != "Pending":
+                    admitted = now
+                time.sleep(0.01)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        for what, at in (("lease taken", led), ("leader ready", ready),
+                         ("first workload admitted", admitted)):
+            print(f"scheduler started -> {what:24} " + (f"{at:.2f} s" if at is not None
+                                                         else f"never (log: {log})"))
+        if led is not None and ready is not None:
+            print(f"ready - lease = {ready - led:.2f} s (target <= 1 s)")
+
+
+if __name__ == "__main__":
+    main()
