@@ -19,11 +19,16 @@ def lease_pair() -> tuple[Lease, Lease]:
     return store.lease("leader", TTL), store.lease("standby", TTL)
 
 
+def held(lease: Lease) -> str:
+    assert lease.holder is not None
+    return lease.holder
+
+
 def test_a_step_longer_than_the_lease_keeps_it() -> None:
     leader, standby = lease_pair()
     assert leader.acquire()
     keeper = LeaseKeeper(leader)
-    keeper.start(leader.holder)
+    keeper.start(held(leader))
     try:
         deadline = time.monotonic() + 4 * TTL  # one "step" four leases long
         while time.monotonic() < deadline:
@@ -38,7 +43,7 @@ def test_a_loop_without_progress_lets_the_lease_go() -> None:
     leader, standby = lease_pair()
     assert leader.acquire()
     keeper = LeaseKeeper(leader, max_silence=2 * TTL)
-    keeper.start(leader.holder)
+    keeper.start(held(leader))
     try:
         deadline = time.monotonic() + 10 * TTL
         while not standby.acquire():
@@ -52,7 +57,7 @@ def test_a_lease_taken_over_is_reported_lost() -> None:
     leader, _ = lease_pair()
     assert leader.acquire()
     keeper = LeaseKeeper(leader)
-    keeper.start(leader.holder)
+    keeper.start(held(leader))
     try:
         leader.release()  # as if it had run out and another had taken it
         assert keeper.lost.wait(2 * TTL)
