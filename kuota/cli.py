@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cancel": ("cancel", "cancel workloads by name or selector (pods stopped, quota released)"),
     "queue": ("queue", "stop (Hold, HoldAndDrain) or resume a ClusterQueue or LocalQueue"),
     "node": ("node", "cordon, uncordon, drain or remove a worker node (Redis mode)"),
+    "dashboard": ("dashboard", "serve a read-only web dashboard of the queues (live updates)"),
     "why": ("why", "explain where a workload was dispatched and why (multi-cluster)"),
     "describe": ("why", "show a workload's status and its dispatch explanation"),
     "operator": ("operator", "run the Kubernetes operator (Jobs, Workloads, queues)"),
