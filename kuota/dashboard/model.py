@@ -216,9 +216,9 @@ def overview(engine: Engine, facts: Mapping[str, Facts], *, source: str,
         admission = entry.admission
         lq = entry.info.local_queue_key
         admitted = state in ADMITTED_STATES
-        for counts in (held.setdefault(admission.cluster_queue, [0, 0]),):
-            counts[0] += 1
-            counts[1] += admitted
+        cq_held = held.setdefault(admission.cluster_queue, [0, 0])
+        cq_held[0] += 1
+        cq_held[1] += admitted
         lq_counts = by_lq.setdefault(lq, [0, 0, 0])
         lq_counts[1] += 1
         lq_counts[2] += admitted
@@ -226,7 +226,7 @@ def overview(engine: Engine, facts: Mapping[str, Facts], *, source: str,
         running.append(RunningRow(
             key, admission.cluster_queue, lq, state.value, flavors_text(admission.pod_sets),
             admission.cluster or (fact.view.cluster if fact and fact.view.cluster else "") or "",
-            fact.nodes if fact else (), entry.at))
+            (fact.nodes if fact else ()) or _assigned_nodes(admission.pod_sets), entry.at))
     running.sort(key=lambda r: (r.cluster_queue, r.since, r.key))
     counts = {name: Counts(len(pending.get(name, ())), *held.get(name, [0, 0]))
               for name in cache.cluster_queues}
@@ -236,6 +236,11 @@ def overview(engine: Engine, facts: Mapping[str, Facts], *, source: str,
         for key, lq in sorted(cache.local_queues.items()))
     return Overview(source, roots, local_queues, pending, tuple(running), tuple(members),
                     tuple(problems))
+
+
+def _assigned_nodes(pod_sets: Iterable[object]) -> tuple[str, ...]:
+    """Nodes a topology-aware admission assigned (when no placement was recorded)."""
+    return tuple(dict.fromkeys(node for ps in pod_sets for node, _ in getattr(ps, "nodes", ())))
 
 
 def flavors_text(pod_sets: Iterable[object]) -> str:

@@ -245,7 +245,7 @@ def overview_page(ov: Overview) -> str:
         f'<h2 id="pending">Pending workloads, in admission order</h2>'
         + pending_table(pending[:OVERVIEW_ROWS], total=len(pending),
                         more="Each ClusterQueue's page lists all of its own.")
-        + f'<h2 id="running">Holding quota</h2>'
+        + '<h2 id="running">Holding quota</h2>'
         + running_table(ov.running[:OVERVIEW_ROWS], total=len(ov.running))
         + f'<h2 id="members">Member clusters and pools</h2>{members_table(ov.members)}')
 
@@ -282,7 +282,7 @@ def cluster_queue_page(ov: Overview, name: str, page: int = 0) -> str | None:
             f'<h2>LocalQueues</h2>{local_queue_table(lqs)}'
             f'<h2 id="pending">Pending, in admission order</h2>{pager}'
             + pending_table(shown, total=len(shown))
-            + f'<h2 id="running">Holding quota</h2>'
+            + '<h2 id="running">Holding quota</h2>'
             + running_table([r for r in ov.running if r.cluster_queue == name]))
 
 
