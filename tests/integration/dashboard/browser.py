@@ -74,11 +74,12 @@ class DashboardProcess:
     """``kuota dashboard`` as a child process; ``url`` once it listens."""
 
     def __init__(self, args: Sequence[str]) -> None:
-        self.log = tempfile.NamedTemporaryFile(prefix="kuota-dashboard-", suffix=".log",
-                                               delete=False)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kuota.cli", "dashboard", "--listen", "127.0.0.1:0", *args],
-            stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=REPO)
+        fd, name = tempfile.mkstemp(prefix="kuota-dashboard-", suffix=".log")
+        self.log = Path(name)
+        with os.fdopen(fd, "w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kuota.cli", "dashboard", "--listen", "127.0.0.1:0",
+                 *args], stdout=subprocess.PIPE, stderr=log, text=True, cwd=REPO)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if "http://" not in line:
@@ -87,7 +88,7 @@ class DashboardProcess:
         self.url = line.split()[2].rstrip("/")
 
     def errors(self) -> str:
-        return Path(self.log.name).read_text()
+        return self.log.read_text()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -97,7 +98,7 @@ class DashboardProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        Path(self.log.name).unlink(missing_ok=True)
+        self.log.unlink(missing_ok=True)
 
 
 @contextmanager
