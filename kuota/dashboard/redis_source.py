@@ -1,16 +1,19 @@
 """The dashboard over a Redis store: the engine as a new leader would rebuild it.
 
-:func:`kuota.service.rebuild.load` reads the queue objects and every unfinished
-workload and restores the ones holding quota, exactly as a scheduler that
-takes over would; the overview is read from that engine
-(:func:`kuota.dashboard.model.overview`), so its usage, borrowing and positions
-are the scheduler's. Why a workload waits is the reason the leader publishes
-on its record; where it runs, the record's placement. Worker pools are the
+:class:`~kuota.dashboard.redis_reader.RedisReader` rebuilds the engine from the
+queue objects and every unfinished workload, restoring the ones holding quota,
+exactly as a scheduler that takes over would (re-reading only what changed);
+the overview is read from that engine (:func:`kuota.dashboard.model.overview`),
+so its usage, borrowing and positions are the scheduler's. Why a workload
+waits is the reason the leader publishes on its record; where it runs, the
+record's placement. Worker pools are the
 members (nodes Ready/total, free/total of the Ready nodes, as ``kuota status``).
 Nothing is written.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from kuota import explanation
 from kuota.commands.status import _nodes_and_pools
@@ -23,7 +26,7 @@ from kuota.dashboard.model import (
     overview,
     workload_page,
 )
-from kuota.service import rebuild
+from kuota.dashboard.redis_reader import Loaded, RedisReader
 from kuota.service.connection import Connection
 
 
@@ -31,16 +34,20 @@ class RedisSource:
     def __init__(self, connection: Connection) -> None:
         self.store = connection.store
         self.description = f"Redis {connection.describe()} (prefix {connection.prefix})"
+        self.reader = RedisReader(self.store)
+        self._last: tuple[Loaded, Overview] | None = None
 
     def overview(self) -> Overview:
-        loaded = rebuild.load(self.store)
-        facts = {key: Facts(explanation.from_record(record), record.placement)
-                 for key, record in loaded.workloads.items()}
-        problems = [f"{name}: {text}" for name, text in sorted(loaded.configs.problems.items())]
-        problems += [f"workload {key} is set aside: {text}"
-                     for key, text in sorted(loaded.invalid.items())]
-        return overview(loaded.engine, facts, source=self.description,
-                        members=self.members(), problems=problems)
+        loaded = self.reader.load()
+        members = tuple(self.members())
+        if self._last is not None and self._last[0] is loaded:
+            # Nothing read changed: the picture is the same, but for the pools.
+            last = self._last[1]
+            return last if last.members == members else replace(last, members=members)
+        built = overview(loaded.engine, loaded.facts, source=self.description,
+                         members=members, problems=loaded.problems)
+        self._last = (loaded, built)
+        return built
 
     def members(self) -> list[Member]:
         _nodes, pools = _nodes_and_pools(self.store, self.store.nodes.time())

@@ -89,7 +89,7 @@ def test_pending_positions_and_reasons_as_kuota_why(stack: tuple[Client, str],
         client.submit(SLEEP, queue="default/lq-b", name=name, requests={"cpu": 5})
     page.goto(url + "/clusterqueues/b")
     page.evaluate("window.notReloaded = true")
-    assert page.locator("#cq-pending").inner_text() == "2"
+    page.wait_for_function("() => document.querySelector('#cq-pending').textContent === '2'")
     rows = page.locator("table.pending tbody tr")
     assert rows.count() == 2
     assert rows.nth(0).locator("td.position").inner_text() == "0"
