@@ -18,15 +18,20 @@ values, but keeps what it read:
    :class:`~quota.workload.WorkloadInfo` is kept by submission id.
 4. **Queue objects only when their manifests changed.**
 
-When nothing changed, the last engine and facts are reused as they are. When
-something did, a new engine is built from the kept values exactly as
-``rebuild.load`` builds one (:func:`kuota.service.rebuild.new_engine`, then
-:func:`kuota.service.rebuild.add` for each unfinished workload) — the same
-engine a new leader would have.
+The first read builds the engine exactly as ``rebuild.load`` builds one
+(:func:`kuota.service.rebuild.new_engine`, then :func:`kuota.service.rebuild.add`
+for each unfinished workload) — the engine a new leader would have. Later
+reads change it only where the store changed: a workload whose state, place in
+line or admission changed is taken out (finished and forgotten) and added again
+from its new record, as ``rebuild.add`` would add it; one whose reason or
+placement alone changed only gets new facts. A change to the queue objects
+rebuilds the engine from scratch. When nothing changed, the last result is
+returned as it is.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -39,14 +44,18 @@ from kuota.service import rebuild
 from queueing.store import Store, WorkloadRecord
 from queueing.store.objects import KINDS
 from quota.config import EngineConfig
+from quota.lifecycle import State
 from quota.workload import WorkloadInfo
 
 #: Workloads fingerprinted per script call: Redis runs a script alone, so keep each short.
 CHUNK: Final = 5000
-#: Fields whose change means a workload must be read again.
+#: Fields whose change means a workload must be read again: the first
+#: :data:`ENGINE_FIELDS` change what the engine holds (its state, place in line,
+#: admission), the rest only what is said about it.
 WATCHED: Final = ("state", "attempt", "submission", "queued_at", "admitted_at", "priority",
-                  "cq", "outcome", "placement", "pods", "pods_done", "failures", "origin",
+                  "cq", "origin", "outcome", "placement", "pods", "pods_done", "failures",
                   "reason", "message")
+ENGINE_FIELDS: Final = 8
 _SEP = "\x1f"  # between fields; never in a key, and a control character no writer uses
 
 FINGERPRINTS: Final = """
@@ -84,15 +93,27 @@ class RedisReader:
     _manifests: Any = None
     _configs: rebuild.Configs | None = None
     _last: Loaded | None = None
+    _engine: Engine | None = None
+    _facts: dict[str, Facts] = field(default_factory=dict)
+    #: Unfinished workloads left out of the engine -> why.
+    _invalid: dict[str, str] = field(default_factory=dict)
     #: False once the server refused EVAL_RO (Redis < 7, fakeredis): plain EVAL then.
     _read_only_eval: bool = True
 
     def load(self) -> Loaded:
         configs_changed = self._read_configs()
-        workloads_changed = self._read_workloads()
-        if self._last is not None and not configs_changed and not workloads_changed:
+        moved, said = self._read_workloads()
+        if self._last is not None and not configs_changed and not moved and not said:
             return self._last
-        self._last = self._build()
+        if configs_changed or self._engine is None:
+            self._build()
+        else:
+            self._update(moved, said)
+        assert self._engine is not None and self._configs is not None
+        problems = [f"{name}: {text}" for name, text in sorted(self._configs.problems.items())]
+        problems += [f"workload {key} is set aside: {text}"
+                     for key, text in sorted(self._invalid.items())]
+        self._last = Loaded(self._engine, self._facts, problems)
         return self._last
 
     # -- queue objects --------------------------------------------------------------------
@@ -106,23 +127,28 @@ class RedisReader:
         return True
 
     # -- workloads ------------------------------------------------------------------------
-    def _read_workloads(self) -> bool:
+    def _read_workloads(self) -> tuple[set[str], set[str]]:
+        """Re-read what changed: (keys whose engine part changed or that are gone, keys
+        whose reason, message or placement alone changed)."""
         seen = self.fingerprints()
-        changed = [key for key, line in seen.items() if self._fingerprints.get(key) != line]
-        gone = self._fingerprints.keys() - seen.keys()
-        if not changed and not gone:
-            return False
+        old = self._fingerprints
+        moved = {key for key, line in seen.items()
+                 if _engine_part(old.get(key)) != _engine_part(line)}
+        said = {key for key, line in seen.items() if key not in moved and old[key] != line}
+        gone = old.keys() - seen.keys()
+        if not moved and not said and not gone:
+            return set(), set()
         for key in gone:
             self._records.pop(key, None)
-        fresh = self.store.workloads.get_many(changed, spec=False)
+        fresh = self.store.workloads.get_many(moved | said, spec=False)
         self._records.update(fresh)
-        for key in changed:
-            if key not in fresh:  # deleted between the two reads: the next read settles it
-                seen.pop(key, None)
-                self._records.pop(key, None)
+        for key in (moved | said) - fresh.keys():
+            # Deleted between the two reads: gone now; the next read settles it.
+            seen.pop(key, None)
+            self._records.pop(key, None)
         self._fingerprints = seen
         self._read_specs()
-        return True
+        return moved | gone, said & fresh.keys()
 
     def fingerprints(self) -> dict[str, str]:
         keys = self.store.keys
@@ -164,30 +190,58 @@ class RedisReader:
             del self._infos[gone]
 
     # -- the engine -----------------------------------------------------------------------
-    def _build(self) -> Loaded:
+    def _build(self) -> None:
         assert self._configs is not None
-        configs = self._configs
-        engine = rebuild.new_engine(configs, EngineConfig())
-        problems = [f"{name}: {text}" for name, text in sorted(configs.problems.items())]
-        facts: dict[str, Facts] = {}
-        for key, record in self._records.items():
-            if record.state in rebuild.SET_ASIDE or record.dispatched:
-                continue
-            info = self._infos.get(record.submission or record.key)
-            if info is None or isinstance(info, str):
-                problems.append(f"workload {key} is set aside: {info or 'spec not read yet'}")
-                continue
-            # A spec is checked once; the priority and queue time are the record's, as in
-            # rebuild.workload_info.
-            info = _requeued(info, record)
-            try:
-                rebuild.add(engine, record, info)
-            except ValueError as exc:
-                problems.append(f"workload {key}: {exc}")
-                continue
-            facts[key] = Facts(explanation.from_record(record), record.placement)
+        self._engine = rebuild.new_engine(self._configs, EngineConfig())
+        self._facts = {}
+        self._invalid = {}
+        for key in self._records:
+            self._add(key)
+        self._engine.drain_outbox()
+
+    def _update(self, moved: set[str], said: set[str]) -> None:
+        engine = self._engine
+        assert engine is not None
+        now = time.time()
+        for key in moved:
+            held = engine.records.get(key)
+            if held is not None:
+                if held.state is not State.FINISHED:
+                    engine.finish(key, now)
+                del engine.records[key]  # forgotten: added again below if still live
+            self._facts.pop(key, None)
+            self._invalid.pop(key, None)
+            if key in self._records:
+                self._add(key)
+        for key in said:
+            if key in self._facts:
+                record = self._records[key]
+                self._facts[key] = Facts(explanation.from_record(record), record.placement)
         engine.drain_outbox()
-        return Loaded(engine, facts, problems)
+
+    def _add(self, key: str) -> None:
+        """Enter one stored workload as ``rebuild.load`` does (unless finished or
+        dispatched here by a manager)."""
+        assert self._engine is not None
+        record = self._records[key]
+        if record.state in rebuild.SET_ASIDE or record.dispatched:
+            return
+        info = self._infos.get(record.submission or record.key)
+        if info is None or isinstance(info, str):
+            self._invalid[key] = info or "its spec could not be read"
+            return
+        # A spec is checked once; the priority and queue time are the record's, as in
+        # rebuild.workload_info.
+        try:
+            rebuild.add(self._engine, record, _requeued(info, record))
+        except ValueError as exc:
+            self._invalid[key] = str(exc)
+            return
+        self._facts[key] = Facts(explanation.from_record(record), record.placement)
+
+
+def _engine_part(line: str | None) -> list[str] | None:
+    return None if line is None else line.split(_SEP)[:ENGINE_FIELDS]
 
 
 def _with_spec(record: WorkloadRecord, spec: str) -> WorkloadRecord:

@@ -66,3 +66,13 @@ def test_incremental_reads_equal_a_full_rebuild(redis_server_url: str,
         ours = incremental(reader)
         assert ours == full(client.store)
         assert ours.totals() == model.Counts(pending=0, reserving=3, admitted=3)
+
+        client.workload("default/w0").cancel()
+        client.submit(SLEEP, queue="default/lq-a", name="big", requests={"cpu": 9})
+        wait_for("a reason for the big one", lambda: "quota" in client.store.workloads.get(
+            "default/big").message)
+        wait_for("w0 finished", lambda: client.store.workloads.get(
+            "default/w0").state.value == "Finished")
+        ours = incremental(reader)
+        assert ours == full(client.store)
+        assert [p.key for p in ours.pending["a"]] == ["default/big"]
