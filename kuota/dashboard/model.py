@@ -29,7 +29,7 @@ decide whether the pages changed (and only then tells browsers to refresh).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from admission.engine import Engine
@@ -194,19 +194,22 @@ def walk(nodes: Iterable[TreeNode]) -> Iterable[TreeNode]:
 # -- building ---------------------------------------------------------------------------------
 
 def overview(engine: Engine, facts: Mapping[str, Facts], *, source: str,
-             members: Sequence[Member] = (), problems: Sequence[str] = ()) -> Overview:
+             members: Sequence[Member] = (), problems: Sequence[str] = (),
+             previous: Overview | None = None,
+             changed: Collection[str] | None = None) -> Overview:
+    """The overview of ``engine``. With ``previous`` and ``changed`` (the ClusterQueues
+    whose waiting workloads or their facts changed since ``previous`` was built), the
+    pending lists of the other ClusterQueues are taken from ``previous``: on a large
+    store they are most of the work, and one admission touches one queue."""
     cache = engine.cache
     pending: dict[str, tuple[PendingRow, ...]] = {}
     by_lq: dict[str, list[int]] = {}
     for name in sorted(cache.cluster_queues):
-        rows = []
-        for info, position, local_position in engine.queues.positions(name):
-            lq = info.local_queue_key
-            view = facts[info.key].view if info.key in facts else None
-            rows.append(PendingRow(info.key, name, position, lq, local_position, info.priority,
-                                   view.reason if view else "", view.message if view else ""))
-            by_lq.setdefault(lq, [0, 0, 0])[0] += 1
-        pending[name] = tuple(rows)
+        kept = previous.pending.get(name) if previous is not None and changed is not None \
+            and name not in changed else None
+        pending[name] = kept if kept is not None else _pending_rows(engine, facts, name)
+        for row in pending[name]:
+            by_lq.setdefault(row.local_queue, [0, 0, 0])[0] += 1
     running = []
     held: dict[str, list[int]] = {}
     for entry in cache.all_holding():
@@ -236,6 +239,17 @@ def overview(engine: Engine, facts: Mapping[str, Facts], *, source: str,
         for key, lq in sorted(cache.local_queues.items()))
     return Overview(source, roots, local_queues, pending, tuple(running), tuple(members),
                     tuple(problems))
+
+
+def _pending_rows(engine: Engine, facts: Mapping[str, Facts],
+                  name: str) -> tuple[PendingRow, ...]:
+    rows = []
+    for info, position, local_position in engine.queues.positions(name):
+        view = facts[info.key].view if info.key in facts else None
+        rows.append(PendingRow(info.key, name, position, info.local_queue_key, local_position,
+                               info.priority, view.reason if view else "",
+                               view.message if view else ""))
+    return tuple(rows)
 
 
 def _assigned_nodes(pod_sets: Iterable[object]) -> tuple[str, ...]:

@@ -81,6 +81,9 @@ class Loaded:
     facts: dict[str, Facts]
     #: Why objects or workloads were left out.
     problems: list[str]
+    #: ClusterQueues whose waiting workloads (or what is said of them) changed since the
+    #: previous result; None: it may be any.
+    changed: set[str] | None = None
 
 
 @dataclass
@@ -105,16 +108,33 @@ class RedisReader:
         moved, said = self._read_workloads()
         if self._last is not None and not configs_changed and not moved and not said:
             return self._last
+        changed: set[str] | None = None
         if configs_changed or self._engine is None:
             self._build()
         else:
+            changed = self._queues_of(moved | said)
             self._update(moved, said)
+            changed |= self._queues_of(moved | said)
         assert self._engine is not None and self._configs is not None
         problems = [f"{name}: {text}" for name, text in sorted(self._configs.problems.items())]
         problems += [f"workload {key} is set aside: {text}"
                      for key, text in sorted(self._invalid.items())]
-        self._last = Loaded(self._engine, self._facts, problems)
+        self._last = Loaded(self._engine, self._facts, problems, changed)
         return self._last
+
+    def _queues_of(self, keys: set[str]) -> set[str]:
+        """The ClusterQueues these workloads wait in (through their LocalQueues)."""
+        assert self._engine is not None
+        local = self._engine.cache.local_queues
+        out = set()
+        for key in keys:
+            waiting = self._engine.queues.cluster_queue_of(key)
+            if waiting is not None:
+                out.add(waiting)
+            record = self._records.get(key)
+            if record is not None and record.queue in local:
+                out.add(local[record.queue].cluster_queue)
+        return out
 
     # -- queue objects --------------------------------------------------------------------
     def _read_configs(self) -> bool:

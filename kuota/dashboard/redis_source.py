@@ -44,8 +44,10 @@ class RedisSource:
             # Nothing read changed: the picture is the same, but for the pools.
             last = self._last[1]
             return last if last.members == members else replace(last, members=members)
+        previous = self._last[1] if self._last is not None else None
         built = overview(loaded.engine, loaded.facts, source=self.description,
-                         members=members, problems=loaded.problems)
+                         members=members, problems=loaded.problems, previous=previous,
+                         changed=loaded.changed)
         self._last = (loaded, built)
         return built
 

@@ -170,7 +170,8 @@ class Dashboard:
 
     async def version_text(self, request: web.Request) -> web.Response:
         await self._ready.wait()
-        return web.Response(text=str(self.version), headers={"Cache-Control": "no-store"})
+        return web.Response(text=str(self.version), headers={
+            "Cache-Control": "no-store", "X-Kuota-Read-Seconds": f"{self.read_seconds:.3f}"})
 
     async def healthz(self, request: web.Request) -> web.Response:
         if self.error:

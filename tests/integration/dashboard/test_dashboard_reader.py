@@ -35,35 +35,46 @@ def full(store: Store) -> model.Overview:
     return model.overview(loaded.engine, facts, source="t", problems=problems)
 
 
-def incremental(reader: RedisReader) -> model.Overview:
-    loaded = reader.load()
-    return model.overview(loaded.engine, loaded.facts, source="t",
-                          problems=sorted(loaded.problems))
+class Incremental:
+    """Overviews as the dashboard builds them: from the reader, reusing the pending lists
+    of the ClusterQueues the reader says did not change."""
+
+    def __init__(self, store: Store) -> None:
+        self.reader = RedisReader(store)
+        self.last: model.Overview | None = None
+
+    def __call__(self) -> model.Overview:
+        loaded = self.reader.load()
+        self.last = model.overview(loaded.engine, loaded.facts, source="t",
+                                   problems=sorted(loaded.problems), previous=self.last,
+                                   changed=loaded.changed)
+        return self.last
 
 
 def test_incremental_reads_equal_a_full_rebuild(redis_server_url: str,
                                                 redis_prefix: str) -> None:
     client = Client(redis_server_url, prefix=redis_prefix)
     client.apply(queues(CQ("a", {"cpu": 4}, cohort="co"), CQ("b", {"cpu": 4}, cohort="co")))
-    reader = RedisReader(client.store)
+    incremental = Incremental(client.store)
+    reader = incremental.reader
     for i in range(3):
         client.submit(SLEEP, queue="default/lq-a", name=f"w{i}", requests={"cpu": 3})
-    assert incremental(reader) == full(client.store)
+    assert incremental() == full(client.store)
     first = reader.load()
     assert reader.load() is first  # nothing changed: nothing rebuilt
 
     client.workload("default/w1").cancel()
     client.submit(SLEEP, queue="default/lq-b", name="late", requests={"cpu": 1}, priority=5)
     client.apply(queues(CQ("a", {"cpu": 8}, cohort="co"), CQ("b", {"cpu": 4}, cohort="co")))
-    assert incremental(reader) == full(client.store)
-    assert [p.key for p in incremental(reader).pending["a"]] == ["default/w0", "default/w2"]
+    assert incremental() == full(client.store)
+    assert [p.key for p in incremental().pending["a"]] == ["default/w0", "default/w2"]
 
     with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=16")]):
         wait_for("all three admitted", lambda: sum(
             r.state.value == "Admitted" for r in client.store.workloads.all()) == 3)
         wait_for("placed", lambda: all(r.placement for r in client.store.workloads.all()
                                        if r.state.value == "Admitted"))
-        ours = incremental(reader)
+        ours = incremental()
         assert ours == full(client.store)
         assert ours.totals() == model.Counts(pending=0, reserving=3, admitted=3)
 
@@ -73,6 +84,6 @@ def test_incremental_reads_equal_a_full_rebuild(redis_server_url: str,
             "default/big").message)
         wait_for("w0 finished", lambda: client.store.workloads.get(
             "default/w0").state.value == "Finished")
-        ours = incremental(reader)
+        ours = incremental()
         assert ours == full(client.store)
         assert [p.key for p in ours.pending["a"]] == ["default/big"]
