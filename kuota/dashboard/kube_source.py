@@ -4,8 +4,11 @@ Each read lists the queue objects, Workloads, MemberClusters and namespaces
 (one list call per kind, as ``kubectl get`` does) with the kubeconfig's
 credentials, and :func:`kuota.dashboard.objects.build` turns them into the
 overview. A workload's page reads its Workload and the Events about it.
-Only get and list are used: the dashboard needs read-only RBAC (a ClusterRole
-with get/list on kuota.dev objects, namespaces and events).
+Where a Workload runs is read from its pods: those of Jobs and pod groups that
+are bound to a node (two list calls, by label and ``spec.nodeName``). Only get
+and list are used: the dashboard needs read-only RBAC (a ClusterRole with
+get/list on kuota.dev objects, namespaces, events and pods); without the right
+to list namespaces, events or pods it shows what it can.
 """
 
 from __future__ import annotations
@@ -70,7 +73,24 @@ class KubeSource:
             if exc.status != 403:
                 raise
             # No right to list namespaces: selectors are judged without their labels.
+        listed.pods = self._bound_pods()
         return objects.build(listed, source=self.description, now=time.time())
+
+    def _bound_pods(self) -> list[objects.Body]:
+        """Pods of Jobs and pod groups that are bound to a node (for "nodes")."""
+        from kubernetes.client.exceptions import ApiException
+
+        pods: list[objects.Body] = []
+        for label in (*objects.JOB_LABELS[:1], *objects.GROUP_LABELS):
+            try:
+                reply = self.core.list_pod_for_all_namespaces(
+                    label_selector=label, field_selector="spec.nodeName!=")
+            except ApiException as exc:
+                if exc.status != 403:
+                    raise
+                return []  # no right to list pods: nodes are not shown
+            pods += [self.api_client.sanitize_for_serialization(p) for p in reply.items]
+        return pods
 
     def workload(self, key: str, overview: Overview | None) -> WorkloadPage | None:
         from kubernetes.client.exceptions import ApiException

@@ -44,6 +44,46 @@ class Objects:
 
     bodies: dict[str, list[Body]] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Pods bound to a node that belong to a Job or a pod group (where workloads run).
+    pods: list[Body] = field(default_factory=list)
+
+
+#: Labels naming a pod's Job, and a pod's pod group (kuota's and Kueue's spelling).
+JOB_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+GROUP_LABELS = ("kuota.dev/pod-group-name", "kueue.x-k8s.io/pod-group-name")
+#: The label the operator puts on a pod group's Workload.
+WORKLOAD_GROUP_LABEL = "kuota.dev/pod-group"
+
+
+def pod_nodes(pods: Iterable[Body]) -> dict[tuple[str, str, str], tuple[str, ...]]:
+    """(namespace, "Job" | "group", name) -> the nodes its pods are bound to."""
+    out: dict[tuple[str, str, str], dict[str, None]] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            continue
+        labels = meta.get("labels") or {}
+        namespace = meta.get("namespace") or "default"
+        for kind, names in (("Job", JOB_LABELS), ("group", GROUP_LABELS)):
+            owner = next((labels[n] for n in names if labels.get(n)), None)
+            if owner:
+                out.setdefault((namespace, kind, owner), {})[node] = None
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def workload_nodes(body: Body, nodes: Mapping[tuple[str, str, str], tuple[str, ...]]
+                   ) -> tuple[str, ...]:
+    """The nodes the pods of a Workload's Job or pod group run on."""
+    meta = body.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    group = (meta.get("labels") or {}).get(WORKLOAD_GROUP_LABEL)
+    if group:
+        return nodes.get((namespace, "group", group), ())
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("kind") == "Job":
+            return nodes.get((namespace, "Job", str(ref.get("name"))), ())
+    return ()
 
 
 def _name(body: Body) -> str:
@@ -70,6 +110,7 @@ def build(objects: Objects, *, source: str, now: float) -> Overview:
                 configs.append(convert.config(parsed))
     engine.apply_all(configs)
     facts: dict[str, Facts] = {}
+    nodes = pod_nodes(objects.pods)
     workloads = [(body, w) for body in objects.bodies.get("Workload", ())
                  if isinstance(w := _parse("Workload", body, problems), api.Workload)
                  and not w.is_finished]
@@ -96,7 +137,7 @@ def build(objects: Objects, *, source: str, now: float) -> Overview:
         except ValueError as exc:
             problems.append(f"Workload {key}: {exc}")
             continue
-        facts[key] = Facts(explanation.from_object(obj))
+        facts[key] = Facts(explanation.from_object(obj), workload_nodes(body, nodes))
     engine.drain_outbox()
     members = [member(m) for body in objects.bodies.get("MemberCluster", ())
                if isinstance(m := _parse("MemberCluster", body, problems), api.MemberCluster)]

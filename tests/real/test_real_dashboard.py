@@ -3,9 +3,10 @@
 The operator admits real Jobs; the dashboard, reading only with the admin
 kubeconfig's list and get calls, shows the ClusterQueue's bar grow when a Job
 is admitted and its pending count when the next one must wait — without a
-reload — with the reason the operator wrote (the words ``kuota why`` prints),
-and a workload's conditions. Screenshot: dashboard-real-clusterqueue.png under
-$KUOTA_TEST_ARTIFACTS/dashboard (a failure leaves test_real_dashboard-failure.png).
+reload — with the node it runs on and the reason the operator wrote (the words
+``kuota why`` prints), and a workload's conditions. Screenshot:
+dashboard-real-<version>-clusterqueue.png under $KUOTA_TEST_ARTIFACTS/dashboard
+(a failure leaves test_real_dashboard-<version>-failure.png).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.real.operator import OperatorProcess
 
 def test_real_dashboard(control_plane: ControlPlane, kube: Kube, namespace: str,
                         operator: OperatorProcess) -> None:
+    version = control_plane.binaries.version
     pool = f"{namespace}-pool"
     control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
     rf, cq = f"{namespace}-rf", f"{namespace}-cq"
@@ -42,6 +44,10 @@ def test_real_dashboard(control_plane: ControlPlane, kube: Kube, namespace: str,
                                'div.bar[data-cell="{rf}/cpu"] .seg.used');
                             return s && s.style.width === '50%'; }}""")  # 2 of 4
             assert page.locator("#cq-admitted").inner_text() == "1"
+            # Where it runs: the node its pod was bound to.
+            page.wait_for_function(
+                f"""() => [...document.querySelectorAll('table.running td')]
+                          .some(td => td.textContent === '{namespace}-n1')""")
 
             kube.create(b.job("second", namespace, cpu="4", run_for="1h"))
             page.wait_for_function(
@@ -61,7 +67,7 @@ def test_real_dashboard(control_plane: ControlPlane, kube: Kube, namespace: str,
 
             kube.wait_for(same_words, what="the page showing what kuota why says")
             assert page.evaluate("window.notReloaded") is True
-            path = browser.artifacts() / "dashboard-real-clusterqueue.png"
+            path = browser.artifacts() / f"dashboard-real-{version}-clusterqueue.png"
             page.screenshot(path=str(path), full_page=True)
             print(f"screenshot: {path}")
 
@@ -71,7 +77,7 @@ def test_real_dashboard(control_plane: ControlPlane, kube: Kube, namespace: str,
             events = page.locator("table.history td.event").all_inner_texts()
             assert "QuotaReserved=True" in events and "Admitted=True" in events, events
         except BaseException:
-            failure = browser.artifacts() / "test_real_dashboard-failure.png"
+            failure = browser.artifacts() / f"test_real_dashboard-{version}-failure.png"
             page.screenshot(path=str(failure), full_page=True)
             print(f"screenshot of the failure: {failure}\n{dash.errors()}")
             raise

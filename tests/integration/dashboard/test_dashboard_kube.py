@@ -64,7 +64,16 @@ def kubeconfig(k8s_api: Emulator, tmp_path: Path) -> str:
     k8s_api.create({"apiVersion": API, "kind": "LocalQueue",
                     "metadata": {"name": "main", "namespace": "ml"},
                     "spec": {"clusterQueue": "team"}})
-    k8s_api.create(workload("runs", "6", "2026-01-01T00:00:00Z", admitted("6")))
+    runs = workload("runs", "6", "2026-01-01T00:00:00Z", admitted("6"))
+    runs["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
+                                            "name": "train", "uid": "u1"}]
+    k8s_api.create(runs)
+    for name, node in (("train-a", "node-1"), ("train-b", "node-2"), ("train-c", None)):
+        k8s_api.create({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": name, "namespace": "ml",
+                                     "labels": {"batch.kubernetes.io/job-name": "train"}},
+                        "spec": {"containers": [{"name": "c", "image": "x"}],
+                                 **({"nodeName": node} if node else {})}})
     k8s_api.create(workload("old", "3", "2026-01-01T00:01:00Z", WAITING))
     k8s_api.create(workload("urgent", "3", "2026-01-01T00:02:00Z", WAITING, priority=10))
     k8s_api.create(workload("done", "1", "2026-01-01T00:00:00Z", {"conditions": [
@@ -90,7 +99,8 @@ def test_the_overview_is_the_operators_engine(kubeconfig: str) -> None:
                                                                  ("ml/old", 1)]
     assert ov.pending["team"][1].waits_because == \
         "Pending: insufficient unused quota for cpu in flavor default"
-    assert [r.key for r in ov.running] == ["ml/runs"]  # the finished one is left out
+    # The finished one is left out; nodes are those of the Job's bound pods.
+    assert [(r.key, r.nodes) for r in ov.running] == [("ml/runs", ("node-1", "node-2"))]
     assert ov.problems == ()
 
 
