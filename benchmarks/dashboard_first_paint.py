@@ -127,6 +127,21 @@ def settle(url: str, quiet: float = 5.0, timeout: float = 600.0) -> float:
     return changed
 
 
+def admit_and_watch(client: Client, page: object, queue: int) -> tuple[float, float, float]:
+    """Submit a 1-cpu job to ``cq-<queue>`` (whose page is open, nothing used yet): when
+    it was submitted, when its record said admitted, when the page showed a used bar."""
+    job = client.submit(["sleep", "600"], queue=f"default/lq-{queue}",
+                        name=f"measured-{queue}", requests={"cpu": 1})
+    submitted = time.monotonic()
+    while job.record().state.value not in ("Admitted", "QuotaReserved"):
+        time.sleep(0.005)
+    admitted = time.monotonic()
+    page.wait_for_function(  # type: ignore[attr-defined]
+        """() => document.querySelector('div.bar[data-cell="default/cpu"] .seg.used')
+                 !== null""", polling=10)
+    return submitted, admitted, time.monotonic()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -191,34 +206,13 @@ def main() -> None:
                     settled = settle(dash.url)
                     print(f"{'dashboard: settled after the leader wrote reasons':<52} "
                           f"{settled - t0:7.3f} s")
-                    job = client.submit(["sleep", "600"], queue="default/lq-0",
-                                        name="measured", requests={"cpu": 1})
-                    submitted = time.monotonic()
-                    while job.record().state.value not in ("Admitted", "QuotaReserved"):
-                        time.sleep(0.005)
-                    admitted = time.monotonic()
-                    page.wait_for_function(
-                        """() => document.querySelector(
-                                   'div.bar[data-cell="default/cpu"] .seg.used') !== null""",
-                        polling=10)
-                    seen = time.monotonic()
-                    print(f"{'scheduler: submitted -> admitted':<52} "
-                          f"{admitted - submitted:7.3f} s")
-                    print(f"{'update: admitted -> the open page shows it':<52} "
-                          f"{seen - admitted:7.3f} s")
-                    for i in range(3):  # a few more, on other queues
-                        page.goto(f"{dash.url}/clusterqueues/cq-{10 + i}")
-                        job = client.submit(["sleep", "600"], queue=f"default/lq-{10 + i}",
-                                            name=f"measured-{i}", requests={"cpu": 1})
-                        while job.record().state.value not in ("Admitted", "QuotaReserved"):
-                            time.sleep(0.005)
-                        admitted = time.monotonic()
-                        page.wait_for_function(
-                            """() => document.querySelector(
-                                   'div.bar[data-cell="default/cpu"] .seg.used') !== null""",
-                            polling=10)
+                    for i in range(4):  # the open page of the queue the job goes to
+                        page.goto(f"{dash.url}/clusterqueues/cq-{10 * i}")
+                        submitted, admitted, seen = admit_and_watch(client, page, 10 * i)
+                        print(f"{'scheduler: submitted -> admitted':<52} "
+                              f"{admitted - submitted:7.3f} s")
                         print(f"{'update: admitted -> the open page shows it':<52} "
-                              f"{time.monotonic() - admitted:7.3f} s")
+                              f"{seen - admitted:7.3f} s")
         finally:
             for proc in procs:
                 proc.terminate()

@@ -170,61 +170,61 @@ def tree_table(nodes: Sequence[TreeNode]) -> str:
             f'<tbody>{tree_rows(nodes)}</tbody></table>')
 
 
+def table(cls: str, heads: str, body: str, *, empty: str, note: str = "") -> str:
+    """A table of rows (``body``), or one line saying there are none."""
+    if not body:
+        return f'<p class="muted">{e(empty)}</p>'
+    return (f'<table class="{cls}"><thead><tr>{heads}</tr></thead><tbody>{body}</tbody>'
+            f'</table>{note}')
+
+
+def shown_note(shown: int, total: int, more: str = "") -> str:
+    return f'<p class="muted">{shown} of {total} shown. {more}</p>' if total > shown else ""
+
+
 def local_queue_table(rows: Sequence[LocalQueueRow]) -> str:
-    if not rows:
-        return '<p class="muted">No LocalQueues.</p>'
     body = "".join(f'<tr data-name="{e(r.key)}"><td>{lq_link(r.key)}</td>'
                    f'<td>{cq_link(r.cluster_queue)}</td>{counts_cells(r.counts)}</tr>'
                    for r in rows)
-    return (f'<table class="localqueues"><thead><tr><th>LocalQueue</th><th>ClusterQueue</th>'
-            f'{COUNT_HEADS}</tr></thead><tbody>{body}</tbody></table>')
+    return table("localqueues", f"<th>LocalQueue</th><th>ClusterQueue</th>{COUNT_HEADS}",
+                 body, empty="No LocalQueues.")
 
 
 def pending_table(rows: Sequence[PendingRow], *, total: int | None = None,
                   more: str = "") -> str:
-    if not rows:
-        return '<p class="muted">Nothing is waiting.</p>'
     body = "".join(
         f'<tr data-key="{e(r.key)}"><td class="num position">{r.position}</td>'
         f'<td>{wl_link(r.key)}</td><td>{cq_link(r.cluster_queue)}</td>'
         f'<td>{lq_link(r.local_queue)} <span class="muted">#{r.local_position}</span></td>'
         f'<td class="num">{r.priority}</td><td class="reason">{e(r.waits_because)}</td></tr>'
         for r in rows)
-    shown = len(rows) if total is None else total
-    note = f'<p class="muted">{len(rows)} of {shown} shown. {more}</p>' \
-        if shown > len(rows) else ""
-    return (f'<table class="pending"><thead><tr><th class="num">position</th><th>workload</th>'
-            f'<th>ClusterQueue</th><th>LocalQueue #</th><th class="num">priority</th>'
-            f'<th>why it waits</th></tr></thead><tbody>{body}</tbody></table>{note}')
+    return table("pending", '<th class="num">position</th><th>workload</th><th>ClusterQueue'
+                 '</th><th>LocalQueue #</th><th class="num">priority</th><th>why it waits</th>',
+                 body, empty="Nothing is waiting.",
+                 note=shown_note(len(rows), len(rows) if total is None else total, more))
 
 
 def running_table(rows: Sequence[RunningRow], *, total: int | None = None) -> str:
-    if not rows:
-        return '<p class="muted">Nothing holds quota.</p>'
     body = "".join(
         f'<tr data-key="{e(r.key)}"><td>{wl_link(r.key)}</td><td>{cq_link(r.cluster_queue)}</td>'
         f'<td>{e(r.state)}</td><td>{e(r.flavors)}</td><td>{e(r.cluster or "-")}</td>'
         f'<td>{e(", ".join(r.nodes) or "-")}</td><td>{when(r.since)}</td></tr>'
         for r in rows)
-    shown = len(rows) if total is None else total
-    note = f'<p class="muted">{len(rows)} of {shown} shown.</p>' if shown > len(rows) else ""
-    return (f'<table class="running"><thead><tr><th>workload</th><th>ClusterQueue</th>'
-            f'<th>state</th><th>flavors</th><th>member cluster</th><th>nodes</th>'
-            f'<th>since (UTC)</th></tr></thead><tbody>{body}</tbody></table>{note}')
+    return table("running", "<th>workload</th><th>ClusterQueue</th><th>state</th>"
+                 "<th>flavors</th><th>member cluster</th><th>nodes</th><th>since (UTC)</th>",
+                 body, empty="Nothing holds quota.",
+                 note=shown_note(len(rows), len(rows) if total is None else total))
 
 
 def members_table(members: Sequence[Member]) -> str:
-    if not members:
-        return '<p class="muted">No member clusters or worker pools.</p>'
     body = "".join(
         f'<tr data-name="{e(m.name)}"><td>{e(m.name)}</td>'
         f'<td class="{"" if m.healthy else "problem"}">{e(m.health)}</td>'
         f'<td class="num">{"-" if m.nodes is None else f"{m.nodes_ready}/{m.nodes}"}</td>'
         f'<td>{e(" ".join(f"{r}={free}/{total}" for r, free, total in m.resources) or "-")}'
         f'</td></tr>' for m in members)
-    return ('<table class="members"><thead><tr><th>member</th><th>health</th>'
-            '<th class="num">nodes ready</th><th>free / total</th></tr></thead>'
-            f'<tbody>{body}</tbody></table>')
+    return table("members", '<th>member</th><th>health</th><th class="num">nodes ready</th>'
+                 "<th>free / total</th>", body, empty="No member clusters or worker pools.")
 
 
 # -- pages ------------------------------------------------------------------------------------
@@ -314,23 +314,20 @@ def workload_page(wp: WorkloadPage) -> str:
     dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)
     conditions = ""
     if wp.conditions:
-        conditions = ('<h2>Conditions</h2><table class="conditions"><thead><tr><th>type</th>'
-                      '<th>status</th><th>reason</th><th>message</th></tr></thead><tbody>'
-                      + "".join(f"<tr><td>{e(t)}</td><td>{e(s)}</td><td>{e(r)}</td>"
-                                f"<td>{e(m)}</td></tr>" for t, s, r, m in wp.conditions)
-                      + "</tbody></table>")
+        conditions = "<h2>Conditions</h2>" + table(
+            "conditions", "<th>type</th><th>status</th><th>reason</th><th>message</th>",
+            "".join(f"<tr><td>{e(t)}</td><td>{e(s)}</td><td>{e(r)}</td><td>{e(m)}</td></tr>"
+                    for t, s, r, m in wp.conditions), empty="")
     return (f'<h1>Workload {e(view.key)}</h1><dl class="facts">{dl}</dl>'
             f'<h2>Why (as <code>kuota why</code>)</h2><pre class="why">{e(wp.why)}</pre>'
             f'{conditions}<h2>History</h2>{history_table(wp.history)}')
 
 
 def history_table(rows: Sequence[HistoryRow]) -> str:
-    if not rows:
-        return '<p class="muted">No history recorded.</p>'
     body = "".join(f'<tr><td>{when(r.at)}</td><td class="event">{e(r.event)}</td>'
                    f'<td>{e(r.detail)}</td></tr>' for r in rows)
-    return ('<table class="history"><thead><tr><th>when (UTC)</th><th>event</th><th>detail</th>'
-            f'</tr></thead><tbody>{body}</tbody></table>')
+    return table("history", "<th>when (UTC)</th><th>event</th><th>detail</th>", body,
+                 empty="No history recorded.")
 
 
 def not_found(what: str) -> str:

@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kuota.dashboard.kube_source import KubeSource
 from kuota.dashboard.model import Counts
 from tests.emulator import Emulator, write_kubeconfig
 from tests.integration.dashboard import browser
+from tests.integration.operator.harness import install_crds
 
-ROOT = Path(__file__).resolve().parents[3]
 API = "kuota.dev/v1alpha1"
 
 
@@ -49,10 +48,7 @@ WAITING = {"conditions": [condition("QuotaReserved", "False", "Pending",
 
 @pytest.fixture
 def kubeconfig(k8s_api: Emulator, tmp_path: Path) -> str:
-    for path in sorted((ROOT / "manifests" / "crds").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc:
-                k8s_api.create(doc)
+    install_crds(k8s_api)
     k8s_api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     k8s_api.create({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
     for name, cpu in (("team", "4"), ("other", "4")):
