@@ -16,7 +16,8 @@ values, but keeps what it read:
 3. **Specs only for new submissions**: a workload's spec never changes once
    submitted (a re-submission gets a new submission id), so its checked
    :class:`~quota.workload.WorkloadInfo` is kept by submission id.
-4. **Queue objects only when their manifests changed.**
+4. **Queue objects only when the store's config generation moved** (every
+   ``kuota apply`` and ``kuota delete`` bumps it with its write).
 
 The first read builds the engine exactly as ``rebuild.load`` builds one
 (:func:`kuota.service.rebuild.new_engine`, then :func:`kuota.service.rebuild.add`
@@ -42,7 +43,6 @@ from kuota import explanation
 from kuota.dashboard.model import Facts
 from kuota.service import rebuild
 from queueing.store import Store, WorkloadRecord
-from queueing.store.objects import KINDS
 from quota.config import EngineConfig
 from quota.lifecycle import State
 from quota.workload import WorkloadInfo
@@ -93,7 +93,7 @@ class RedisReader:
     _records: dict[str, WorkloadRecord] = field(default_factory=dict)
     #: submission id -> the checked request, or why it cannot be read.
     _infos: dict[str, WorkloadInfo | str] = field(default_factory=dict)
-    _manifests: Any = None
+    _generation: int | None = None
     _configs: rebuild.Configs | None = None
     _last: Loaded | None = None
     _engine: Engine | None = None
@@ -138,11 +138,11 @@ class RedisReader:
 
     # -- queue objects --------------------------------------------------------------------
     def _read_configs(self) -> bool:
-        manifests = (self.store.objects.namespaces(),
-                     {kind: self.store.objects.manifests(kind) for kind in KINDS})
-        if manifests == self._manifests and self._configs is not None:
+        # Every apply and delete bumps the generation in the same transaction.
+        generation = self.store.objects.generation()
+        if generation == self._generation and self._configs is not None:
             return False
-        self._manifests = manifests
+        self._generation = generation
         self._configs = rebuild.load_configs(self.store)
         return True
 
