@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "queue": ("queue", "stop (Hold, HoldAndDrain) or resume a ClusterQueue or LocalQueue"),
     "node": ("node", "cordon, uncordon, drain or remove a worker node (Redis mode)"),
     "acl": ("acl", "print Redis ACL rules for a pool's users (per-namespace submitters)"),
+    "dashboard": ("dashboard", "serve a read-only web dashboard of the queues (live updates)"),
     "why": ("why", "explain where a workload was dispatched and why (multi-cluster)"),
     "describe": ("why", "show a workload's status and its dispatch explanation"),
     "operator": ("operator", "run the Kubernetes operator (Jobs, Workloads, queues)"),

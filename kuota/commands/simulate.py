@@ -25,6 +25,10 @@ def register(subparsers: Any) -> None:
                         help="table: a readable timeline (default); json: the result document")
     parser.add_argument("--until", type=float, metavar="SECONDS",
                         help="stop at this virtual time (for open-ended scenarios)")
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write a self-contained HTML report: per ClusterQueue, "
+                             "admitted/pending bands and usage against nominal and borrowing "
+                             "limit over time, evictions marked (see docs/dashboard.md)")
     parser.add_argument("--check", action="store_true",
                         help="compare the result with the scenario's expect: block")
     parser.set_defaults(func=run)
@@ -38,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
-    result = simulate(scenario, until=args.until)
+    if args.html:
+        result = _with_report(scenario, args)
+        if result is None:
+            return 1
+    else:
+        result = simulate(scenario, until=args.until)
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -52,3 +61,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.scenario}: {line}", file=sys.stderr)
         return 1 if problems else 0
     return 0
+
+
+def _with_report(scenario: Any, args: argparse.Namespace) -> Any:
+    """Simulate while tracing the queues, and write the report (the same result)."""
+    from pathlib import Path
+
+    from kuota.dashboard import report, trace
+
+    traced = trace.trace(scenario, until=args.until)
+    try:
+        Path(args.html).write_text(report.html(traced, title=Path(args.scenario).name))
+    except OSError as exc:
+        print(f"--html {args.html}: cannot write the report: {exc.strerror or exc}",
+              file=sys.stderr)
+        return None
+    return traced.result

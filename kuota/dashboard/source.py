@@ -1,0 +1,20 @@
+"""What the server asks of a store: the overview, and one workload's page.
+
+Both calls block (they read a store and rebuild an engine); the server runs
+them in a worker thread. Neither writes anything: the dashboard is read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kuota.dashboard.model import Overview, WorkloadPage
+
+
+class Source(Protocol):
+    #: Where the data comes from, as shown in the page header (no credentials).
+    description: str
+
+    def overview(self) -> Overview: ...
+
+    def workload(self, key: str, overview: Overview | None) -> WorkloadPage | None: ...
