@@ -53,6 +53,12 @@ CASES = {
     "history": Case(("history", "--redis", "embedded"), want_absent=(*HEAVY, "rq")),
     "status": Case(("status", "--redis", "embedded"), want_absent=(*HEAVY, "rq", "pydantic")),
     "logs": Case(("logs", "nope", "--redis", "embedded"), want_absent=(*HEAVY, "pydantic")),
+    "submit (the Workload models only)": Case(
+        ("submit", "-q", "default/lq", "--requests", "cpu=1", "--redis", "embedded", "--",
+         "true"), want_absent=(*HEAVY, "yaml", "quota.api.clusterqueue", "quota.api.loader")),
+    "dashboard --help": Case(("dashboard", "--help"), want_absent=HEAVY),
+    "acl": Case(("acl", "submitter", "team-a", "--user", "u"),
+                want_absent=(*HEAVY, "redis", "pydantic")),
 }
 
 
