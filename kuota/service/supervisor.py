@@ -21,6 +21,10 @@ answer; the thread then
   record of recent exits, or — with no record — reported as a failure, so the
   quota and node capacity it holds are released. (The opposite case, a process
   whose pod the store no longer runs, is the stop check's: it is terminated.)
+  A lost *start* is the stop check's too: a process whose pod the store calls
+  Placed has its start recorded again (the same check-and-set as a first
+  start) instead of being killed, and a start job sent again for a pod that
+  already runs here, or already exited, never starts a second process.
 
 Processes are started by this long-lived thread on purpose: on Linux each
 child gets ``PR_SET_PDEATHSIG`` = SIGKILL, which fires when the thread that
@@ -244,6 +248,10 @@ class PodSupervisor:
             log.info("pod %s is for epoch %d of node %s, this worker is epoch %d: not started",
                      job.pod_id, job.epoch, self.node, self._epoch())
             return "wrong-node"
+        if job.pod_id in self._running or job.pod_id in self._exits:
+            again = self._started_before(job, ref)
+            if again is not None:
+                return again
         wanted = job.requests.get(GPU, 0) // MILLI
         if wanted > len(self._free_devices):
             message = (f"node {self.node} has {len(self._free_devices)} free GPU device(s), "
@@ -281,6 +289,31 @@ class PodSupervisor:
                                        started=True, devices=devices)
         self._running[job.pod_id] = _Running(job, ref, proc, log_path, log_file, devices)
         return "ok"
+
+    def _started_before(self, job: PodJob, ref: PodRef) -> str | None:
+        """A start job for a pod this worker already started: the store lost that start
+        (Redis rolled back its last second), so the scheduler sent the pod again. It never
+        gets a second process: the start is recorded again for the one running (or, if
+        that one already exited on its own, its exit is reported again). None: start it
+        (its earlier process was stopped before it finished)."""
+        running = self._running.get(job.pod_id)
+        if running is not None and running.stop_requested:
+            # Still terminating: starting it now would run it twice at once. The scheduler
+            # sends still-Placed pods again; by then the old process is gone.
+            log.info("pod %s is sent again while its earlier process stops: not started yet",
+                     job.pod_id)
+            return "stopping"
+        exited = self._exits.get(job.pod_id) if running is None else None
+        if exited is not None and exited.stopped:
+            return None
+        devices = running.devices if running is not None else []
+        status = self.store.pods.start(ref, node=self.node, epoch=job.epoch,
+                                       devices=",".join(devices), now=self.clock())
+        log.warning("node %s: pod %s was sent again (the store lost its start): %s", self.node,
+                    job.pod_id, "recorded its start again" if status == "ok" else status)
+        if status == "ok" and exited is not None:
+            self._send_exit(ref, exited, self.clock())
+        return status
 
     def _fail_to_start(self, job: PodJob, ref: PodRef, message: str, *,
                        started: bool = False, devices: Sequence[str] = ()) -> str:
@@ -384,9 +417,26 @@ class PodSupervisor:
             log.warning("node %s: cannot check for stop requests: %s", self.node, exc)
             return
         for pod, stop in zip(pods, answers, strict=True):
-            if stop:
+            if stop and not self._restarted(pod, now):
                 log.info("stopping pod %s on request", pod.job.pod_id)
                 self._terminate(pod, now)
+
+    def _restarted(self, pod: _Running, now: float) -> bool:
+        """A pod runs here that the store calls Placed, not Running: its start was lost (Redis
+        rolled back its last second). Record the start again — the same check-and-set as a
+        first start, so it succeeds only if the pod may still run; otherwise (asked to stop,
+        evicted, another incarnation, no such pod) it is stopped. Killing it instead would
+        leave its workload admitted for good, waiting for a pod that had been stopped."""
+        try:
+            status = self.store.pods.start(pod.ref, node=self.node, epoch=pod.job.epoch,
+                                           devices=",".join(pod.devices), now=now)
+        except redis.RedisError as exc:  # asked again at the next check
+            log.warning("node %s: cannot check pod %s: %s", self.node, pod.job.pod_id, exc)
+            return True
+        if status == "ok":
+            log.warning("node %s: the store lost the start of pod %s; recorded it again",
+                        self.node, pod.job.pod_id)
+        return status == "ok"
 
     def _terminate(self, pod: _Running, now: float) -> None:
         if pod.stop_requested:

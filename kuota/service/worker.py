@@ -221,6 +221,8 @@ class PoolWorker:
                     self._stop_rq()
                     return  # fenced: this worker has nothing left to say about the node
                 elif status != "ok":
+                    # Declared Lost, or the store lost the node or this registration (Redis
+                    # rolled back): either way the store runs nothing here any more.
                     log.warning("node %s: heartbeat answered %s; its pods were requeued, "
                                 "registering again", self.node, status)
                     self.supervisor.kill_all()
