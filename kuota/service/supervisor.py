@@ -100,6 +100,8 @@ class _Running:
     log_path: Path
     log_file: IO[bytes]
     devices: list[str]
+    #: time.monotonic() when it was started.
+    launched: float = field(default_factory=time.monotonic)
     shipped: int = 0
     stop_requested: bool = False
     kill_at: float | None = None
@@ -156,6 +158,8 @@ class PodSupervisor:
         self._running: dict[str, _Running] = {}
         self._stopping = threading.Event()
         self._kill = threading.Event()
+        #: kill_all(): pods started before this time.monotonic() must go.
+        self._kill_before = 0.0
         #: Set when there is a start request, so the loop does not sleep through it.
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"pods-{node}", daemon=True)
@@ -190,7 +194,13 @@ class PodSupervisor:
         return len(self._running)
 
     def kill_all(self) -> None:
-        """Terminate every running pod (the node was declared lost: they were requeued)."""
+        """Terminate every pod started so far (the node was declared lost, or the store lost
+        it: they were requeued). Call before registering again: pods started after the call
+        are not touched, however late this thread gets to the request — they are the next
+        incarnation's (killing one would leave its workload admitted with a stopped pod, for
+        good); one sent to the old incarnation meanwhile is refused by the store. Not by
+        epoch: after Redis lost a registration, the next one may get the same number."""
+        self._kill_before = time.monotonic()
         self._kill.set()
 
     # -- the thread ----------------------------------------------------------------
@@ -203,7 +213,8 @@ class PodSupervisor:
             if self._kill.is_set():
                 self._kill.clear()
                 for pod in self._running.values():
-                    self._terminate(pod, now)
+                    if pod.launched <= self._kill_before:
+                        self._terminate(pod, now)
             if stopping:
                 for pod in self._running.values():
                     self._terminate(pod, now)
