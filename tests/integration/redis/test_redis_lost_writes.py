@@ -75,6 +75,34 @@ def test_a_start_sent_again_for_a_pod_that_runs_starts_no_second_process(
     assert marks.read_text().split() == ["1"], "ran once"
 
 
+def test_a_pod_whose_start_and_exit_the_store_lost_is_not_run_again(
+        redis_server_url: str, redis_prefix: str, tmp_path: Path) -> None:
+    """The store goes back to before the pod started, after it ran to its end: a new leader
+    sends it again. Before, the worker ran it a second time; now it records the start again
+    and reports the exit it remembers."""
+    marks = tmp_path / "marks"
+    with local_cluster(redis_server_url, redis_prefix, [node("p", "n1", "cpu=1")],
+                       schedulers=2) as cluster:
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 1})))
+        run = client.submit(["sh", "-c", f'echo "$KUOTA_ATTEMPT" >> {marks}; sleep 0.5; exit 3'],
+                            queue="default/lq-cq", name="job", requests={"cpu": 1})
+        wait_for("the pod to run", lambda: (p := run.status().pods) and p[0].phase == "Running")
+        ref = run.record().pod_refs()[0]
+        keys = [client.store.keys.workload(run.key), client.store.keys.node_pods("n1"),
+                client.store.keys.pod(ref)]
+        while_running = {key: client.store.redis.dump(key) for key in keys}
+        assert run.wait(timeout=30).outcome == "Failed"
+        leader = int(leader_index(cluster))
+        for key, value in while_running.items():
+            client.store.redis.restore(key, 0, value, replace=True)
+        client.store.redis.hset(client.store.keys.pod(ref), "state", "Placed")
+        cluster.stop_scheduler(leader)  # the standby rebuilds from this store and re-sends
+        status = run.wait(timeout=30)
+    assert (status.outcome, [p.exit_code for p in status.pods]) == ("Failed", [3]), status
+    assert marks.read_text().split() == ["1"], "ran once"
+
+
 def test_a_worker_whose_registration_the_store_lost_registers_again(
         redis_server_url: str, redis_prefix: str, tmp_path: Path) -> None:
     """The node's record goes back to the previous incarnation's. Before, the worker's
