@@ -433,11 +433,14 @@ class PodSupervisor:
                 self._terminate(pod, now)
 
     def _restarted(self, pod: _Running, now: float) -> bool:
-        """A pod runs here that the store calls Placed, not Running: its start was lost (Redis
-        rolled back its last second). Record the start again — the same check-and-set as a
-        first start, so it succeeds only if the pod may still run; otherwise (asked to stop,
-        evicted, another incarnation, no such pod) it is stopped. Killing it instead would
-        leave its workload admitted for good, waiting for a pod that had been stopped."""
+        """Before stopping a pod the store asks to stop or does not call Running: if it calls
+        it Placed, the start was lost (Redis rolled back its last second) and is recorded
+        again — the same check-and-set as a first start, so only if the pod may still run.
+        True: it runs on. Otherwise (asked to stop, evicted, another incarnation, no such
+        pod) the caller stops it. Killing a pod whose start was lost would leave its
+        workload admitted for good, waiting for a pod that had been stopped. (A Placed pod
+        that was also asked to stop is marked Stopped here, its node capacity given back a
+        grace period before its process has gone.)"""
         try:
             status = self.store.pods.start(pod.ref, node=self.node, epoch=pod.job.epoch,
                                            devices=",".join(pod.devices), now=now)
