@@ -147,6 +147,9 @@ class SchedulerService:
         for observe in self.options.observers:
             try:
                 observe(self)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                # Redis restarting: the next step notices too; a traceback per step is noise.
+                log.warning("scheduler observer %r: redis unavailable (%s)", observe, exc)
             except Exception:
                 log.exception("scheduler observer %r failed", observe)
 

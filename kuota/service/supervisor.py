@@ -21,6 +21,10 @@ answer; the thread then
   record of recent exits, or — with no record — reported as a failure, so the
   quota and node capacity it holds are released. (The opposite case, a process
   whose pod the store no longer runs, is the stop check's: it is terminated.)
+  A lost *start* is the stop check's too: a process whose pod the store calls
+  Placed has its start recorded again (the same check-and-set as a first
+  start) instead of being killed, and a start job sent again for a pod that
+  already runs here, or already exited, never starts a second process.
 
 Processes are started by this long-lived thread on purpose: on Linux each
 child gets ``PR_SET_PDEATHSIG`` = SIGKILL, which fires when the thread that
@@ -99,6 +103,8 @@ class _Running:
     devices: list[str]
     #: The pod's own user id (``--pod-uids``), else None: the worker's user.
     uid: int | None = None
+    #: time.monotonic() when it was started.
+    launched: float = field(default_factory=time.monotonic)
     shipped: int = 0
     stop_requested: bool = False
     kill_at: float | None = None
@@ -157,6 +163,8 @@ class PodSupervisor:
         self._running: dict[str, _Running] = {}
         self._stopping = threading.Event()
         self._kill = threading.Event()
+        #: kill_all(): pods started before this time.monotonic() must go.
+        self._kill_before = 0.0
         #: Set when there is a start request, so the loop does not sleep through it.
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"pods-{node}", daemon=True)
@@ -193,7 +201,13 @@ class PodSupervisor:
         return len(self._running)
 
     def kill_all(self) -> None:
-        """Terminate every running pod (the node was declared lost: they were requeued)."""
+        """Terminate every pod started so far (the node was declared lost, or the store lost
+        it: they were requeued). Call before registering again: pods started after the call
+        are not touched, however late this thread gets to the request — they are the next
+        incarnation's (killing one would leave its workload admitted with a stopped pod, for
+        good); one sent to the old incarnation meanwhile is refused by the store. Not by
+        epoch: after Redis lost a registration, the next one may get the same number."""
+        self._kill_before = time.monotonic()
         self._kill.set()
 
     # -- the thread ----------------------------------------------------------------
@@ -206,7 +220,8 @@ class PodSupervisor:
             if self._kill.is_set():
                 self._kill.clear()
                 for pod in self._running.values():
-                    self._terminate(pod, now)
+                    if pod.launched <= self._kill_before:
+                        self._terminate(pod, now)
             if stopping:
                 for pod in self._running.values():
                     self._terminate(pod, now)
@@ -251,6 +266,10 @@ class PodSupervisor:
             log.info("pod %s is for epoch %d of node %s, this worker is epoch %d: not started",
                      job.pod_id, job.epoch, self.node, self._epoch())
             return "wrong-node"
+        if job.pod_id in self._running or job.pod_id in self._exits:
+            again = self._started_before(job, ref)
+            if again is not None:
+                return again
         wanted = job.requests.get(GPU, 0) // MILLI
         if wanted > len(self._free_devices):
             message = (f"node {self.node} has {len(self._free_devices)} free GPU device(s), "
@@ -300,6 +319,31 @@ class PodSupervisor:
                                        started=True, devices=devices)
         self._running[job.pod_id] = _Running(job, ref, proc, log_path, log_file, devices, uid)
         return "ok"
+
+    def _started_before(self, job: PodJob, ref: PodRef) -> str | None:
+        """A start job for a pod this worker already started: the store lost that start
+        (Redis rolled back its last second), so the scheduler sent the pod again. It never
+        gets a second process: the start is recorded again for the one running (or, if
+        that one already exited on its own, its exit is reported again). None: start it
+        (its earlier process was stopped before it finished)."""
+        running = self._running.get(job.pod_id)
+        if running is not None and running.stop_requested:
+            # Still terminating: starting it now would run it twice at once. The scheduler
+            # sends still-Placed pods again; by then the old process is gone.
+            log.info("pod %s is sent again while its earlier process stops: not started yet",
+                     job.pod_id)
+            return "stopping"
+        exited = self._exits.get(job.pod_id) if running is None else None
+        if exited is not None and exited.stopped:
+            return None
+        devices = running.devices if running is not None else []
+        status = self.store.pods.start(ref, node=self.node, epoch=job.epoch,
+                                       devices=",".join(devices), now=self.clock())
+        log.warning("node %s: pod %s was sent again (the store lost its start): %s", self.node,
+                    job.pod_id, "recorded its start again" if status == "ok" else status)
+        if status == "ok" and exited is not None:
+            self._send_exit(ref, exited, self.clock())
+        return status
 
     def _fail_to_start(self, job: PodJob, ref: PodRef, message: str, *,
                        started: bool = False, devices: Sequence[str] = ()) -> str:
@@ -405,9 +449,29 @@ class PodSupervisor:
             log.warning("node %s: cannot check for stop requests: %s", self.node, exc)
             return
         for pod, stop in zip(pods, answers, strict=True):
-            if stop:
+            if stop and not self._restarted(pod, now):
                 log.info("stopping pod %s on request", pod.job.pod_id)
                 self._terminate(pod, now)
+
+    def _restarted(self, pod: _Running, now: float) -> bool:
+        """Before stopping a pod the store asks to stop or does not call Running: if it calls
+        it Placed, the start was lost (Redis rolled back its last second) and is recorded
+        again — the same check-and-set as a first start, so only if the pod may still run.
+        True: it runs on. Otherwise (asked to stop, evicted, another incarnation, no such
+        pod) the caller stops it. Killing a pod whose start was lost would leave its
+        workload admitted for good, waiting for a pod that had been stopped. (A Placed pod
+        that was also asked to stop is marked Stopped here, its node capacity given back a
+        grace period before its process has gone.)"""
+        try:
+            status = self.store.pods.start(pod.ref, node=self.node, epoch=pod.job.epoch,
+                                           devices=",".join(pod.devices), now=now)
+        except redis.RedisError as exc:  # asked again at the next check
+            log.warning("node %s: cannot check pod %s: %s", self.node, pod.job.pod_id, exc)
+            return True
+        if status == "ok":
+            log.warning("node %s: the store lost the start of pod %s; recorded it again",
+                        self.node, pod.job.pod_id)
+        return status == "ok"
 
     def _terminate(self, pod: _Running, now: float) -> None:
         if pod.stop_requested:

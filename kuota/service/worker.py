@@ -235,6 +235,13 @@ class PoolWorker:
                     self._stop_rq()
                     return  # fenced: this worker has nothing left to say about the node
                 elif status != "ok":
+                    if stop.is_set():
+                        # Shutting down: the node was just taken out by this very worker
+                        # (its clean leave). Registering it again would leave a Ready node
+                        # that no worker serves.
+                        return
+                    # Declared Lost, or the store lost the node or this registration (Redis
+                    # rolled back): either way the store runs nothing here any more.
                     log.warning("node %s: heartbeat answered %s; its pods were requeued, "
                                 "registering again", self.node, status)
                     self.supervisor.kill_all()

@@ -311,9 +311,15 @@ POD_EXIT: Final = r"""
 -- KEYS[5] events  KEYS[6..] the other pods of the attempt
 -- ARGV[1] pod id  ARGV[2] attempt  ARGV[3] exit code  ARGV[4] now
 -- ARGV[5] "1" if stopped on request  ARGV[6] events maxlen  ARGV[7] message  ARGV[8] pid
-local p = redis.call("HMGET", KEYS[1], "state", "workload")
+local p = redis.call("HMGET", KEYS[1], "state", "workload", "stop")
 if not p[1] then return "missing" end
 if p[1] ~= "Running" and p[1] ~= "Placed" then return "ok:" .. p[1] end
+if p[1] == "Placed" and ARGV[5] == "1" and p[3] ~= "1" then
+  -- A process its worker stopped, for a placement the store never saw start and never
+  -- asked to stop: that process belonged to a start Redis lost (its last second rolled
+  -- back), and this placement -- made again since, same pod id -- still waits for its own.
+  return "ok:Placed"
+end
 local code = tonumber(ARGV[3])
 local phase = "Failed"
 if ARGV[5] == "1" then phase = "Stopped" elseif code == 0 then phase = "Succeeded" end
@@ -465,7 +471,12 @@ HEARTBEAT: Final = r"""
 -- KEYS[1] node hash  ARGV[1] epoch
 local n = redis.call("HMGET", KEYS[1], "state", "epoch")
 if not n[1] then return "missing" end
-if n[2] ~= ARGV[1] then return "replaced" end
+if n[2] ~= ARGV[1] then
+  -- Only a later registration replaces a worker. An earlier epoch than the caller's means
+  -- the store lost the caller's registration (Redis rolled back its last second).
+  if (tonumber(n[2]) or 0) < (tonumber(ARGV[1]) or 0) then return "unregistered" end
+  return "replaced"
+end
 if n[1] ~= "Ready" then return "state:" .. n[1] end
 redis.call("HSET", KEYS[1], "heartbeat", redis_now())
 return "ok"

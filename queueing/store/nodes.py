@@ -87,7 +87,8 @@ class NodeStore:
         outcome(status, f"node {name}")
 
     def heartbeat(self, name: str, epoch: int) -> str:
-        """``ok``, ``replaced`` (another worker took the name), ``state:Lost`` or ``missing``."""
+        """``ok``, ``replaced`` (another worker took the name), ``state:Lost``, ``missing``, or
+        ``unregistered`` (the store has an earlier epoch: it lost this registration)."""
         return self._scripts.run("heartbeat", [self._keys.node(name)], [epoch])
 
     def leave(self, name: str, epoch: int, *, reason: str, now: float) -> str:

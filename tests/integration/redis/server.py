@@ -39,12 +39,17 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self) -> RedisServer:
+    def args(self) -> list[str]:
+        """The command line (a subclass may add settings)."""
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
                 "--save", "", "--appendonly", "yes" if self.appendonly else "no"]
         if self.appendonly:
             args += ["--appendfsync", "always"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return args
+
+    def start(self) -> RedisServer:
+        self.proc = subprocess.Popen(self.args(), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             pid = self._server_pid()

@@ -4,9 +4,14 @@ takes its node out: the workloads it ran are requeued at once and run elsewhere.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 
 from harness import CQ, TIMING, local_cluster, node, queues, wait_for
+
+from kuota.service.connection import connect
+from kuota.service.worker import PoolWorker
+from queueing.store import NodeState
 
 
 def test_a_cleanly_stopped_worker_requeues_its_workloads_at_once(
@@ -32,3 +37,25 @@ def test_a_cleanly_stopped_worker_requeues_its_workloads_at_once(
         history = client.store.workloads.history(handle.key)
         assert any(h.get("event") == "Evicted" for h in history), history
         handle.cancel()
+
+
+def test_a_worker_shutting_down_never_registers_its_node_again(
+        redis_server_url: str, redis_prefix: str) -> None:
+    """A heartbeat landing between the worker's clean leave and the end of its heartbeats
+    found the node Lost and registered it again: a Ready node no worker served, sent pods
+    until the node timeout. (Found by a test stopping and restarting a worker.)"""
+    conn = connect(redis_server_url, prefix=redis_prefix)
+    worker = PoolWorker(conn, node("pool", "n1", "cpu=1"))
+    epoch = worker.register()
+    conn.store.nodes.leave("n1", epoch, reason="WorkerStopped", now=time.time())
+    stopping, heartbeats_done = threading.Event(), threading.Event()
+    stopping.set()  # as in run()'s shutdown, before the node is taken out
+    beats = threading.Thread(target=worker._heartbeats, args=(heartbeats_done, stopping),
+                             daemon=True)
+    beats.start()
+    beats.join(5)  # the first heartbeat finds the node out and ends them
+    alive = beats.is_alive()
+    heartbeats_done.set()
+    assert not alive, "heartbeats went on"
+    record = conn.store.nodes.get("n1")
+    assert (record.state, record.epoch) == (NodeState.LOST, epoch)

@@ -171,6 +171,29 @@ class TestPodReports:
         epoch = store.nodes.get("n0").epoch
         assert store.pods.start(refs[0], node="n0", epoch=epoch, devices="", now=6.0) == "stopped"
 
+    @pytest.mark.parametrize(("asked_to_stop", "want_status", "want_phase"), [
+        # Redis lost the pod's start and it was placed again under the same id (the
+        # admission was lost too, so the attempt number came round again): the process its
+        # worker stopped was not this placement's, which must wait for its own start.
+        (False, "ok:Placed", PodPhase.PLACED),
+        (True, "ok:Stopped", PodPhase.STOPPED),  # evicted before it started: ends here
+    ])
+    def test_a_stopped_process_ends_a_placed_pod_only_if_it_was_asked_to_stop(
+            self, asked_to_stop: bool, want_status: str, want_phase: PodPhase) -> None:
+        store = new_store()
+        holder, refs = running_gang(store, pods=1, start=False)
+        if asked_to_stop:
+            record = store.workloads.get("ns/w")
+            store.workloads.settle(holder, record, event="evict", reason="Preempted",
+                                   message="", queued_at=1.0, now=5.0)
+        status = store.pods.exit(refs[0], node="n0", pod_count=1, exit_code=-15, stopped=True,
+                                 message="stopped", pid=1, now=6.0)
+        assert status == want_status
+        pod = store.pods.get(refs[0])
+        assert pod is not None and pod.state is want_phase
+        assert store.nodes.pod_ids(["n0"]) == {"n0": {refs[0].id} if not asked_to_stop
+                                               else set()}
+
 
 class TestSettleAndCancel:
     def test_evict_requeues_and_stops_the_pods(self) -> None:
