@@ -12,9 +12,10 @@ Each system gets a fresh control plane of the same binaries (etcd, kube-apiserve
 kube-controller-manager, kube-scheduler, kwok: tests/cluster/controlplane.py) and runs
 as Kueue's performance test runs it: Workload objects created directly (no Jobs or pods),
 a test runner that marks each admitted Workload Finished once its run time has passed
-since it saw the admission, and time to admission measured from the runner first seeing
-the Workload to it first seeing it Admitted. Wall is the runner's whole run (queues,
-generation, until every Workload finished).
+since it saw the admission, time to admission measured from the runner first seeing the
+Workload to it last seeing it become Admitted (an evicted Workload counts from its last
+admission, as Kueue's recorder does) and evictions counted as it counts them. Wall is
+the runner's whole run (queues, generation, until every Workload finished).
 
 * **Kueue** v0.15.0: its ``minimalkueue`` manager (the scheduler and core controllers,
   no webhooks; test/performance/scheduler/minimalkueue) and its own ``runner`` in
@@ -98,9 +99,11 @@ class _Seen:
     cls: str
     runtime: float
     first: float
-    #: When it was first seen admitted (time to admission), and admitted now.
+    #: When it was last seen becoming admitted (Kueue's recorder keeps the last such
+    #: moment as the time to admission), and whether it is admitted / evicted now.
     admitted: float | None = None
     running: bool = False
+    evicted: bool = False
     finished: float | None = None
     finishing: bool = False
 
@@ -235,18 +238,19 @@ class KuotaRunner:
         conditions = {c["type"]: c["status"] for c in
                       (wl.get("status") or {}).get("conditions") or []}
         admitted = conditions.get("Admitted") == "True"
-        if seen.running and not admitted:
+        evicted = conditions.get("Evicted") == "True"
+        if evicted and not seen.evicted:  # counted as Kueue's recorder counts them
             self.evictions += 1
+        seen.evicted = evicted
+        if admitted and not seen.running:
+            seen.admitted = now
         seen.running = admitted
         if conditions.get("Finished") == "True":
             seen.finished = seen.finished or now
-        elif admitted:
-            if seen.admitted is None:
-                seen.admitted = now
-            if not seen.finishing:  # runs for its run time from this admission
-                seen.finishing = True
-                asyncio.get_running_loop().call_later(
-                    seen.runtime, lambda: asyncio.ensure_future(self._finish(key)))
+        elif admitted and not seen.finishing:  # runs for its run time from this admission
+            seen.finishing = True
+            asyncio.get_running_loop().call_later(
+                seen.runtime, lambda: asyncio.ensure_future(self._finish(key)))
 
     async def _finish(self, key: str) -> None:
         seen = self.seen[key]
