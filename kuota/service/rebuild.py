@@ -19,9 +19,10 @@ The same rebuild serves read-only views (``kuota get clusterqueues``,
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from admission.engine import ConfigObject, Engine, Record
 from admission.errors import blame
@@ -30,6 +31,7 @@ from kuota.service.submission import parse_workload
 from queueing.store import Store, WorkloadRecord
 from queueing.store.objects import KINDS
 from quota import api, convert, lifecycle
+from quota.api.names import dns_subdomain_error
 from quota.config import EngineConfig
 from quota.lifecycle import State
 from quota.workload import Admission, WorkloadInfo
@@ -90,9 +92,42 @@ def load_configs(store: Store) -> Configs:
     return configs
 
 
-def workload_object(record: WorkloadRecord) -> api.Workload:
+class SpecCache:
+    """Workloads already checked during one rebuild, by their manifest without its name.
+
+    Checking a stored manifest again (the models, every rule) is most of what a rebuild
+    costs, and the workloads of one job array or one benchmark class differ only in
+    their names: a manifest equal to one checked before but for ``metadata.name`` is that
+    object with the name replaced, the name checked on its own (the only rule that reads
+    it). Lives for one rebuild: nothing is kept between leaders."""
+
+    def __init__(self) -> None:
+        self._checked: dict[str, api.Workload] = {}
+
+    def parse(self, spec: dict[str, Any], source: str) -> api.Workload:
+        meta = spec.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return parse_workload(spec, source=source)
+        name: str = meta["name"]
+        shape = json.dumps({**spec, "metadata": {**meta, "name": ""}}, sort_keys=True,
+                           separators=(",", ":"), default=str)
+        checked = self._checked.get(shape)
+        if checked is None:
+            checked = self._checked[shape] = parse_workload(spec, source=source)
+            return checked
+        error = dns_subdomain_error(name)
+        if error is not None:
+            raise api.ObjectError([api.Problem(source, "Workload", name, "metadata.name",
+                                               error)])
+        return checked.model_copy(
+            update={"metadata": checked.metadata.model_copy(update={"name": name})})
+
+
+def workload_object(record: WorkloadRecord, cache: SpecCache | None = None) -> api.Workload:
     """The stored Workload manifest, checked again (it may have been written around kuota)."""
-    obj = parse_workload(record.spec(), source=f"workload {record.key}")
+    source = f"workload {record.key}"
+    obj = (cache.parse(record.spec(), source) if cache is not None
+           else parse_workload(record.spec(), source=source))
     key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
     if key != record.key:
         raise ValueError(f"workload {record.key}: stored spec names {key}")
@@ -102,19 +137,19 @@ def workload_object(record: WorkloadRecord) -> api.Workload:
     return obj
 
 
-def workload_info(record: WorkloadRecord) -> WorkloadInfo:
+def workload_info(record: WorkloadRecord, cache: SpecCache | None = None) -> WorkloadInfo:
     """The core's view of a stored workload, queued by its queue-order timestamp."""
-    return convert.workload(workload_object(record), priority=record.priority,
+    return convert.workload(workload_object(record, cache), priority=record.priority,
                             created=record.queued_at)
 
 
-def checked_info(record: WorkloadRecord) -> WorkloadInfo | str:
+def checked_info(record: WorkloadRecord, cache: SpecCache | None = None) -> WorkloadInfo | str:
     """The core's view of a stored workload, or why there is none: its record or spec is
     unreadable, or its spec fails the checks every submission passes."""
     if record.corrupt:
         return record.corrupt
     try:
-        return workload_info(record)
+        return workload_info(record, cache)
     except (api.ObjectError, ValueError) as exc:
         return str(exc)
     except RecursionError:
@@ -143,6 +178,7 @@ def load(store: Store, config: EngineConfig | None = None) -> Loaded:
     invalid: dict[str, str] = {}
     dispatched: dict[str, WorkloadRecord] = {}
     unfinished = store.workloads.keys_not_in(SET_ASIDE)
+    specs = SpecCache()
     for record in store.workloads.get_many(unfinished).values():
         if record.state in SET_ASIDE:  # finished meanwhile
             continue
@@ -150,7 +186,7 @@ def load(store: Store, config: EngineConfig | None = None) -> Loaded:
             dispatched[record.key] = record
             continue
         live[record.key] = record
-        checked = checked_info(record)
+        checked = checked_info(record, specs)
         if isinstance(checked, str):
             invalid[record.key] = checked
             continue

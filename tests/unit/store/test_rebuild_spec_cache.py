@@ -1,0 +1,45 @@
+"""A rebuild checks each manifest shape once: the cached answer equals a full check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kuota.service import submission
+from kuota.service.rebuild import SpecCache
+from quota import api
+
+
+def manifest(name: str, cpu: int = 1, label: str = "a") -> dict[str, Any]:
+    doc = submission.from_args(["train"], queue="team/lq", name=name, requests={"cpu": cpu})
+    doc["metadata"]["labels"] = {"app": label}
+    return doc
+
+
+def check(doc: dict[str, Any]) -> api.Workload | str:
+    try:
+        return submission.parse_workload(doc, source="s")
+    except api.ObjectError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("docs", [
+    pytest.param([manifest("w-1"), manifest("w-2"), manifest("w-3")], id="same shape"),
+    pytest.param([manifest("w-1"), manifest("Bad_Name"), manifest("w-3")],
+                 id="an invalid name after a cached shape"),
+    pytest.param([manifest("w-1"), manifest("w-2", cpu=2), manifest("w-3", label="b")],
+                 id="spec and labels are part of the shape"),
+    pytest.param([manifest("w-1", cpu=0), manifest("w-2", cpu=0)], id="a shape refused twice"),
+])
+def test_the_cache_answers_as_a_full_check(docs: list[dict[str, Any]]) -> None:
+    cache = SpecCache()
+    for doc in docs:
+        want = check(doc)
+        try:
+            got: api.Workload | str = cache.parse(doc, "s")
+        except api.ObjectError as exc:
+            got = str(exc)
+        assert got == want
+        if isinstance(got, api.Workload):
+            assert got.metadata.name == doc["metadata"]["name"]
