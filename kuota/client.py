@@ -237,7 +237,7 @@ class Client:
                 priority_class=priority_class, priority=priority, backoff_limit=backoff_limit,
                 env=env)
         given_queue = queue if workload is not None else None
-        checked = submission.check_against(self.store, manifest, queue=given_queue)
+        checked = submission.StoredRules.read(self.store).check(manifest, queue=given_queue)
         submission_id = uuid.uuid4().hex
         try:
             self.store.workloads.submit(

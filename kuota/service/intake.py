@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kuota.service import submission
@@ -26,30 +26,29 @@ log = logging.getLogger(__name__)
 
 
 class Intake:
-    def __init__(self, store: Store, clock: Callable[[], float], *, every: float = 0.1,
-                 rescan_every: float = 2.0) -> None:
+    """Takes requests from the streams of ``namespaces`` — those with LocalQueues, the
+    only ones a request can be about (a submission needs a LocalQueue, and nothing is
+    ever stored elsewhere to cancel) — every ``every`` seconds, in one read."""
+
+    def __init__(self, store: Store, clock: Callable[[], float], namespaces: Iterable[str],
+                 *, every: float = 0.1) -> None:
         self.store = store
         self.clock = clock
+        self.namespaces = sorted(set(namespaces))
         self.every = every
-        self.rescan_every = rescan_every
-        self._namespaces: list[str] = []
         self._next_at = 0.0
-        self._rescan_at = 0.0
+        self._rules: submission.StoredRules | None = None
 
     def step(self, now: float) -> int:
         """Answer what the request streams hold; returns how many were answered."""
         if now < self._next_at:
             return 0
         self._next_at = now + self.every
-        if now >= self._rescan_at:
-            self._namespaces = self.store.requests.namespaces()
-            self._rescan_at = now + self.rescan_every
-        answered = 0
-        for namespace in self._namespaces:
-            for request in self.store.requests.take(namespace):
-                self.store.requests.answered(request, self.answer(request))
-                answered += 1
-        return answered
+        requests = self.store.requests.take(self.namespaces)
+        self._rules = None  # read again for this batch, if it holds a submission
+        for request in requests:
+            self.store.requests.answered(request, self.answer(request))
+        return len(requests)
 
     def answer(self, request: Request) -> dict[str, Any]:
         try:
@@ -88,8 +87,9 @@ class Intake:
             raise ValueError(f"manifest: not JSON ({exc})") from None
         if not isinstance(manifest, dict):
             raise ValueError("manifest: expected a Workload object")
-        checked = submission.check_against(self.store, manifest,
-                                           queue=request.fields.get("queue") or None)
+        if self._rules is None:
+            self._rules = submission.StoredRules.read(self.store)
+        checked = self._rules.check(manifest, queue=request.fields.get("queue") or None)
         if checked.key != key:
             raise ValueError(f"the manifest is workload {checked.key}, the request {key}")
         self.store.workloads.submit(

@@ -141,10 +141,11 @@ class Leader:
         # Follow the stream from before the load: what happens during it is seen twice,
         # which re-reading makes harmless.
         self.last_event = self.store.events.last_id()
-        self.intake = Intake(self.store, clock)
         self.store.workloads.index_namespaces()
         loaded = rebuild.load(self.store, config)
         self.engine: Engine = loaded.engine
+        self.intake = Intake(self.store, clock,
+                             (key.partition("/")[0] for key in self.engine.cache.local_queues))
         # Topology-aware admission and multi-cluster dispatch to pools (issues 6 and 7).
         self.topology = topofeed.TopologyFeed(self.engine, loaded.configs.topologies)
         configs = loaded.configs

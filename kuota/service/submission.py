@@ -172,13 +172,24 @@ def parse_workload(manifest: Mapping[str, Any], *, source: str) -> api.Workload:
     return obj
 
 
-def check_against(store: Any, manifest: Mapping[str, Any], *, queue: str | None = None,
-                  source: str = SOURCE) -> Submission:
-    """:func:`check` with the priority classes and LocalQueue defaults stored in ``store``
-    (what both a submitter and the scheduler's intake of requests check against)."""
-    classes = {name: int(m.get("value", 0)) for name, m in
-               store.objects.manifests("WorkloadPriorityClass").items()}
-    defaults = {key: dict(m.get("spec", {}).get("defaultRequests") or {}) for key, m in
-                store.objects.manifests("LocalQueue").items()}
-    return check(manifest, classes, queue=queue, source=source, default_requests=defaults)
+@dataclass(frozen=True)
+class StoredRules:
+    """What a submission is checked against that lives in the store: the priority classes
+    and each LocalQueue's default requests. Read once per batch of submissions (the
+    scheduler's intake of requests), not once per workload."""
 
+    priority_classes: Mapping[str, int]
+    default_requests: Mapping[str, Mapping[str, str]]
+
+    @classmethod
+    def read(cls, store: Any) -> StoredRules:
+        return cls({name: int(m.get("value", 0)) for name, m in
+                    store.objects.manifests("WorkloadPriorityClass").items()},
+                   {key: dict(m.get("spec", {}).get("defaultRequests") or {}) for key, m in
+                    store.objects.manifests("LocalQueue").items()})
+
+    def check(self, manifest: Mapping[str, Any], *, queue: str | None = None,
+              source: str = SOURCE) -> Submission:
+        """:func:`check` against these rules."""
+        return check(manifest, self.priority_classes, queue=queue, source=source,
+                     default_requests=self.default_requests)

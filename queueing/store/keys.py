@@ -121,9 +121,6 @@ class Keys:
         """The stream a namespace's submitters write submit and cancel requests to."""
         return f"{self.prefix}:requests:{namespace}"
 
-    def requests_pattern(self) -> str:
-        return f"{self.prefix}:requests:*"
-
     def answer(self, namespace: str, request: str) -> str:
         """The scheduler's answer to one request (JSON), kept an hour."""
         return f"{self.prefix}:answer:{namespace}:{request}"

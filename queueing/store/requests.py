@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -68,18 +69,15 @@ class RequestStream:
         return json.loads(text) if text else None
 
     # -- the scheduler -------------------------------------------------------------
-    def namespaces(self) -> list[str]:
-        """Namespaces whose streams hold requests."""
-        prefix = self._keys.requests("")
-        found = {str(k)[len(prefix):] for k in
-                 self._r.scan_iter(match=self._keys.requests_pattern(), count=1000,
-                                   _type="stream")}
-        return sorted(n for n in found if n)
-
-    def take(self, namespace: str) -> list[Request]:
-        entries = self._r.xrange(self._keys.requests(namespace), count=BATCH)
-        return [Request(namespace, str(entry), {str(k): str(v) for k, v in fields.items()})
-                for entry, fields in entries]
+    def take(self, namespaces: Iterable[str]) -> list[Request]:
+        """The waiting requests of these namespaces' streams: one read for all of them."""
+        keys = {self._keys.requests(ns): ns for ns in namespaces}
+        if not keys:
+            return []
+        found = self._r.xread(dict.fromkeys(keys, "0"), count=BATCH)
+        return [Request(keys[str(stream)], str(entry),
+                        {str(k): str(v) for k, v in fields.items()})
+                for stream, entries in found for entry, fields in entries]
 
     def answered(self, request: Request, answer: dict[str, Any]) -> None:
         """File the answer, then drop the entry (in that order: a crash between the two

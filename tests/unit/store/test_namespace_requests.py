@@ -30,7 +30,7 @@ def manifest(namespace: str, name: str) -> dict[str, object]:
 
 
 def submit(store: Store, namespace: str, name: str, at: float = 1.0) -> None:
-    checked = submission.check_against(store, manifest(namespace, name))
+    checked = submission.StoredRules.read(store).check(manifest(namespace, name))
     store.workloads.submit(checked.key, spec=checked.manifest, queue=checked.queue,
                            priority=0, backoff_limit=0, submission=name, now=at)
 
@@ -53,7 +53,7 @@ def test_an_older_store_is_indexed_once(store: Store) -> None:
 
 def request(store: Store, namespace: str, op: str, **fields: str) -> dict[str, object]:
     rid = store.requests.post(namespace, op, **fields)
-    assert Intake(store, lambda: 5.0).step(10.0) >= 1
+    assert Intake(store, lambda: 5.0, ["team-a", "team-b"]).step(10.0) >= 1
     answer = store.requests.answer(namespace, rid)
     assert answer is not None
     return answer
@@ -92,7 +92,7 @@ def test_the_intake_checks_every_request(store: Store, namespace: str, op: str,
         assert answer == want
     stored = store.workloads.find("team-a/x")
     assert (stored is not None) == bool(want and want["ok"])
-    assert store.requests.take(namespace) == []  # answered requests are gone
+    assert store.requests.take([namespace]) == []  # answered requests are gone
 
 
 def test_a_request_taken_twice_stores_once(store: Store) -> None:
