@@ -22,14 +22,13 @@ Usage: python benchmarks/dashboard_first_paint.py [--queues 1000] [--pending 500
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import bigstore
 from redis_throughput import redis_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,48 +41,6 @@ from kuota.service.connection import connect  # noqa: E402
 from tests.integration.dashboard import browser  # noqa: E402
 
 COHORT_SIZE = 10
-
-
-def queues(count: int) -> list[dict[str, object]]:
-    docs: list[dict[str, object]] = [{"apiVersion": "kuota.dev/v1alpha1",
-                                      "kind": "ResourceFlavor", "metadata": {"name": "default"}}]
-    for i in range(count):
-        docs.append({"apiVersion": "kuota.dev/v1alpha1", "kind": "ClusterQueue",
-                     "metadata": {"name": f"cq-{i}"},
-                     "spec": {"cohortName": f"co-{i // COHORT_SIZE}", "namespaceSelector": {},
-                              "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                                  {"name": "default",
-                                   "resources": [{"name": "cpu", "nominalQuota": 10}]}]}]}})
-        docs.append({"apiVersion": "kuota.dev/v1alpha1", "kind": "LocalQueue",
-                     "metadata": {"name": f"lq-{i}", "namespace": "default"},
-                     "spec": {"clusterQueue": f"cq-{i}"}})
-    return docs
-
-
-def fill(client: Client, queues_count: int, pending: int) -> None:
-    """``pending`` workloads shaped like a submitted one, spread over the queues."""
-    store = client.store
-    model = client.submit(["true"], queue="default/lq-0", name="model",
-                          requests={"cpu": 10 * COHORT_SIZE + 1})
-    fields = store.redis.hgetall(store.keys.workload(model.key))
-    spec = json.loads(fields["spec"])
-    store.redis.delete(store.keys.workload(model.key), store.keys.history(model.key))
-    store.redis.zrem(store.keys.workloads, model.key)
-    now = time.time()
-    for start in range(0, pending, 5_000):
-        pipe = store.redis.pipeline(transaction=False)
-        for i in range(start, min(pending, start + 5_000)):
-            name = f"wait-{i}"
-            key = f"default/{name}"
-            spec["metadata"]["name"] = name
-            spec["spec"]["queueName"] = f"lq-{i % queues_count}"
-            at = now + i / 1000
-            pipe.hset(store.keys.workload(key), mapping={
-                **fields, "key": key, "spec": json.dumps(spec),
-                "queue": f"default/lq-{i % queues_count}", "created": at, "queued_at": at,
-                "submission": f"bench-{i}"})
-            pipe.zadd(store.keys.workloads, {key: at})
-        pipe.execute()
 
 
 def timed(what: str, run: object) -> object:
@@ -154,9 +111,11 @@ def main() -> None:
         connection = connect(url, prefix=prefix)
         client = Client(connection=connection)
         timed(f"write {args.queues:,} ClusterQueues + LocalQueues",
-              lambda: client.apply(queues(args.queues)))
+              lambda: client.apply(bigstore.queues(args.queues, per_cohort=COHORT_SIZE,
+                                                   nominal=10)))
         timed(f"write {args.pending:,} pending workloads",
-              lambda: fill(client, args.queues, args.pending))
+              lambda: bigstore.fill(client, args.pending, queues_count=args.queues,
+                                    cpu=10 * COHORT_SIZE + 1, name="wait"))
         source = RedisSource(connection)
         overview = timed("server: first read of the store into the page model",
                          source.overview)
@@ -170,17 +129,12 @@ def main() -> None:
         print(f"overview page: {len(str(html)) / 1e6:.2f} MB of HTML")
         env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
         logs = Path(tempfile.mkdtemp(prefix="kuota-bench-"))
-        cmd = [sys.executable, "-m", "kuota.cli"]
         # A long lease: rebuilding over 50,000 pending workloads outlasts the default 5 s
         # on a busy machine, and this measures the dashboard, not leader election.
-        procs = [subprocess.Popen([*cmd, "scheduler", "--identity", "bench",
-                                   "--lease-ttl", "120"], env=env,
-                                  stdout=(logs / "scheduler.log").open("w"),
-                                  stderr=subprocess.STDOUT),
-                 subprocess.Popen([*cmd, "worker", "--pool", "p", "--node", "n1",
-                                   "--resources", "cpu=64"], env=env,
-                                  stdout=(logs / "worker.log").open("w"),
-                                  stderr=subprocess.STDOUT)]
+        procs = [bigstore.kuota(["scheduler", "--identity", "bench", "--lease-ttl", "120"],
+                                env, logs / "scheduler.log"),
+                 bigstore.kuota(["worker", "--pool", "p", "--node", "n1", "--resources",
+                                 "cpu=64"], env, logs / "worker.log")]
         try:
             with browser.dashboard("--redis", url, "--prefix", prefix,
                                    "--interval", "0.2") as dash:

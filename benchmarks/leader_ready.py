@@ -13,14 +13,13 @@ Usage: python benchmarks/leader_ready.py [--queues 1000] [--pending 50000] [--re
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import bigstore
 from redis_throughput import redis_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,51 +27,6 @@ sys.path.insert(0, str(REPO))
 
 from kuota.client import Client  # noqa: E402
 from kuota.service.connection import connect  # noqa: E402
-
-
-def queues(count: int, per_cohort: int = 100) -> str:
-    docs = ["apiVersion: kuota.dev/v1alpha1\nkind: ResourceFlavor\nmetadata: {name: default}"]
-    for i in range(count):
-        docs.append(f"""apiVersion: kuota.dev/v1alpha1
-kind: ClusterQueue
-metadata: {{name: cq-{i}}}
-spec:
-  cohortName: cohort-{i // per_cohort}
-  namespaceSelector: {{}}
-  preemption: {{reclaimWithinCohort: Any, withinClusterQueue: LowerPriority}}
-  resourceGroups:
-    - coveredResources: [cpu]
-      flavors: [{{name: default, resources: [{{name: cpu, nominalQuota: 20,
-                                                borrowingLimit: 100}}]}}]
----
-apiVersion: kuota.dev/v1alpha1
-kind: LocalQueue
-metadata: {{name: lq-{i}, namespace: default}}
-spec: {{clusterQueue: cq-{i}}}""")
-    return "\n---\n".join(docs)
-
-
-def fill(client: Client, queues_: int, count: int) -> None:
-    """``count`` pending workloads spread over the LocalQueues, as copies of a real one."""
-    store = client.store
-    model = client.submit(["true"], queue="default/lq-0", name="model", requests={"cpu": 1})
-    fields = store.redis.hgetall(store.keys.workload(model.key))
-    store.redis.delete(store.keys.workload(model.key), store.keys.history(model.key))
-    store.redis.zrem(store.keys.workloads, model.key)
-    store.redis.zrem(store.keys.workloads_in("default"), model.key)
-    spec = json.loads(fields["spec"])
-    for start in range(0, count, 5_000):
-        pipe = store.redis.pipeline(transaction=False)
-        for i in range(start, min(count, start + 5_000)):
-            key, queue = f"default/wl-{i}", f"lq-{i % queues_}"
-            spec["metadata"]["name"], spec["spec"]["queueName"] = f"wl-{i}", queue
-            pipe.hset(store.keys.workload(key), mapping={
-                **fields, "key": key, "queue": f"default/{queue}",
-                "spec": json.dumps(spec, sort_keys=True, separators=(",", ":")),
-                "created": str(float(i)), "queued_at": str(float(i))})
-            pipe.zadd(store.keys.workloads, {key: float(i)})
-            pipe.zadd(store.keys.workloads_in("default"), {key: float(i)})
-        pipe.execute()
 
 
 def main() -> None:
@@ -85,17 +39,17 @@ def main() -> None:
     with redis_server(args.redis) as url:
         prefix = f"bench{os.getpid()}"
         client = Client(connection=connect(url, prefix=prefix))
-        client.apply(queues(args.queues))
+        client.apply(bigstore.queues(args.queues, nominal=20, borrowing=100, preemption={
+            "reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}))
         started = time.monotonic()
-        fill(client, args.queues, args.pending)
+        bigstore.fill(client, args.pending, queues_count=args.queues)
         print(f"{args.queues:,} ClusterQueues and LocalQueues, {args.pending:,} pending "
               f"workloads written in {time.monotonic() - started:.1f} s")
         env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
         log = Path(tempfile.mkdtemp(prefix="kuota-bench-")) / "scheduler.log"
         t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "kuota.cli", "scheduler",
-                                 "--identity", "bench", "--log-level", "INFO"], env=env,
-                                stdout=log.open("w"), stderr=subprocess.STDOUT)
+        proc = bigstore.kuota(["scheduler", "--identity", "bench", "--log-level", "INFO"],
+                              env, log)
         led = ready = admitted = None
         try:
             while time.monotonic() - t0 < 180 and admitted is None:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import bigstore
 from redis_throughput import redis_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,43 +28,6 @@ sys.path.insert(0, str(REPO))
 
 from kuota.client import Client  # noqa: E402
 from kuota.service.connection import connect  # noqa: E402
-
-QUEUES = """
-apiVersion: kuota.dev/v1alpha1
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kuota.dev/v1alpha1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-    - coveredResources: [cpu]
-      flavors: [{name: default, resources: [{name: cpu, nominalQuota: 4}]}]
----
-apiVersion: kuota.dev/v1alpha1
-kind: LocalQueue
-metadata: {name: lq, namespace: default}
-spec: {clusterQueue: cq}
-"""
-
-
-def fill(client: Client, count: int) -> None:
-    """``count`` finished workloads shaped like a real one, written in pipelines."""
-    store = client.store
-    model = client.submit(["true"], queue="default/lq", name="model", requests={"cpu": 1})
-    fields = store.redis.hgetall(store.keys.workload(model.key))
-    fields.update(state="Finished", outcome="Succeeded")
-    store.redis.delete(store.keys.workload(model.key))
-    store.redis.zrem(store.keys.workloads, model.key)
-    for start in range(0, count, 5_000):
-        pipe = store.redis.pipeline(transaction=False)
-        for i in range(start, min(count, start + 5_000)):
-            key = f"default/done-{i}"
-            pipe.hset(store.keys.workload(key), mapping=fields)
-            pipe.zadd(store.keys.workloads, {key: float(i)})
-        pipe.execute()
 
 
 def main() -> None:
@@ -76,23 +39,19 @@ def main() -> None:
     with redis_server(args.redis) as url:
         prefix = f"bench{os.getpid()}"
         client = Client(connection=connect(url, prefix=prefix))
-        client.apply(QUEUES)
+        client.apply(bigstore.queues(1, nominal=4))
         started = time.monotonic()
-        fill(client, args.finished)
+        bigstore.fill(client, args.finished, queues_count=1, name="done", finished=True)
         print(f"{args.finished:,} finished workloads written in "
               f"{time.monotonic() - started:.1f} s")
-        job = client.submit(["true"], queue="default/lq", name="new", requests={"cpu": 1})
+        job = client.submit(["true"], queue="default/lq-0", name="new", requests={"cpu": 1})
         env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
         logs = Path(tempfile.mkdtemp(prefix="kuota-bench-"))
-        cmd = [sys.executable, "-m", "kuota.cli"]
         t0 = time.monotonic()
-        procs = [subprocess.Popen([*cmd, "scheduler", "--identity", "bench"], env=env,
-                                  stdout=(logs / "scheduler.log").open("w"),
-                                  stderr=subprocess.STDOUT),
-                 subprocess.Popen([*cmd, "worker", "--pool", "p", "--node", "n1",
-                                   "--resources", "cpu=4"], env=env,
-                                  stdout=(logs / "worker.log").open("w"),
-                                  stderr=subprocess.STDOUT)]
+        procs = [bigstore.kuota(["scheduler", "--identity", "bench"], env,
+                                logs / "scheduler.log"),
+                 bigstore.kuota(["worker", "--pool", "p", "--node", "n1", "--resources",
+                                 "cpu=4"], env, logs / "worker.log")]
         led = admitted = None
         try:
             while time.monotonic() - t0 < 120:
