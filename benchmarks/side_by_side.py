@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +89,18 @@ class Result:
 
 
 # -- kuota: a port of Kueue's runner ------------------------------------------------------
+
+def cluster_queues(config: list[dict[str, Any]]
+                   ) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """(cohort, queue set, name) of every ClusterQueue, named as Kueue's generator names
+    them (each also names its namespace and LocalQueue)."""
+    for cset in config:
+        for ci in range(cset["count"]):
+            cohort = f"{cset['className']}-{ci}"
+            for qi, qset in enumerate(cset["queuesSets"]):
+                for i in range(qset["count"]):
+                    yield cohort, qset, f"{qset['className']}-{qi}-{i}-{cohort}"
+
 
 def total(config: list[dict[str, Any]]) -> int:
     return sum(c["count"] * qs["count"] * ws["count"] * len(ws["workloads"])
@@ -152,42 +165,27 @@ class KuotaRunner:
         group = f"/apis/{self.api}"
         await self._post(f"{group}/resourceflavors", {
             "apiVersion": self.api, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-        for cset in self.config:
-            for ci in range(cset["count"]):
-                cohort = f"{cset['className']}-{ci}"
-                for qi, qset in enumerate(cset["queuesSets"]):
-                    for i in range(qset["count"]):
-                        name = f"{qset['className']}-{qi}-{i}-{cohort}"
-                        await self._post(f"{group}/clusterqueues", {
-                            "apiVersion": self.api, "kind": "ClusterQueue",
-                            "metadata": {"name": name, "labels": {CLASS_LABEL: qset["className"]}},
-                            "spec": {"cohortName": cohort, "namespaceSelector": {},
-                                     "preemption": {
-                                         "reclaimWithinCohort": qset["reclaimWithinCohort"],
-                                         "withinClusterQueue": qset["withinClusterQueue"]},
-                                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                                         {"name": "default", "resources": [{
-                                             "name": "cpu",
-                                             "nominalQuota": str(qset["nominalQuota"]),
-                                             "borrowingLimit": str(qset["borrowingLimit"])}]}]}]}})
-                        await self._post("/api/v1/namespaces", {
-                            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-                        await self._post(f"{group}/namespaces/{name}/localqueues", {
-                            "apiVersion": self.api, "kind": "LocalQueue",
-                            "metadata": {"name": name, "namespace": name},
-                            "spec": {"clusterQueue": name}})
+        for cohort, qset, name in cluster_queues(self.config):
+            await self._post(f"{group}/clusterqueues", {
+                "apiVersion": self.api, "kind": "ClusterQueue",
+                "metadata": {"name": name, "labels": {CLASS_LABEL: qset["className"]}},
+                "spec": {"cohortName": cohort, "namespaceSelector": {},
+                         "preemption": {"reclaimWithinCohort": qset["reclaimWithinCohort"],
+                                        "withinClusterQueue": qset["withinClusterQueue"]},
+                         "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                             {"name": "default", "resources": [{
+                                 "name": "cpu", "nominalQuota": str(qset["nominalQuota"]),
+                                 "borrowingLimit": str(qset["borrowingLimit"])}]}]}]}})
+            await self._post("/api/v1/namespaces", {
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            await self._post(f"{group}/namespaces/{name}/localqueues", {
+                "apiVersion": self.api, "kind": "LocalQueue",
+                "metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}})
 
     async def _generate(self) -> None:
-        streams = []
-        for cset in self.config:
-            for ci in range(cset["count"]):
-                cohort = f"{cset['className']}-{ci}"
-                for qi, qset in enumerate(cset["queuesSets"]):
-                    for i in range(qset["count"]):
-                        ns = f"{qset['className']}-{qi}-{i}-{cohort}"
-                        for wi, wset in enumerate(qset["workloadsSets"]):
-                            streams.append(self._stream(ns, wi, wset))
-        await asyncio.gather(*streams)
+        await asyncio.gather(*(self._stream(ns, wi, wset)
+                               for _, qset, ns in cluster_queues(self.config)
+                               for wi, wset in enumerate(qset["workloadsSets"])))
 
     async def _stream(self, ns: str, index: int, wset: dict[str, Any]) -> None:
         delay = wset["creationIntervalMs"] / 1000
