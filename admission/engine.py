@@ -18,8 +18,8 @@ event to their store.
   and admission checks asking to retry release their quota and wait again.
   Pods-ready evictions back off exponentially; past ``backoffLimitCount``
   the workload is deactivated (``RequeuingLimitExceeded``).
-* **Stopping takes time.** With ``wait_for_stop`` (the Kubernetes operator:
-  pods terminate gracefully) an eviction or a deactivation of a workload
+* **Stopping takes time.** With ``wait_for_stop`` (the Kubernetes operator and
+  the Redis scheduler: pods terminate gracefully) an eviction or a deactivation of a workload
   holding quota only marks it *Evicting* (event ``EVICTING``): its quota
   stays counted — a preemptor waits for it — until the adapter reports its
   pods gone with :meth:`Engine.stopped`; then it is released and requeued
@@ -205,6 +205,20 @@ class Engine:
         record.deactivation = None
         record.pending_reason = record.pending_message = None
         self._emit(now, record, Kind.FINISHED, message=message)
+        return record
+
+    def finishing(self, key: str, now: float) -> Record:
+        """The workload ended (cancelled, or failed for good) but its pods still stop: with
+        ``wait_for_stop`` it stays Evicting, holding its quota, until :meth:`finish`. No
+        event: the adapter reports the finish. Others are left as they are."""
+        record = self._record(key)
+        if not self.wait_for_stop or record.state not in HOLDS_QUOTA \
+                or record.state is State.EVICTING:
+            return record
+        record.state = lifecycle.transition(key, record.state, Event.STOP)
+        self._evicting.add(key)
+        self._stop_timers(record)
+        record.pods_ready = False
         return record
 
     def restore(self, info: WorkloadInfo, admission: Admission, at: float, *,

@@ -18,8 +18,8 @@ States follow Kueue's conditions::
 Ready (at once when there are none); ``release`` gives quota back before the
 workload ran (a failed write, a check asking to retry); ``evict`` stops a
 running or reserved workload and puts it back in its queue. Where stopping
-takes time — pods on Kubernetes terminate gracefully — an eviction is two
-steps, as in Kueue (``Evicted=True`` while ``QuotaReserved`` stays True):
+takes time — pods terminate gracefully, on Kubernetes and on Redis workers —
+an eviction is two steps, as in Kueue (``Evicted=True`` while ``QuotaReserved`` stays True):
 ``stop`` marks the workload *Evicting*, still holding its quota so nothing
 is admitted onto capacity its pods still use; ``stopped`` (its pods are
 gone) releases the quota and requeues it, or ``deactivate`` ends an

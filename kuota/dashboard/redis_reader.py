@@ -53,9 +53,9 @@ CHUNK: Final = 5000
 #: :data:`ENGINE_FIELDS` change what the engine holds (its state, place in line,
 #: admission), the rest only what is said about it.
 WATCHED: Final = ("state", "attempt", "submission", "queued_at", "admitted_at", "priority",
-                  "cq", "origin", "outcome", "placement", "pods", "pods_done", "failures",
+                  "cq", "origin", "after", "outcome", "placement", "pods", "pods_done", "failures",
                   "reason", "message")
-ENGINE_FIELDS: Final = 8
+ENGINE_FIELDS: Final = 9
 _SEP = "\x1f"  # between fields; never in a key, and a control character no writer uses
 
 FINGERPRINTS: Final = """

@@ -10,10 +10,16 @@ module writes them to the store, in order:
   refused admission (the workload was cancelled meanwhile, say) is *forgotten*:
   the engine gives the quota back and requeues it, and the workload is re-read
   from Redis next round.
-* **Evicted / Deactivated** (preemption, node failure, a stopped queue) — a
-  fenced ``settle`` script that also asks the workload's pods to stop.
-* **Requeued / Finished** need no write: a requeue after backoff leaves the
-  stored workload Pending, and finishes are facts Redis told the engine.
+* **Evicting** (preemption, node failure, a stopped queue, a deactivation of a
+  workload holding quota) — a fenced ``settle`` script that moves the workload to
+  Evicting and asks its pods to stop; its quota stays held until they are gone,
+  when the leader completes the eviction (``stopped``, see
+  :meth:`kuota.service.leader.Leader.complete_stops`).
+* **Evicted / Deactivated / Finished** that complete such a stop, or that follow
+  a change Redis made itself (a failed pod, a cancel), need no write: the keys in
+  ``Leadership.completing``. A deactivation of a waiting workload is a ``settle``.
+* **Requeued** needs no write: a requeue after backoff leaves the stored
+  workload Pending.
 
 A ``fenced`` answer means another scheduler leads now: :class:`Fenced`
 propagates and the caller drops all its state. New kinds of decision land
@@ -57,6 +63,13 @@ class Leadership(Protocol):
     unplaced: dict[str, None]
     #: Workloads to re-read from Redis next round.
     recheck: set[str]
+    #: Workloads Evicting in the store: their quota is released once their pods are gone.
+    stopping: set[str]
+    #: Of those, the ones to try to complete next (their pods may be gone).
+    stops_due: set[str]
+    #: Workloads whose eviction or finish Redis already holds: their engine events up to
+    #: the final one (Evicted, Deactivated, Finished) are not written.
+    completing: set[str]
 
     def next_decision_id(self) -> str: ...
 
@@ -78,7 +91,10 @@ def apply(leader: Leadership, events: Sequence[WorkloadEvent], now: float) -> Ap
             continue
         _admit(leader, batch, now, applied)
         batch = []
-        if event.kind in (Kind.EVICTED, Kind.DEACTIVATED):
+        if event.key in leader.completing:
+            if event.kind in (Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED):
+                leader.completing.discard(event.key)
+        elif event.kind in (Kind.EVICTING, Kind.EVICTED, Kind.DEACTIVATED):
             _settle(leader, event, now, applied)
     _admit(leader, batch, now, applied)
     return applied
@@ -129,18 +145,27 @@ def _settle(leader: Leadership, event: WorkloadEvent, now: float, applied: Appli
     if tracked is None or record is None:
         leader.recheck.add(event.key)
         return
+    stop = event.kind is Kind.EVICTING
+    deactivate = event.kind is Kind.DEACTIVATED or (stop and event.reason == "Deactivated")
     stored = WorkloadRecord(event.key, State.ADMITTED, attempt=tracked.attempt,
                             pods=tracked.pods)
     status = leader.store.workloads.settle(
-        leader.holder, stored, event="deactivate" if event.kind is Kind.DEACTIVATED else "evict",
-        reason=event.reason, message=event.message or event.detail,
-        queued_at=record.info.created, now=now)
+        leader.holder, stored,
+        event="stop" if stop else "deactivate" if deactivate else "evict",
+        after="deactivate" if deactivate else "requeue",
+        reason=event.detail if stop and deactivate else event.reason,
+        message=event.message or event.detail, queued_at=record.info.created, now=now)
     if status == "fenced":
         raise Fenced(f"evicting {event.key}: this scheduler no longer holds the lease")
     leader.unplaced.pop(event.key, None)
-    if status == "ok":
-        # The pods' capacity comes back as each one stops (a pod event each).
-        tracked.placed, tracked.pods = (), 0
+    if status in ("ok", "ok:again"):
+        if stop:
+            # The quota stays held until the pods are gone (their placement is kept to
+            # find them); the node capacity comes back as each one stops (a pod event each).
+            leader.stopping.add(event.key)
+            leader.stops_due.add(event.key)
+        else:
+            tracked.placed, tracked.pods = (), 0
         applied.settled.append(event.key)
     else:
         log.info("eviction of %s not stored (%s); re-reading it", event.key, status)

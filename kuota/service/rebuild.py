@@ -157,7 +157,9 @@ def checked_info(record: WorkloadRecord, cache: SpecCache | None = None) -> Work
 
 
 def new_engine(configs: Configs, config: EngineConfig) -> Engine:
-    engine = Engine(config=config)
+    # Pods stop when asked, not at once: an evicted workload holds its quota until its
+    # pods are gone (the Evicting state).
+    engine = Engine(config=config, wait_for_stop=True)
     for name, labels in configs.namespaces.items():
         engine.set_namespace(name, labels)
     engine.apply_all(configs.objects)
@@ -167,7 +169,8 @@ def new_engine(configs: Configs, config: EngineConfig) -> Engine:
 def restore(engine: Engine, info: WorkloadInfo, admission: Admission, at: float,
             state: State) -> Record:
     """Put a workload that already holds quota back into the engine, usage counted."""
-    return engine.restore(info, admission, at, admitted=state is State.ADMITTED)
+    return engine.restore(info, admission, at,
+                          admitted=state in (State.ADMITTED, State.EVICTING))
 
 
 def load(store: Store, config: EngineConfig | None = None) -> Loaded:
@@ -199,8 +202,16 @@ def load(store: Store, config: EngineConfig | None = None) -> Loaded:
 def add(engine: Engine, record: WorkloadRecord, info: WorkloadInfo) -> Record:
     """Enter one stored, unfinished workload into the engine in its stored state."""
     if record.state in lifecycle.HOLDS_QUOTA and record.admission is not None:
-        return restore(engine, info, record.admission, record.admitted_at or record.queued_at,
-                       record.state)
+        at = record.admitted_at or record.queued_at
+        entry = restore(engine, info, record.admission, at, record.state)
+        if record.state is State.EVICTING:  # its pods still stop: the quota stays held
+            if record.after == "finish":
+                engine.finishing(record.key, at)
+            elif record.after == "deactivate":
+                engine.deactivate(record.key, at, record.reason or "Inactive", record.message)
+            else:
+                engine.evict(record.key, at, record.reason or "Evicted", "", record.message)
+        return entry
     entry = engine.submit(info)
     if record.state is State.INACTIVE:
         engine.deactivate(record.key, record.queued_at, record.reason or "Inactive",

@@ -63,14 +63,18 @@ end
 local function emit(stream, maxlen, ...)
   redis.call("XADD", stream, "MAXLEN", "~", maxlen, "*", ...)
 end
--- Ask every live pod among the keys from `first` on to stop (its worker terminates it).
+-- Ask every live pod among the keys from `first` on to stop (its worker terminates it);
+-- true if there was one.
 local function stop_pods(first)
+  local live = false
   for i = first, #KEYS do
     local phase = redis.call("HGET", KEYS[i], "state")
     if phase == "Placed" or phase == "Running" then
       redis.call("HSET", KEYS[i], "stop", "1")
+      live = true
     end
   end
+  return live
 end
 """
 
@@ -170,28 +174,73 @@ return "ok"
 """
 
 SETTLE: Final = r"""
--- Apply a scheduler decision that ends a workload's hold on quota or its chance to run:
--- ``evict`` (requeue; preemption, node failure, a stopped queue) or ``deactivate``; or
--- gives an Inactive workload its chance back (``activate``).
--- The pods of the attempt are asked to stop.
+-- Apply a scheduler decision that ends a workload's hold on quota or its chance to run.
+-- ``stop``: a workload holding quota is evicted (preemption, node failure, a stopped queue,
+-- or a deactivation): Evicting, its pods asked to stop, its quota and admission kept until
+-- they are gone (STOPPED); ARGV[8] says what follows then, ``requeue`` or ``deactivate``.
+-- ``evict`` requeues at once (a dispatched copy, whose quota its manager holds);
+-- ``deactivate`` takes a waiting workload out; ``activate`` gives an Inactive one its
+-- chance back.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4..] pod hashes of the attempt
 -- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] event  ARGV[4] reason  ARGV[5] message
--- ARGV[6] now  ARGV[7] queue-order timestamp after the change
+-- ARGV[6] now  ARGV[7] queue-order timestamp after the change  ARGV[8] after a stop
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
 local w = redis.call("HMGET", KEYS[2], "state", "attempt")
 if not w[1] then return "missing" end
 if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+-- Already stopping (a failed pod or a cancel began it): what follows stays as it was set.
+if ARGV[3] == "stop" and w[1] == "Evicting" then return "ok:again" end
 local target = step(w[1], ARGV[3])
 if not target then return "state:" .. w[1] end
 if HOLDS_QUOTA[w[1]] then stop_pods(4) end
 redis.call("HSET", KEYS[2], "state", target, "queued_at", ARGV[7], "reason", ARGV[4],
-           "message", ARGV[5], "admission", "", "cq", "", "placement", "")
+           "message", ARGV[5])
+if ARGV[3] == "stop" then
+  redis.call("HSET", KEYS[2], "after", ARGV[8])
+else
+  redis.call("HSET", KEYS[2], "admission", "", "cq", "", "placement", "")
+end
 local event = "Evicted"
 if ARGV[3] == "deactivate" then event = "Deactivated" end
 if ARGV[3] == "activate" then event = "Activated" end
 note(KEYS[3], {at = tonumber(ARGV[6]), event = event, reason = ARGV[4],
                message = ARGV[5], attempt = tonumber(ARGV[2])})
 return "ok"
+"""
+
+STOPPED: Final = r"""
+-- The pods of an Evicting workload are gone: release its quota, and requeue, deactivate or
+-- finish it as its eviction said (``after``). Refused (``running``) while a pod of the
+-- attempt is still placed or running: the quota is held as long as the pods hold nodes.
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
+-- KEYS[5..] pod hashes of the attempt
+-- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] now  ARGV[4] workload key
+-- ARGV[5] events maxlen
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local w = redis.call("HMGET", KEYS[2], "state", "attempt", "after", "outcome")
+if not w[1] then return "missing" end
+if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+if w[1] ~= "Evicting" then return "state:" .. w[1] end
+for i = 5, #KEYS do
+  local phase = redis.call("HGET", KEYS[i], "state")
+  if phase == "Placed" or phase == "Running" then return "running" end
+end
+local now = tonumber(ARGV[3])
+local target
+if w[3] == "finish" then
+  target = step(w[1], "finish")
+  redis.call("HSET", KEYS[2], "state", target, "finished_at", ARGV[3])
+  note(KEYS[3], {at = now, event = "Finished", outcome = w[4]})
+else
+  local event, entry = "stopped", "Requeued"
+  if w[3] == "deactivate" then event, entry = "deactivate", "Deactivated" end
+  target = step(w[1], event)
+  redis.call("HSET", KEYS[2], "state", target, "admission", "", "cq", "", "placement", "")
+  note(KEYS[3], {at = now, event = entry, attempt = tonumber(ARGV[2])})
+end
+redis.call("HDEL", KEYS[2], "after")
+emit(KEYS[4], ARGV[5], "kind", "workload", "key", ARGV[4])
+return "ok:" .. target
 """
 
 REJECT: Final = r"""
@@ -265,18 +314,24 @@ return "ok"
 """
 
 CANCEL: Final = r"""
--- Cancel a workload at the user's request: finish it and stop its pods.
+-- Cancel a workload at the user's request: finish it and stop its pods. One whose pods are
+-- still live is Evicting until they are gone (the scheduler finishes it then, STOPPED):
+-- its quota stays held while they run.
 -- KEYS[1] workload hash  KEYS[2] history  KEYS[3] events  KEYS[4..] pod hashes of the attempt
 -- ARGV[1] workload key  ARGV[2] attempt as read  ARGV[3] now  ARGV[4] events maxlen
 -- ARGV[5] message
-local w = redis.call("HMGET", KEYS[1], "state", "attempt")
+local w = redis.call("HMGET", KEYS[1], "state", "attempt", "after")
 if not w[1] then return "missing" end
 if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
+if w[1] == "Evicting" and w[3] == "finish" then return "ok:again" end
 local target = step(w[1], "finish")
 if not target then return "state:" .. w[1] end
-stop_pods(4)
-redis.call("HSET", KEYS[1], "state", target, "outcome", "Cancelled", "reason", "Cancelled",
-           "message", ARGV[5], "finished_at", ARGV[3])
+if stop_pods(4) then
+  redis.call("HSET", KEYS[1], "state", "Evicting", "after", "finish")
+else
+  redis.call("HSET", KEYS[1], "state", target, "finished_at", ARGV[3])
+end
+redis.call("HSET", KEYS[1], "outcome", "Cancelled", "reason", "Cancelled", "message", ARGV[5])
 note(KEYS[2], {at = tonumber(ARGV[3]), event = "Cancelled", message = ARGV[5]})
 emit(KEYS[3], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok"
@@ -340,20 +395,31 @@ if phase == "Succeeded" then
   end
   return "ok:" .. phase
 end
-stop_pods(6)
+-- The gang failed: its other pods are asked to stop, and while any is live the workload is
+-- Evicting, holding its quota, until the scheduler sees them gone (STOPPED).
+local stopping = stop_pods(6)
 local failures = tonumber(w[4] or "0")
+local after, message = "finish", ARGV[7]
 if failures < tonumber(w[5] or "0") then
-  local message = ARGV[7] .. "; retry " .. (failures + 1) .. " of " .. w[5]
-  -- Requeued keeping its place in line, as the engine does for evictions.
-  redis.call("HSET", KEYS[2], "state", step(w[1], "evict"), "failures", failures + 1,
-             "reason", "PodFailed", "message", message,
-             "admission", "", "cq", "", "placement", "")
+  after = "requeue"
+  message = ARGV[7] .. "; retry " .. (failures + 1) .. " of " .. w[5]
+  redis.call("HSET", KEYS[2], "failures", failures + 1, "reason", "PodFailed",
+             "message", message)
   note(KEYS[4], {at = now, event = "Evicted", reason = "PodFailed", message = message,
                  attempt = tonumber(ARGV[2])})
 else
-  redis.call("HSET", KEYS[2], "state", step(w[1], "finish"), "outcome", "Failed",
-             "reason", "BackoffLimitExceeded", "message", ARGV[7], "finished_at", ARGV[4])
-  note(KEYS[4], {at = now, event = "Finished", outcome = "Failed", message = ARGV[7]})
+  redis.call("HSET", KEYS[2], "outcome", "Failed", "reason", "BackoffLimitExceeded",
+             "message", message)
+end
+if stopping then
+  redis.call("HSET", KEYS[2], "state", step(w[1], "stop"), "after", after)
+elseif after == "requeue" then
+  -- Requeued keeping its place in line, as the engine does for evictions.
+  redis.call("HSET", KEYS[2], "state", step(w[1], "evict"),
+             "admission", "", "cq", "", "placement", "")
+else
+  redis.call("HSET", KEYS[2], "state", step(w[1], "finish"), "finished_at", ARGV[4])
+  note(KEYS[4], {at = now, event = "Finished", outcome = "Failed", message = message})
 end
 emit(KEYS[5], ARGV[6], "kind", "workload", "key", p[2])
 return "ok:" .. phase
@@ -577,7 +643,8 @@ return "ok"
 
 #: Every script, by name; each gets the prologue.
 SCRIPTS: Final = {
-    "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "settle": SETTLE, "reject": REJECT,
+    "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "settle": SETTLE, "stopped": STOPPED,
+    "reject": REJECT,
     "quarantine": QUARANTINE,
     "set_reasons": SET_REASONS, "set_dispatch": SET_DISPATCH, "cancel": CANCEL,
     "dispatch": DISPATCH, "remove_dispatched": REMOVE_DISPATCHED,

@@ -146,6 +146,9 @@ class WorkloadRecord:
     dispatch_json: str = ""
     #: The manager that dispatched this workload here (multi-cluster dispatch), or "".
     origin: str = ""
+    #: While Evicting: what follows once its pods are gone — ``requeue``, ``deactivate`` or
+    #: ``finish`` (a cancel, or a failure past its retries).
+    after: str = ""
 
     #: Why the stored hash could not be read ("" when it could): a record written around
     #: kuota. Such a record carries only its key and state (Pending when the state itself is
@@ -186,7 +189,7 @@ class WorkloadRecord:
             pods=_int(h, "pods"), pods_done=_int(h, "pods_done"), failures=_int(h, "failures"),
             backoff_limit=_int(h, "backoff_limit"), finished_at=_float(h, "finished_at"),
             submission=h.get("submission", ""), dispatch_json=h.get("dispatch", ""),
-            origin=h.get("origin", ""))
+            origin=h.get("origin", ""), after=h.get("after", ""))
 
     def spec(self) -> dict[str, Any]:
         """The Workload manifest as submitted."""

@@ -221,17 +221,32 @@ class WorkloadStore:
         return self._batch("place", calls)
 
     def settle(self, holder: str, record: WorkloadRecord, *, event: str, reason: str,
-               message: str, queued_at: float, now: float) -> str:
-        """Evict (requeue) or deactivate: stops the pods of the attempt; or activate an
-        Inactive workload. Returns the status."""
-        if event not in ("evict", "deactivate", "activate"):
-            raise ValueError(f"settle: event must be evict, deactivate or activate, "
+               message: str, queued_at: float, now: float, after: str = "requeue") -> str:
+        """A decision on the workload's hold on quota, as a status: ``stop`` an attempt
+        holding quota (Evicting until its pods are gone, then ``after``: requeue or
+        deactivate), ``evict`` at once (a dispatched copy), ``deactivate`` a waiting
+        workload, or ``activate`` an Inactive one."""
+        if event not in ("stop", "evict", "deactivate", "activate"):
+            raise ValueError(f"settle: event must be stop, evict, deactivate or activate, "
                              f"got {event!r}")
+        if after not in ("requeue", "deactivate"):
+            raise ValueError(f"settle: after must be requeue or deactivate, got {after!r}")
         k = self._keys
         return self._scripts.run(
             "settle", [k.lease, k.workload(record.key), k.history(record.key),
                        *(k.pod(ref) for ref in record.pod_refs())],
-            [holder, record.attempt, event, reason, message, now, queued_at])
+            [holder, record.attempt, event, reason, message, now, queued_at, after])
+
+    def stopped_many(self, holder: str, records: Sequence[WorkloadRecord],
+                     now: float) -> list[str]:
+        """Complete the evictions of Evicting workloads whose pods are all gone, one status
+        each: ``ok:<state>`` (Pending, Inactive or Finished: the quota is released),
+        ``running`` (a pod still holds its node), ``state:``/``stale:``/``missing``."""
+        k = self._keys
+        return self._batch("stopped", [
+            ([k.lease, k.workload(r.key), k.history(r.key), k.events,
+              *(k.pod(ref) for ref in r.pod_refs())],
+             [holder, r.attempt, now, r.key, EVENTS_MAXLEN]) for r in records])
 
     def reject(self, holder: str, key: str, *, message: str, now: float) -> str:
         k = self._keys

@@ -33,9 +33,8 @@ import re
 import signal
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tests.integration.redis.server import RedisServer
 
@@ -166,32 +165,6 @@ def overlapping_runs(runs: Iterable[Run]) -> list[tuple[Run, Run]]:
                 if a.attempt != b.attempt or a.index == b.index:
                     bad.append((a, b))
     return bad
-
-
-#: History events that end an attempt's hold on quota.
-_RELEASES = frozenset({"Evicted", "Finished", "Deactivated", "Cancelled", "Invalid"})
-
-
-def quota_claims(runs: Iterable[Run], histories: Mapping[str, Sequence[Mapping[str, Any]]],
-                 ) -> list[Run]:
-    """The runs cut to when their attempt held quota: kuota releases a workload's quota
-    when it asks the pods of the attempt to stop (a failed gang mate, an eviction), not
-    when they have stopped — a known gap (Kueue waits for the pods). So a pod still
-    terminating after its attempt ended no longer counts against its ClusterQueue (it
-    still counts on its node, whose capacity it holds until it exits)."""
-    released: dict[tuple[str, int], float] = {}
-    for job, history in histories.items():
-        attempt = None
-        for entry in history:
-            if entry["event"] == "Admitted":
-                attempt = int(entry["attempt"])
-            elif entry["event"] in _RELEASES and attempt is not None:
-                released.setdefault((job, attempt), float(entry["at"]))
-                attempt = None
-    claims = [replace(r, end=min(r.end, released.get((r.job, r.attempt), r.end))) for r in runs]
-    # A pod may start a few ms after the time its attempt's end was stamped with (the stamp
-    # is taken before the write, which the start's check-and-set preceded): it claims none.
-    return [r for r in claims if r.end > r.start]
 
 
 @dataclass(frozen=True)

@@ -135,9 +135,10 @@ def test_cancel_terminates_the_pod(redis_server_url: str, redis_prefix: str,
         run.cancel()
         pid = int(pid_file.read_text())
         wait_for("the process to end", lambda: not _alive(pid), timeout=10)
-        status = run.status()
         wait_for("the pod to be reported stopped",
                  lambda: run.status().pods[0].phase == PodPhase.STOPPED)
+        wait_for("the cancel to complete", lambda: run.status().state == "Finished")
+        status = run.status()
     assert (status.state, status.outcome) == ("Finished", "Cancelled")
 
 

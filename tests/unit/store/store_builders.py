@@ -91,17 +91,28 @@ class SteppedPool:
     def __init__(self) -> None:
         from kuota.client import Client
         from kuota.service.connection import connect
-        from kuota.service.leader import Timing
-        from kuota.service.scheduler import SchedulerOptions, SchedulerService
 
         self.connection = connect(None, prefix="t", server=fakeredis.FakeServer())
         self.client = Client(connection=self.connection)
         self.client.apply(QUEUES)
         #: The scheduler's clock, moved by :meth:`run` (node checks come every 5 s of it).
         self.now = 1000.0
-        self.scheduler = SchedulerService(self.connection, SchedulerOptions(
-            identity="s1", timing=Timing(lease_ttl=30, poll=0.01, batch=0.0),
+        self._schedulers = 0
+        self.scheduler = self._new_scheduler()
+
+    def _new_scheduler(self) -> Any:
+        from kuota.service.leader import Timing
+        from kuota.service.scheduler import SchedulerOptions, SchedulerService
+
+        self._schedulers += 1
+        return SchedulerService(self.connection, SchedulerOptions(
+            identity=f"s{self._schedulers}", timing=Timing(lease_ttl=30, poll=0.01, batch=0.0),
             clock=lambda: self.now))
+
+    def restart_scheduler(self) -> None:
+        """A failover: the scheduler lets its lease go and a new one starts from Redis."""
+        self.scheduler.lease.release()
+        self.scheduler = self._new_scheduler()
 
     @property
     def store(self) -> Store:

@@ -25,15 +25,27 @@ def test_a_cordoned_node_gets_no_new_pods(cordoned: bool, want_node: str) -> Non
     assert _placed_on(pool, key) == (want_node,)
 
 
+def _stop_pods(pool: SteppedPool, key: str) -> None:
+    """What the node's worker does when asked to stop the pods of ``key``."""
+    record = pool.store.workloads.get(key)
+    for ref in record.pod_refs():
+        pool.store.pods.exit(ref, node="a", pod_count=record.pods, exit_code=143, stopped=True,
+                             message="stopped", pid=0, now=pool.now)
+
+
 def test_draining_requeues_what_runs_there_and_uncordon_takes_it_back() -> None:
     pool = SteppedPool()
-    # Room for the requeued copy while the first, with no worker here to stop it, stays.
     node(pool.store, "a", cpu=4)
     key = pool.submit("w", cpu=2)
     pool.run()
     assert _placed_on(pool, key) == ("a",)
     pool.store.nodes.set_scheduling("a", cordoned=True, draining=True)
     pool.run(3, advance=6.0)  # the scheduler checks nodes every few seconds
+    record = pool.store.workloads.get(key)
+    assert record.state == "Evicting" and record.placement == ("a",), \
+        "its quota held while its pod still runs on the drained node"
+    _stop_pods(pool, key)
+    pool.run(3)
     record = pool.store.workloads.get(key)
     assert record.state in ("Pending", "Admitted") and record.placement == (), \
         "requeued, and not placed on the cordoned node again"

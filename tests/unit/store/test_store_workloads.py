@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from store_builders import admit, lead, new_store, node, place, running_gang, submit
 
-from queueing.store import AlreadyExists, Conflict, NotFound, Outcome, PodPhase, PodRef
+from queueing.store import (
+    AlreadyExists,
+    Conflict,
+    NotFound,
+    Outcome,
+    PodPhase,
+    PodRef,
+    WorkloadRecord,
+)
 from quota.lifecycle import State
 
 
@@ -31,7 +39,8 @@ class TestSubmit:
 
     def test_a_finished_name_may_be_reused_and_keeps_counting_attempts(self) -> None:
         store = new_store()
-        running_gang(store, pods=1)
+        submit(store)
+        admit(store, lead(store))  # not placed yet: no pod to wait for
         store.workloads.cancel("ns/w", now=5.0)
         assert submit(store, submission="again") is True
         record = store.workloads.get("ns/w")
@@ -134,22 +143,69 @@ class TestPodReports:
         assert exit_pod(store, refs[0], 0) == "ok:Succeeded"
         assert store.workloads.get("ns/w").pods_done == 1
 
-    @pytest.mark.parametrize(("backoff_limit", "want_state", "want_outcome", "want_reason"), [
-        (0, State.FINISHED, Outcome.FAILED, "BackoffLimitExceeded"),
-        (1, State.PENDING, Outcome.NONE, "PodFailed"),
-    ])
-    def test_a_failed_pod_retries_or_fails_the_whole_gang(
-            self, backoff_limit: int, want_state: State, want_outcome: Outcome,
-            want_reason: str) -> None:
+    @pytest.mark.parametrize(
+        ("pods", "backoff_limit", "want_state", "want_after", "want_final", "want_outcome",
+         "want_reason"), [
+            (2, 0, State.EVICTING, "finish", State.FINISHED, Outcome.FAILED,
+             "BackoffLimitExceeded"),
+            (2, 1, State.EVICTING, "requeue", State.PENDING, Outcome.NONE, "PodFailed"),
+            (1, 0, State.FINISHED, "", State.FINISHED, Outcome.FAILED, "BackoffLimitExceeded"),
+            (1, 1, State.PENDING, "", State.PENDING, Outcome.NONE, "PodFailed"),
+        ])
+    def test_a_failed_pod_retries_or_fails_the_whole_gang_once_its_mates_stopped(
+            self, pods: int, backoff_limit: int, want_state: State, want_after: str,
+            want_final: State, want_outcome: Outcome, want_reason: str) -> None:
         store = new_store()
-        _, refs = running_gang(store, pods=2, backoff_limit=backoff_limit)
-        exit_pod(store, refs[0], 3)
+        holder, refs = running_gang(store, pods=pods, backoff_limit=backoff_limit)
+        exit_pod(store, refs[0], 3, pods=pods)
         record = store.workloads.get("ns/w")
-        assert (record.state, record.outcome, record.reason) == (want_state,
-                                                                  want_outcome, want_reason)
-        mate = store.pods.get(refs[1])
-        assert mate is not None and mate.stop, "the other pod must be asked to stop"
-        assert store.pods.should_stop([refs[1]]) == [True]
+        assert (record.state, record.after, record.outcome, record.reason) == (
+            want_state, want_after, want_outcome, want_reason)
+        for mate in refs[1:]:
+            pod = store.pods.get(mate)
+            assert pod is not None and pod.stop, "the other pods must be asked to stop"
+            assert store.workloads.stopped_many(holder, [record], now=9.5) == ["running"], \
+                "the quota is held while a gang mate still runs"
+            store.pods.exit(mate, node=f"n{mate.index}", pod_count=pods, exit_code=143,
+                            stopped=True, message="stopped", pid=2, now=10.0)
+        if want_state is State.EVICTING:
+            assert store.workloads.stopped_many(holder, [record], now=10.5) == [
+                f"ok:{want_final}"]
+        record = store.workloads.get("ns/w")
+        assert (record.state, record.after, record.outcome) == (want_final, "", want_outcome)
+        assert record.admission is None or want_final is State.FINISHED
+
+    @pytest.mark.parametrize(("case", "want_status"), [
+        ("deposed leader", "fenced"),
+        ("older attempt", "stale:1"),
+        ("not evicting", "state:Admitted"),
+    ])
+    def test_completing_a_stop_is_fenced_and_checked(self, case: str, want_status: str) -> None:
+        store = new_store()
+        holder, _ = running_gang(store, pods=1, start=False)
+        record = store.workloads.get("ns/w")
+        if case == "deposed leader":
+            holder = "s9|token"
+        elif case == "older attempt":
+            record = WorkloadRecord("ns/w", State.EVICTING, attempt=0)
+        assert store.workloads.stopped_many(holder, [record], now=5.0) == [want_status]
+
+    def test_cancelling_a_running_workload_finishes_it_once_its_pods_stopped(self) -> None:
+        store = new_store()
+        holder, [ref] = running_gang(store, pods=1)
+        store.workloads.cancel("ns/w", now=5.0)
+        record = store.workloads.get("ns/w")
+        assert (record.state, record.after, record.outcome) == (
+            State.EVICTING, "finish", Outcome.CANCELLED)
+        with pytest.raises(AlreadyExists, match="is Evicting"):
+            submit(store, submission="again")
+        store.pods.exit(ref, node="n0", pod_count=1, exit_code=143, stopped=True,
+                        message="stopped", pid=2, now=6.0)
+        assert store.workloads.stopped_many(holder, [record], now=6.5) == ["ok:Finished"]
+        record = store.workloads.get("ns/w")
+        assert (record.state, record.outcome, record.finished_at) == (
+            State.FINISHED, Outcome.CANCELLED, 6.5)
+        assert submit(store, submission="again") is True
 
     def test_a_pod_asked_to_stop_before_it_started_never_runs(self) -> None:
         store = new_store()

@@ -1,0 +1,80 @@
+"""Redis mode holds a workload's quota until its pods are gone (issue 12, scope 2).
+
+A pod asked to stop — a failed gang mate's, a cancelled or evicted workload's —
+still runs until its worker ends it, and Kueue counts an evicted workload's
+quota until then. So the store keeps such a workload *Evicting*, and the
+scheduler releases its quota only once Redis says no pod of the attempt is
+placed or running. A workload waiting for that quota is admitted then, not
+before — also across a failover, since the state is in Redis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from store_builders import LOCAL_QUEUE, SteppedPool, node
+
+from queueing.store import PodRef
+from quota.lifecycle import State
+
+
+def _start_all(pool: SteppedPool, key: str) -> list[PodRef]:
+    record = pool.store.workloads.get(key)
+    refs = record.pod_refs()
+    for ref, name in zip(refs, record.placement, strict=True):
+        epoch = pool.store.nodes.get(name).epoch
+        assert pool.store.pods.start(ref, node=name, epoch=epoch, devices="", now=pool.now) == "ok"
+    return refs
+
+
+def _exit(pool: SteppedPool, key: str, ref: PodRef, code: int, *, stopped: bool) -> None:
+    record = pool.store.workloads.get(key)
+    pool.store.pods.exit(ref, node=record.placement[ref.index], pod_count=record.pods,
+                         exit_code=code, stopped=stopped, message=f"exit {code}", pid=1,
+                         now=pool.now)
+
+
+def _fail_one(pool: SteppedPool, key: str, refs: list[PodRef]) -> None:
+    _exit(pool, key, refs[0], 3, stopped=False)
+
+
+def _cancel(pool: SteppedPool, key: str, refs: list[PodRef]) -> None:
+    pool.client.cancel(key)
+
+
+@pytest.mark.parametrize(("end", "retries", "want_gang", "want_next", "want_note"), [
+    pytest.param(_fail_one, 0, State.FINISHED, State.ADMITTED, "Finished",
+                 id="a pod failed, no retry left"),
+    # Requeued keeping its place in line: it is admitted again before the newer one.
+    pytest.param(_fail_one, 1, State.ADMITTED, State.PENDING, "Requeued",
+                 id="a pod failed, requeued"),
+    pytest.param(_cancel, 0, State.FINISHED, State.ADMITTED, "Finished", id="cancelled"),
+])
+def test_the_next_workload_waits_until_the_pods_of_the_last_are_gone(
+        end: Callable[[SteppedPool, str, list[PodRef]], None], retries: int,
+        want_gang: State, want_next: State, want_note: str) -> None:
+    pool = SteppedPool()
+    node(pool.store, "a", cpu=2)
+    node(pool.store, "b", cpu=2)
+    gang = pool.client.submit(["true"], queue=LOCAL_QUEUE, name="gang", count=2,
+                              requests={"cpu": 2}, backoff_limit=retries).key
+    pool.run()
+    refs = _start_all(pool, gang)
+    waiting = pool.submit("next", cpu=4)
+    pool.run()
+    end(pool, gang, refs)
+    pool.run()
+    assert pool.state(gang) == State.EVICTING
+    assert pool.state(waiting) == State.PENDING, \
+        "admitted onto the quota of a pod that still runs"
+    # A new scheduler (a failover) knows the quota is still held: it is in Redis.
+    pool.restart_scheduler()
+    pool.run()
+    assert pool.state(waiting) == State.PENDING
+    for ref in refs:
+        pod = pool.store.pods.get(ref)
+        if pod is not None and pod.state.value in ("Placed", "Running"):
+            _exit(pool, gang, ref, 143, stopped=True)
+    pool.run()
+    assert (pool.state(gang), pool.state(waiting)) == (want_gang, want_next)
+    assert want_note in [h["event"] for h in pool.store.workloads.history(gang)]
