@@ -19,8 +19,8 @@ string — its ``env`` values and its ``workingDir``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from queueing.store import Keys, PodRef
@@ -49,20 +49,52 @@ class PodJob:
     #: The container's ``workingDir`` ("": the worker's own directory).
     working_dir: str = ""
 
+    @property
+    def gang(self) -> str:
+        """The gang this pod belongs to: its workload and attempt."""
+        ref = PodRef.parse(self.pod_id)
+        return f"{ref.workload}#{ref.attempt}"
+
     def to_dict(self) -> dict[str, Any]:
-        doc = asdict(self)
-        doc["peers"], doc["command"] = list(self.peers), list(self.command)
-        doc["env"], doc["requests"] = dict(self.env), dict(self.requests)
-        return doc
+        """The pod without its peers, which :func:`encode` sends once per gang."""
+        return {"prefix": self.prefix, "pod_id": self.pod_id, "node": self.node,
+                "epoch": self.epoch, "pod_count": self.pod_count, "pod_set": self.pod_set,
+                "gang": self.gang, "command": list(self.command), "env": dict(self.env),
+                "requests": dict(self.requests), "working_dir": self.working_dir}
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> PodJob:
+    def from_dict(cls, doc: Mapping[str, Any],
+                  gangs: Mapping[str, tuple[str, ...]] | None = None) -> PodJob:
+        peers = (gangs or {}).get(str(doc.get("gang")))
+        if peers is None:  # a job from a scheduler that sent the peers with every pod
+            peers = tuple(doc["peers"])
         return cls(prefix=str(doc["prefix"]), pod_id=str(doc["pod_id"]), node=str(doc["node"]),
                    epoch=int(doc["epoch"]), pod_count=int(doc["pod_count"]),
-                   pod_set=str(doc["pod_set"]), peers=tuple(doc["peers"]),
+                   pod_set=str(doc["pod_set"]), peers=peers,
                    command=tuple(doc["command"]), env=dict(doc.get("env") or {}),
                    requests={str(k): int(v) for k, v in (doc.get("requests") or {}).items()},
                    working_dir=str(doc.get("working_dir") or ""))
+
+
+def encode(jobs: Sequence[PodJob]) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The arguments of one node's start job: its pods, and the nodes of each of their gangs
+    once — sent with every pod, a gang of n pods would carry n² node names (10,000 pods:
+    10⁸ names, gigabytes in Redis)."""
+    gangs: dict[str, list[str]] = {}
+    docs = []
+    for job in jobs:
+        doc = job.to_dict()
+        if doc["gang"] not in gangs:
+            gangs[doc["gang"]] = list(job.peers)
+        docs.append(doc)
+    return docs, gangs
+
+
+def decode(docs: Sequence[Mapping[str, Any]],
+           gangs: Mapping[str, Sequence[str]] | None = None) -> list[PodJob]:
+    """The pods of a start job (:func:`encode`)."""
+    peers = {gang: tuple(nodes) for gang, nodes in (gangs or {}).items()}
+    return [PodJob.from_dict(doc, peers) for doc in docs]
 
 
 def pod_command(workload: api.Workload, pod_set: str) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -114,7 +146,7 @@ def enqueue(raw: Any, keys: Keys, jobs: Iterable[PodJob]) -> int:
     pipe = raw.pipeline()
     for node, node_jobs in by_node.items():
         refs = [PodRef.parse(job.pod_id) for job in node_jobs]
-        data = Queue.prepare_data(START_PODS, args=([job.to_dict() for job in node_jobs],),
+        data = Queue.prepare_data(START_PODS, args=encode(node_jobs),
                                   job_id=keys.start_job_id(refs), result_ttl=RESULT_TTL,
                                   failure_ttl=FAILURE_TTL,
                                   description=f"start {len(refs)} pod(s) on {node}")

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kuota.service.jobs import START_PODS, PodJob
+from kuota.service.jobs import START_PODS, decode
 from kuota.service.supervisor import PodSupervisor
 
 #: A no-op job that wakes a worker blocked on its queue (to stop a worker in a thread).
@@ -37,12 +37,14 @@ def unregister(prefix: str, node: str) -> None:
         _SUPERVISORS.pop((prefix, node), None)
 
 
-def start_pods(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """rq entry point: start the pods described by ``jobs`` on this worker's node.
+def start_pods(jobs: Sequence[Mapping[str, Any]],
+               gangs: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """rq entry point: start the pods described by ``jobs`` on this worker's node (``gangs``:
+    the nodes of each pod's gang, by gang; see :func:`kuota.service.jobs.encode`).
 
     Returns the store's answer for each (``ok``, or why it did not start).
     """
-    pods = [PodJob.from_dict(job) for job in jobs]
+    pods = decode(jobs, gangs)
     nodes = {(pod.prefix, pod.node) for pod in pods}
     if len(nodes) != 1:
         raise ValueError(f"one start job must be for one node, got {sorted(nodes)}")

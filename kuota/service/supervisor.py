@@ -131,6 +131,10 @@ class SupervisorTiming:
 LOST_EXIT_CODE = 137
 #: How many recent exits a supervisor remembers, to report one again that the store lost.
 EXITS_REMEMBERED = 4096
+#: Longest ``KUOTA_PEERS`` given in the environment: Linux refuses to start a program with
+#: an environment string over 128 KiB, which a gang of some 10,000 pods would pass. Beyond
+#: this, the pod finds its gang mates' nodes in the file ``KUOTA_PEERS_FILE`` instead.
+PEERS_IN_ENV = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +161,7 @@ class PodSupervisor:
         self._devices = tuple(devices)
         self._free_devices = list(devices)
         self.log_dir = log_dir
+        self.peers_dir = log_dir.parent / f"{log_dir.name}-peers"
         self.timing = timing or SupervisorTiming()
         self.clock = clock
         self._requests: queue.Queue[_StartRequest] = queue.Queue()
@@ -179,6 +184,7 @@ class PodSupervisor:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         if self.pod_users is not None:
             self.log_dir.chmod(0o700)  # pods run as other users: their output is ours alone
+        self.peers_dir.mkdir(mode=0o755, exist_ok=True)
         self._thread.start()
 
     def submit_many(self, jobs: Sequence[PodJob], timeout: float = 60.0) -> list[str]:
@@ -365,10 +371,13 @@ class PodSupervisor:
         # could read and rewrite every workload, log and secret in the pool.
         env = {k: v for k, v in os.environ.items() if k not in STORE_CREDENTIALS}
         env.update(job.env)
-        others = [node for i, node in enumerate(job.peers) if i != ref.index]
+        peers = ",".join(node for i, node in enumerate(job.peers) if i != ref.index)
+        if len(peers) > PEERS_IN_ENV:
+            env["KUOTA_PEERS_FILE"] = str(self._peers_file(ref, peers))
+            peers = ""
         env.update({
             "KUOTA_WORKLOAD": ref.workload, "KUOTA_POD_INDEX": str(ref.index),
-            "KUOTA_POD_COUNT": str(job.pod_count), "KUOTA_PEERS": ",".join(others),
+            "KUOTA_POD_COUNT": str(job.pod_count), "KUOTA_PEERS": peers,
             "KUOTA_NODE": self.node, "KUOTA_POD_SET": job.pod_set,
             "KUOTA_ATTEMPT": str(ref.attempt),
         })
@@ -376,6 +385,14 @@ class PodSupervisor:
             # Pods that ask for no GPU see none, as on Kubernetes.
             env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
         return env
+
+    def _peers_file(self, ref: PodRef, peers: str) -> Path:
+        """The gang mates' nodes of a pod, one per line, readable by the pod's user (node names
+        are no secret); removed when the pod ends."""
+        path = self.peers_dir / (ref.id.replace("/", "_").replace(":", "_") + ".peers")
+        path.write_text(peers.replace(",", "\n") + "\n")
+        path.chmod(0o644)
+        return path
 
     def _reap(self, now: float) -> None:
         for pod_id, pod in list(self._running.items()):
@@ -389,6 +406,7 @@ class PodSupervisor:
             while self._ship_log(pod, wait=True):  # the rest of the output, however long
                 pass
             pod.log_path.unlink(missing_ok=True)
+            (self.peers_dir / (pod.log_path.stem + ".peers")).unlink(missing_ok=True)
             self._free_devices += pod.devices  # before the report frees the node's capacity
             message = (f"pod {pod.ref.index} on {self.node} exited with {code}"
                        if code >= 0 else

@@ -229,7 +229,7 @@ def test_a_lost_start_job_is_sent_again(redis_server_url: str, redis_prefix: str
     """A start job that vanished (say, with a worker that died holding it) is re-sent."""
     import threading
 
-    from kuota.service.jobs import PodJob, node_queue
+    from kuota.service.jobs import decode, node_queue
 
     with local_cluster(redis_server_url, redis_prefix) as cluster:  # a scheduler, no worker
         client = cluster.client()
@@ -258,5 +258,5 @@ def test_a_lost_start_job_is_sent_again(redis_server_url: str, redis_prefix: str
             alive.set()
         job = queue.fetch_job(again[0])
     assert again == first, "the same pods make the same job"
-    assert [PodJob.from_dict(d).pod_id for d in job.args[0]] == ["default/orphan:1:0"]
+    assert [p.pod_id for p in decode(*job.args)] == ["default/orphan:1:0"]
     assert waited >= 0.5, "not re-sent before the pod had a chance to start"

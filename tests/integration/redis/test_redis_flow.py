@@ -43,14 +43,20 @@ def test_quota_is_honoured_at_every_instant(redis_server_url: str, redis_prefix:
         assert events(client, run.key)[-1] == "Finished"
 
 
+@pytest.mark.parametrize("peers_in", ["env", "file"])
 def test_a_gang_starts_together_on_three_nodes(redis_server_url: str, redis_prefix: str,
-                                               tmp_path: Path) -> None:
+                                               tmp_path: Path, peers_in: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    if peers_in == "file":
+        # As for a gang whose mates' nodes are too many for one environment string.
+        monkeypatch.setattr("kuota.service.supervisor.PEERS_IN_ENV", 4)
     nodes = [node("pool", f"n{i}", "cpu=1") for i in range(3)]
     with local_cluster(redis_server_url, redis_prefix, nodes) as cluster:
         client = cluster.client()
         client.apply(queues(CQ("cq", {"cpu": 3})))
         gang = client.submit(["sh", "-c", f"date +%s.%N > {tmp_path}/$KUOTA_POD_INDEX; "
-                              "echo $KUOTA_POD_INDEX/$KUOTA_POD_COUNT peers=$KUOTA_PEERS"],
+                              "echo $KUOTA_POD_INDEX/$KUOTA_POD_COUNT "
+                              "peers=${KUOTA_PEERS:-$(paste -sd, $KUOTA_PEERS_FILE)}"],
                              queue="default/lq-cq", requests={"cpu": 1}, count=3, name="gang")
         status = gang.wait(30)
         logs = gang.logs()
@@ -73,9 +79,9 @@ def test_a_gang_that_does_not_fit_the_nodes_starts_no_pod(redis_server_url: str,
                              name="gang4")
         # More pods than the pool holds even empty: set aside, its quota given back
         # (issue 12) — and tried again when the nodes change.
-        record = wait_for("the gang to be found inadmissible",
-                          lambda: (r := gang.record()).reason == "Inadmissible" and r)
-        assert record.state == "Inactive" and record.placement == ()
+        record = wait_for("the gang to be found inadmissible", lambda: (
+            r := gang.record()).reason == "Inadmissible" and r.state == "Inactive" and r)
+        assert record.placement == ()
         assert "no node can ever hold this gang of 4 pod(s)" in record.message
         assert client.store.nodes.pod_ids(["n0", "n1", "n2"]) == {"n0": set(), "n1": set(),
                                                                   "n2": set()}
