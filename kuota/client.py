@@ -75,6 +75,16 @@ class WorkloadStatus:
         return self.outcome == Outcome.SUCCEEDED
 
 
+@dataclass(frozen=True)
+class LostSubmission:
+    """A submission the store acknowledged and no longer knows (:meth:`Client.lost`)."""
+
+    key: str
+    submission: str
+    #: When it was acknowledged (seconds since the epoch).
+    at: float
+
+
 class WorkloadHandle:
     """A submitted workload; every call reads Redis afresh."""
 
@@ -105,7 +115,7 @@ class WorkloadHandle:
                 status = self.status()
             except NotFound:
                 if not self.queued:
-                    raise
+                    raise self.client.not_found(self.key) from None
                 # A request no scheduler has taken yet: it becomes a workload when one does.
                 status = WorkloadStatus(self.key, "Requested", "", "Queued",
                                         "waiting for a scheduler to take the request", "", 0, [])
@@ -153,8 +163,16 @@ class Client:
     request_wait = 10.0
 
     def __init__(self, redis_url: str | None = None, *, prefix: str = "kuota",
-                 connection: Connection | None = None) -> None:
+                 connection: Connection | None = None, journal: Path | None = None) -> None:
+        """``journal``: a file where every acknowledged submission is noted, so that one the
+        store loses (a Redis crash under ``appendfsync everysec``) is named as lost rather
+        than not found (:mod:`kuota.service.journal`; the CLI keeps one by default)."""
         self.connection = connection or connect(redis_url, prefix=prefix)
+        self.journal = None
+        if journal is not None and not self.connection.embedded:
+            from kuota.service.journal import Journal
+
+            self.journal = Journal(journal)
 
     @property
     def store(self) -> Store:
@@ -248,8 +266,47 @@ class Client:
             # A submitter limited to its namespace: the scheduler stores it (module doc).
             answer = self._request(checked.key, "submit", manifest=json.dumps(manifest),
                                    queue=given_queue or "", submission=submission_id)
+            if answer is not None:
+                self._note(checked.key, submission_id)
             return WorkloadHandle(self, checked.key, queued=answer is None)
+        self._note(checked.key, submission_id)
         return WorkloadHandle(self, checked.key)
+
+    def _note(self, key: str, submission_id: str) -> None:
+        if self.journal is not None:
+            from kuota.service.journal import Entry
+
+            self.journal.record(Entry(self._store_id, key, submission_id, time.time()))
+
+    @property
+    def _store_id(self) -> str:
+        return f"{self.connection.describe()}#{self.connection.prefix}"
+
+    def lost(self, key: str | None = None) -> list[LostSubmission]:
+        """Submissions made through this client's journal that the store acknowledged and
+        no longer knows — neither held, replaced by a later one, nor purged by retention:
+        lost with Redis's last writes. All of them, or ``key``'s."""
+        if self.journal is None:
+            return []
+        latest: dict[str, Any] = {}
+        for entry in self.journal.entries(self._store_id):
+            if key is None or entry.key == key:
+                latest[entry.key] = entry
+        entries = list(latest.values())
+        fates = self.store.workloads.lookup([(e.key, e.submission) for e in entries])
+        return [LostSubmission(e.key, e.submission, e.at)
+                for e, fate in zip(entries, fates, strict=True) if fate == "unknown"]
+
+    def not_found(self, key: str) -> NotFound:
+        """The error for a workload the store does not know, naming it lost if it was."""
+        lost = self.lost(key)
+        if not lost:
+            return NotFound(f"workload {key}: not found")
+        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(lost[0].at))
+        return NotFound(f"workload {key}: lost — submitted from here at {at} (submission "
+                        f"{lost[0].submission}) and acknowledged, but the store has no trace "
+                        "of it: Redis lost its last writes in a crash (appendfsync everysec); "
+                        "submit it again")
 
     def _request(self, key: str, op: str, **fields: str) -> dict[str, Any] | None:
         """Ask the scheduler through the namespace's request stream; its answer, or None
@@ -269,7 +326,8 @@ class Client:
 
     def workload(self, name: str) -> WorkloadHandle:
         key = workload_key(name)
-        self.store.workloads.get(key)
+        if self.store.workloads.find(key) is None:
+            raise self.not_found(key)
         return WorkloadHandle(self, key)
 
     def workloads(self, namespace: str | None = None) -> list[WorkloadRecord]:

@@ -52,6 +52,7 @@ def submitter_rules(namespace: str, prefix: str = "kuota") -> list[str]:
         *(f"+{c}" for c in READS),
         f"%R~{p}:workload:{ns}/*", f"%R~{p}:workloads:{ns}", f"%R~{p}:pod:{ns}/*",
         f"%R~{p}:log:{ns}/*", f"%R~{p}:answer:{ns}:*", f"%R~{p}:objects:*",
+        f"%R~{p}:purged:{ns}",
         f"%R~{p}:scheduler:lease", f"%R~{p}:nodes", f"%R~{p}:node:*",
         # Writing: only appending to the namespace's request stream.
         f"(~{p}:requests:{ns} +xadd)",

@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
         items = [i for i in list_items() if output.matches(i.labels, selector)]
         if args.name is not None:
             items = [i for i in items if i.row["name"] == _full_name(kind, args.name)]
+            if not items and kind == "workloads":
+                raise client.not_found(_full_name(kind, args.name))
             if not items:
                 raise NotFound(f"{kind[:-1]} {_full_name(kind, args.name)} not found")
         output.emit(items, COLUMNS[kind], args, single=args.name is not None)

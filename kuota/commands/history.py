@@ -14,6 +14,7 @@ import argparse
 import time
 from typing import Any
 
+from kuota.client import LostSubmission
 from kuota.commands import output
 from kuota.commands.get import in_queue, workload_labels, workload_object
 from kuota.commands.output import Columns, Item
@@ -35,6 +36,10 @@ def register(subparsers: Any) -> None:
                         help="only Succeeded, Failed, Cancelled, Rejected or Invalid ones")
     parser.add_argument("--since", type=cli.parse_retention, default=None, metavar="DURATION",
                         help="only those finished in the last DURATION (90s, 30m, 12h, 7d)")
+    parser.add_argument("--lost", action="store_true",
+                        help="instead: submissions made from this machine that the store "
+                             "acknowledged and has lost (a Redis crash losing its last "
+                             "writes; see KUOTA_JOURNAL in docs/redis-mode.md)")
     output.add_selector_arg(parser)
     output.add_output_args(parser, watch=False)
     cli.add_store_args(parser)
@@ -44,6 +49,9 @@ def register(subparsers: Any) -> None:
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
     client = cli.client(args)
+    if args.lost:
+        output.emit([_lost_item(lost) for lost in client.lost()], LOST_COLUMNS, args)
+        return 0
     selector = output.parse_selector(args.selector)
     since = time.time() - args.since if args.since is not None else None
     queued = in_queue(client, args.queue)
@@ -60,6 +68,19 @@ def run(args: argparse.Namespace) -> int:
     items = [_item(w, exit_codes.get(w.key, [])) for w in finished]
     output.emit(items, COLUMNS, args)
     return 0
+
+
+LOST_COLUMNS = Columns(("name", "submitted", "submission"), ("submitted_at",))
+
+
+def _lost_item(lost: LostSubmission) -> Item:
+    obj = {"apiVersion": "kuota.dev/v1alpha1", "kind": "LostSubmission",
+           "metadata": {"name": lost.key.partition("/")[2],
+                        "namespace": lost.key.partition("/")[0]},
+           "submission": lost.submission, "submittedAt": output.rfc3339(lost.at)}
+    row = {"name": lost.key, "submitted": output.age(lost.at) + " ago",
+           "submission": lost.submission, "submitted_at": output.rfc3339(lost.at)}
+    return Item(obj, row, {})
 
 
 def _item(w: Any, codes: list[int | None]) -> Item:

@@ -72,8 +72,10 @@ def connection(args: argparse.Namespace) -> Connection:
 
 def client(args: argparse.Namespace) -> Client:
     from kuota.client import Client
+    from kuota.service.journal import default_path
 
-    return Client(connection=connection(args))
+    # The CLI notes what it submits, to name a submission the store lost (module journal).
+    return Client(connection=connection(args), journal=default_path())
 
 
 NO_SCHEDULER_NOTE = ("note: no scheduler holds the lease: nothing is admitted or placed until "

@@ -125,6 +125,11 @@ class Keys:
         """The scheduler's answer to one request (JSON), kept an hour."""
         return f"{self.prefix}:answer:{namespace}:{request}"
 
+    def purged(self, namespace: str) -> str:
+        """Submission ids of a namespace's workloads forgotten by retention (a zset by when):
+        what tells a purged submission from one Redis lost (:mod:`kuota.service.journal`)."""
+        return f"{self.prefix}:purged:{namespace}"
+
     def history(self, key: str) -> str:
         return f"{self.prefix}:workload:{key}:history"
 

@@ -478,11 +478,15 @@ return "ok:deleted"
 PURGE_FINISHED: Final = r"""
 -- Retention: forget a workload that finished before a cutoff -- its record, history,
 -- and every attempt's pods and logs. Anything not Finished, or finished later, stays.
+-- Its submission id is kept a while in the namespace's purged set: a submitter that
+-- finds the name gone can tell forgotten from lost.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] workloads zset  KEYS[4] history
--- KEYS[5] the namespace's workloads zset  KEYS[6..] pod hashes and logs of every attempt
+-- KEYS[5] the namespace's workloads zset  KEYS[6] the namespace's purged zset
+-- KEYS[7..] pod hashes and logs of every attempt
 -- ARGV[1] lease holder  ARGV[2] workload key  ARGV[3] cutoff (epoch seconds)
+-- ARGV[4] most purged submissions kept per namespace
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
-local w = redis.call("HMGET", KEYS[2], "state", "finished_at")
+local w = redis.call("HMGET", KEYS[2], "state", "finished_at", "submission")
 if not w[1] then
   redis.call("ZREM", KEYS[3], ARGV[2])
   redis.call("ZREM", KEYS[5], ARGV[2])
@@ -490,10 +494,14 @@ if not w[1] then
 end
 if w[1] ~= "Finished" then return "state:" .. w[1] end
 if not w[2] or tonumber(w[2]) >= tonumber(ARGV[3]) then return "young" end
-for i = 6, #KEYS do redis.call("DEL", KEYS[i]) end
+for i = 7, #KEYS do redis.call("DEL", KEYS[i]) end
 redis.call("DEL", KEYS[2], KEYS[4])
 redis.call("ZREM", KEYS[3], ARGV[2])
 redis.call("ZREM", KEYS[5], ARGV[2])
+if w[3] and w[3] ~= "" then
+  redis.call("ZADD", KEYS[6], redis_now(), w[3])
+  redis.call("ZREMRANGEBYRANK", KEYS[6], 0, -tonumber(ARGV[4]) - 1)
+end
 return "ok:purged"
 """
 

@@ -37,6 +37,8 @@ from quota.workload import Admission
 #: Longest message stored with a quarantined workload: an error may quote the input, and
 #: the input may be huge.
 MESSAGE_MAX: Final = 2000
+#: Purged submission ids kept per namespace, to tell them from lost ones.
+PURGED_KEPT: Final = 100_000
 
 #: Every field but ``spec``: what a status read needs.
 _STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "attempt",
@@ -297,12 +299,31 @@ class WorkloadStore:
             most = max(record.pods, _spec_pods(record))
             refs = [PodRef(key, attempt, index) for attempt in range(1, record.attempt + 1)
                     for index in range(most)]
+            namespace = key.partition("/")[0]
             calls.append(([k.lease, k.workload(key), k.workloads, k.history(key),
-                           k.workloads_in(key.partition("/")[0]),
+                           k.workloads_in(namespace), k.purged(namespace),
                            *(name for ref in refs for name in (k.pod(ref), k.log(ref)))],
-                          [holder, key, before]))
+                          [holder, key, before, PURGED_KEPT]))
             purged.append(key)
         return dict(zip(purged, self._batch("purge_finished", calls), strict=True))
+
+    def lookup(self, wanted: Sequence[tuple[str, str]]) -> list[str]:
+        """What became of each (workload key, submission id): ``held`` (the store has that
+        submission), ``replaced`` (the key holds a later one), ``purged`` (forgotten by
+        retention) or ``unknown`` (no trace: lost with Redis's last writes, if it was
+        ever acknowledged)."""
+        pipe = self._r.pipeline(transaction=False)
+        for key, submission in wanted:
+            pipe.hget(self._keys.workload(key), "submission")
+            pipe.zscore(self._keys.purged(key.partition("/")[0]), submission)
+        answers = pipe.execute()
+        out = []
+        for (_, submission), held, purged in zip(wanted, answers[::2], answers[1::2],
+                                                 strict=True):
+            held = text(held) if held is not None else None
+            out.append("held" if held == submission else "replaced" if held is not None
+                       else "purged" if purged is not None else "unknown")
+        return out
 
     def _batch(self, script: str, calls: Sequence[tuple[list[str], list[object]]]) -> list[str]:
         if not calls:

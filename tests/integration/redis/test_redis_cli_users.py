@@ -107,7 +107,7 @@ def test_get_table_fits_the_terminal_and_wide_shows_everything(
 
 def test_get_a_missing_name_is_one_line_and_status_1(kuota: Kuota, client: Client) -> None:
     status, out, err = kuota("get", "wl", "nope", "-o", "json")
-    assert (status, out, err) == (1, "", "error: workload default/nope not found\n")
+    assert (status, out, err) == (1, "", "error: workload default/nope: not found\n")
     with pytest.raises(SystemExit) as exited:
         kuota("get", "wl", "--state", "Sleeping")
     assert exited.value.code == 2
