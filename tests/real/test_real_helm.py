@@ -213,8 +213,8 @@ def second_scheduler(plane: ControlPlane, kube: Kube, workdir: pathlib.Path) -> 
                                                   workdir / "scheduler.kubeconfig")
     config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
     for extender in config["extenders"]:
-        assert extender["urlPrefix"] == f"http://kuota-extender.{NS}.svc:8888"
-        extender["urlPrefix"] = plane.extender_url
+        assert extender["urlPrefix"] == f"https://kuota-extender.{NS}.svc:8888"
+        plane.point_at_extender(extender)  # the session's extender, with its client certificate
     path = workdir / "kuota-scheduler.yaml"
     path.write_text(yaml.safe_dump(config))
     return Process("kuota-scheduler", [
