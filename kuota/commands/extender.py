@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import pathlib
 import ssl
 import sys
 from typing import Any
@@ -170,8 +171,7 @@ def serving_certificate(args: argparse.Namespace) -> ServingCertificate | None:
         path = getattr(args, name)
         if path:
             try:
-                with open(path, "rb"):
-                    pass
+                pathlib.Path(path).read_bytes()  # small files; the loaders' errors name no file
             except OSError as exc:
                 raise ValueError(f"{flag}: cannot read {path}: {exc.strerror}") from None
     try:
@@ -192,6 +192,7 @@ def serving_certificate(args: argparse.Namespace) -> ServingCertificate | None:
 
 def warn_if_open(host: str, certificate: ServingCertificate | None,
                   client_ca: str | None) -> None:
+    """Log a warning when callers beyond this host are served without authentication."""
     if host in ("127.0.0.1", "::1", "localhost") or client_ca:
         return
     what = "HTTPS without --client-ca" if certificate else "plain HTTP"
