@@ -10,7 +10,12 @@ prints p50/p99 round-trip latency per verb, and the server's own share
 (its ``Server-Timing`` header). Target: p99 <= 50 ms
 (kube-scheduler's default extender timeout is 5 s).
 
+``--tls`` serves as the shipped Deployment does — HTTPS requiring a client
+certificate from a throw-away CA (``openssl``) — and the client presents one,
+as kube-scheduler does over its kept-alive connection.
+
     .venv/bin/python benchmarks/extender_latency.py [--nodes 5000] [--calls 300] [--seed 11]
+        [--tls]
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import json
 import multiprocessing
 import random
 import socket
+import ssl
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +49,7 @@ from placement.scoring import (
     WeightedScorer,
 )
 from placement.topology import Topology, TopologyScorer
+from tests.cluster.pki import Authority
 
 GPU = "nvidia.com/gpu"
 LEVELS = ("cloud.provider.com/topology-block", "cloud.provider.com/topology-rack",
@@ -98,7 +106,7 @@ def build_cache(nodes: int, seed: int) -> ClusterCache:
     return cache
 
 
-def serve(port: int, nodes: int, seed: int, ready: Any) -> None:
+def serve(port: int, nodes: int, seed: int, ready: Any, tls: dict[str, str] | None) -> None:
     cache = build_cache(nodes, seed)
     ext.settle_heap()  # as the extender does once its watches have listed everything
     # As ``kuota extender`` builds it: memoised resource score + topology score.
@@ -107,7 +115,10 @@ def serve(port: int, nodes: int, seed: int, ready: Any) -> None:
     scorer = WeightedScorer(((binpack, 1), (TopologyScorer(Topology(LEVELS)), 1)))
     app = ext.make_app(ext.Extender(ext.ExtenderSettings(scorer=scorer), cache))
     app.on_startup.append(lambda _: _set(ready))
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+    context = None if tls is None else ext.serving_certificate(
+        tls["cert"], tls["key"], tls["ca"]).context
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None,
+                ssl_context=context)
 
 
 async def _set(event: Any) -> None:
@@ -120,13 +131,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def measure(port: int, nodes: int, calls: int, seed: int) -> dict[str, list[float]]:
+def make_pki(directory: Path) -> tuple[dict[str, str], ssl.SSLContext]:
+    """The server's files (serving pair, client CA) and the client's context (its pair)."""
+    ca = Authority(directory)
+    cert, key = ca.serving("kuota-extender", hosts=("127.0.0.1",))
+    client = ssl.create_default_context(cafile=str(ca.cert))
+    client.load_cert_chain(*map(str, ca.client("kube-scheduler")))
+    return {"cert": str(cert), "key": str(key), "ca": str(ca.cert)}, client
+
+
+async def measure(port: int, nodes: int, calls: int, seed: int,
+                  client_ssl: ssl.SSLContext | None) -> dict[str, list[float]]:
     rng = random.Random(seed + 1)
     names = [node_name(i) for i in range(nodes)]
     timings: dict[str, list[float]] = {"filter": [], "prioritize": [],
                                        "filter (server)": [], "prioritize (server)": []}
-    url = f"http://127.0.0.1:{port}"
-    async with aiohttp.ClientSession() as session:
+    url = f"{'https' if client_ssl else 'http'}://127.0.0.1:{port}"
+    connector = aiohttp.TCPConnector(ssl=client_ssl if client_ssl else True)
+    async with aiohttp.ClientSession(connector=connector) as session:
         for k in range(calls + 10):  # the first 10 warm up
             gpus = rng.choice((1, 2, 4, 8))
             gang = f"job-{rng.randrange(nodes // 4)}" if rng.random() < 0.5 else None
@@ -159,22 +181,27 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--tls", action="store_true",
+                        help="HTTPS with a client certificate, as deployed")
     args = parser.parse_args()
     port = free_port()
     ready = multiprocessing.Event()
-    server = multiprocessing.Process(target=serve, args=(port, args.nodes, args.seed, ready),
-                                     daemon=True)
-    server.start()
-    try:
-        if not ready.wait(60):
-            print("server did not start", file=sys.stderr)
-            return 1
-        timings = asyncio.run(measure(port, args.nodes, args.calls, args.seed))
-    finally:
-        server.terminate()
-        server.join(10)
+    with tempfile.TemporaryDirectory(prefix="extender-pki-") as pki:
+        tls, client_ssl = make_pki(Path(pki)) if args.tls else (None, None)
+        server = multiprocessing.Process(
+            target=serve, args=(port, args.nodes, args.seed, ready, tls), daemon=True)
+        server.start()
+        try:
+            if not ready.wait(60):
+                print("server did not start", file=sys.stderr)
+                return 1
+            timings = asyncio.run(measure(port, args.nodes, args.calls, args.seed, client_ssl))
+        finally:
+            server.terminate()
+            server.join(10)
+    transport = "HTTPS with a client certificate" if args.tls else "HTTP"
     print(f"{args.nodes} nodes (NodeNames mode, cache filled), {args.calls} calls per verb, "
-          f"seed {args.seed}, real HTTP on 127.0.0.1, server in its own process")
+          f"seed {args.seed}, real {transport} on 127.0.0.1, server in its own process")
     worst = 0.0
     print("  round trip (client clock), and the server's own share (Server-Timing):")
     for verb, values in timings.items():

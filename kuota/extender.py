@@ -25,23 +25,40 @@ score is 0, which leaves their scheduling unchanged.
 
 Bad requests get HTTP 400 with ``{"Error": message}``; an unexpected failure
 gets 500 with the same shape — the process never dies on a request.
+
+**Who may ask.** The answers steer where pods land, so only kube-scheduler may
+ask. Deployed, the extender serves HTTPS and requires a client certificate
+signed by a CA of its own (:func:`client_auth`, mutual TLS; kube-scheduler
+presents it through its extender ``tlsConfig``): a caller without one is
+refused in the TLS handshake, before a byte of HTTP is read — which matters
+for a server that accepts request bodies of up to 256 MiB. The kubelet's
+probes present no client certificate, so ``GET /healthz`` and ``/readyz``
+are also served, and nothing else, on a separate plain-HTTP listener
+(:func:`make_probe_app`); they reveal only liveness and the cache's size.
+Certificates and the client CA are re-read from disk while serving
+(:class:`kuota.operator.certs.ServingCertificate`, :func:`follow_certificate`),
+so renewed files are taken up without a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
+import pathlib
+import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _quote  # json.dumps's own C quoter
 from typing import Any, Final
 
 from aiohttp import web
 
+from kuota.operator.certs import ServingCertificate
 from placement.cache import ClusterCache
 from placement.fit import FitResult, check_fit
 from placement.memo import NodeMemo
@@ -262,13 +279,99 @@ async def _readyz(request: web.Request) -> web.Response:
 
 
 def make_app(extender: Extender) -> web.Application:
-    app = web.Application(middlewares=[_errors], client_max_size=MAX_BODY)
-    app[EXTENDER_KEY] = extender
+    app = make_probe_app(extender)
     app.router.add_post("/filter", _filter)
     app.router.add_post("/prioritize", _prioritize)
+    return app
+
+
+def make_probe_app(extender: Extender) -> web.Application:
+    """Only ``GET /healthz`` and ``/readyz``: what may be served without authentication."""
+    app = web.Application(middlewares=[_errors], client_max_size=MAX_BODY)
+    app[EXTENDER_KEY] = extender
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     return app
+
+
+#: What ``web.Application.cleanup_ctx`` takes: set up before the yield, torn down after.
+CleanupContext = Callable[[web.Application], AsyncIterator[None]]
+
+
+def serving_alongside(app: web.Application, host: str, port: int) -> CleanupContext:
+    """Serve ``app`` over plain HTTP on ``host:port`` while the main app runs.
+
+    No access log: the kubelet probes every few seconds.
+    """
+    async def serve(_: web.Application) -> AsyncIterator[None]:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+            log.info("extender: probes served on http://%s:%d", host, port)
+            yield
+        finally:
+            await runner.cleanup()
+    return serve
+
+
+def running(start: Callable[[], Awaitable[None]]) -> CleanupContext:
+    """Run ``start()`` as a task while the main app runs; cancel it at shutdown."""
+    async def run(_: web.Application) -> AsyncIterator[None]:
+        task = asyncio.ensure_future(start())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return run
+
+
+# -- TLS ------------------------------------------------------------------------
+
+#: How often the certificate files are compared with what is served.
+CERT_CHECK_SECONDS: Final = 10.0
+
+
+def client_auth(client_ca: str | pathlib.Path) -> Callable[[ssl.SSLContext], None]:
+    """Completes a server context: a client certificate signed by ``client_ca`` is required.
+
+    Required, not optional: the handshake of a client without one fails, so an
+    unauthenticated caller never reaches the HTTP parser. The CA file is read
+    into every new context, so a rotated client CA is taken up with the next
+    renewal of the serving pair (its digest includes the CA file).
+    """
+    def configure(context: ssl.SSLContext) -> None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(cafile=str(client_ca))
+    return configure
+
+
+def serving_certificate(certfile: str, keyfile: str,
+                        client_ca: str | None = None) -> ServingCertificate:
+    """The extender's serving certificate, requiring clients of ``client_ca`` if given.
+
+    Raises :class:`ssl.SSLError` for files that are not a matching certificate and
+    key or not a CA bundle, :class:`OSError` for missing or unreadable ones.
+    """
+    return ServingCertificate(certfile, keyfile, client_ca,
+                              configure=client_auth(client_ca) if client_ca else None,
+                              purpose="extender")
+
+
+async def follow_certificate(certificate: ServingCertificate,
+                             interval: float = CERT_CHECK_SECONDS) -> None:
+    """Serve each renewal of the files from the next handshake on; runs until cancelled.
+
+    No trust delay as for the webhook: kube-scheduler trusts the extender's CA
+    file, which a renewed serving certificate from the same CA does not change.
+    """
+    while True:
+        await asyncio.sleep(interval)
+        pair = certificate.renewed()
+        if pair is not None:
+            certificate.serve(pair)
 
 
 # -- cache feeding ------------------------------------------------------------

@@ -3,8 +3,16 @@
 Typical use, inside the cluster (see ``manifests/scheduler/``)::
 
     kuota extender --listen 0.0.0.0:8888 --node-cache \\
+        --tls-cert /certs/tls.crt --tls-key /certs/tls.key --client-ca /certs/ca.crt \\
+        --probe-listen 0.0.0.0:8081 \\
         --weights nvidia.com/gpu=3,cpu=1,memory=1 \\
         --topology-levels cloud.provider.com/topology-rack,kubernetes.io/hostname
+
+Only kube-scheduler, presenting a client certificate the ``--client-ca``
+signed, is served; the kubelet probes ``/healthz`` and ``/readyz`` on the
+plain ``--probe-listen`` port, which serves nothing else. Without TLS options
+the extender serves plain HTTP, by default on 127.0.0.1 only (a sidecar or
+a kube-scheduler on the same host), and warns when told to listen wider.
 
 The score is the weighted mean of a resource score (``--strategy``, kube-
 scheduler's formulas over ``--weights``) and, unless ``--topology-weight 0``,
@@ -18,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import pathlib
 import ssl
 import sys
 from typing import Any
@@ -25,6 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from kuota import extender as ext
+from kuota.operator.certs import ServingCertificate
 from placement.cache import ClusterCache
 from placement.memo import MemoizedScorer
 from placement.model import ModelError
@@ -52,8 +62,17 @@ def register(subparsers: Any) -> None:
                         help="address to serve on (default %(default)s)")
     parser.add_argument("--node-cache", action="store_true",
                         help="nodeCacheCapable mode: watch nodes and accept NodeNames")
-    parser.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate")
+    parser.add_argument("--tls-cert", metavar="FILE",
+                        help="serve HTTPS with this certificate (re-read when it changes)")
     parser.add_argument("--tls-key", metavar="FILE", help="private key for --tls-cert")
+    parser.add_argument("--client-ca", metavar="FILE",
+                        help="with --tls-cert: serve only clients presenting a certificate "
+                             "this CA signed (mutual TLS; kube-scheduler's extender "
+                             "tlsConfig certFile/keyFile); others fail the handshake")
+    parser.add_argument("--probe-listen", metavar="HOST:PORT",
+                        help="also serve GET /healthz and /readyz, and nothing else, over "
+                             "plain HTTP here: for the kubelet's probes, which present no "
+                             "client certificate (default: none)")
     parser.add_argument("--strategy", choices=[s.value for s in Strategy],
                         default=Strategy.MOST_ALLOCATED.value,
                         help="resource scoring strategy (default %(default)s)")
@@ -125,14 +144,61 @@ def build_settings(args: argparse.Namespace) -> ext.ExtenderSettings:
     )
 
 
-def _ssl_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+def address(text: str, option: str) -> tuple[str, int]:
+    """``HOST:PORT`` (host may be ``[v6]`` or empty for every address) → (host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"{option}: {text!r} is not HOST:PORT")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+_TLS_FILES = (("--tls-cert", "tls_cert"), ("--tls-key", "tls_key"), ("--client-ca", "client_ca"))
+
+
+def serving_certificate(args: argparse.Namespace) -> ServingCertificate | None:
+    """The HTTPS certificate the options name, or None for plain HTTP.
+
+    ValueError with a one-line message naming the flag for a missing, unreadable or
+    malformed file, and for options that do not go together.
+    """
     if not args.tls_cert and not args.tls_key:
+        if args.client_ca:
+            raise ValueError("--client-ca needs --tls-cert and --tls-key")
         return None
     if not (args.tls_cert and args.tls_key):
         raise ValueError("--tls-cert and --tls-key go together")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(args.tls_cert, args.tls_key)
-    return context
+    for flag, name in _TLS_FILES:
+        path = getattr(args, name)
+        if path:
+            try:
+                pathlib.Path(path).read_bytes()  # small files; the loaders' errors name no file
+            except OSError as exc:
+                raise ValueError(f"{flag}: cannot read {path}: {exc.strerror}") from None
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+            args.tls_cert, args.tls_key)
+    except ssl.SSLError as exc:
+        raise ValueError(f"--tls-cert/--tls-key: {args.tls_cert} and {args.tls_key} are not "
+                         f"a PEM certificate and its private key ({exc.reason or exc})") from None
+    if args.client_ca:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_verify_locations(
+                cafile=args.client_ca)
+        except ssl.SSLError as exc:
+            raise ValueError(f"--client-ca: {args.client_ca} holds no PEM CA certificate "
+                             f"({exc.reason or exc})") from None
+    return ext.serving_certificate(args.tls_cert, args.tls_key, args.client_ca)
+
+
+def warn_if_open(host: str, certificate: ServingCertificate | None,
+                  client_ca: str | None) -> None:
+    """Log a warning when callers beyond this host are served without authentication."""
+    if host in ("127.0.0.1", "::1", "localhost") or client_ca:
+        return
+    what = "HTTPS without --client-ca" if certificate else "plain HTTP"
+    logging.getLogger("kuota.extender").warning(
+        "extender: serving %s on %s: anyone who can reach the port can ask it; "
+        "use --tls-cert, --tls-key and --client-ca (docs/placement.md)", what, host)
 
 
 def _core_api(kubeconfig: str | None) -> Any:
@@ -152,11 +218,10 @@ def _core_api(kubeconfig: str | None) -> Any:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
-        host, sep, port = args.listen.rpartition(":")
-        if not sep or not port.isdigit():
-            raise ValueError(f"--listen: {args.listen!r} is not HOST:PORT")
+        host, port = address(args.listen, "--listen")
+        probes = address(args.probe_listen, "--probe-listen") if args.probe_listen else None
         settings = build_settings(args)
-        context = _ssl_context(args)
+        certificate = serving_certificate(args)
         api = _core_api(args.kubeconfig)
     except (ValueError, ModelError, OSError) as exc:
         print(f"kuota extender: {exc}", file=sys.stderr)
@@ -164,8 +229,10 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # kubernetes.config raises its own ConfigException
         print(f"kuota extender: no cluster access: {exc}", file=sys.stderr)
         return 2
+    warn_if_open(host, certificate, args.client_ca)
     cache = ClusterCache()
-    app = ext.make_app(ext.Extender(settings, cache))
+    extender = ext.Extender(settings, cache)
+    app = ext.make_app(extender)
 
     async def start_watches(_: Any) -> None:
         feeder = ext.CacheFeeder(cache, settings.gang_labels)
@@ -173,6 +240,10 @@ def run(args: argparse.Namespace) -> int:
                         watch_nodes=args.node_cache).start()
 
     app.on_startup.append(start_watches)
-    web.run_app(app, host=host.strip("[]") or "0.0.0.0", port=int(port),
-                    ssl_context=context, print=None)
+    if probes is not None:
+        app.cleanup_ctx.append(ext.serving_alongside(ext.make_probe_app(extender), *probes))
+    if certificate is not None:
+        app.cleanup_ctx.append(ext.running(lambda: ext.follow_certificate(certificate)))
+    web.run_app(app, host=host, port=port,
+                ssl_context=certificate.context if certificate else None, print=None)
     return 0

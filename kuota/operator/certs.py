@@ -101,8 +101,10 @@ class ServingCertificate:
 
     def __init__(self, certfile: str | pathlib.Path, keyfile: str | pathlib.Path,
                  cafile: str | pathlib.Path | None = None, *,
-                 configure: Callable[[ssl.SSLContext], None] | None = None) -> None:
+                 configure: Callable[[ssl.SSLContext], None] | None = None,
+                 purpose: str = "webhook") -> None:
         self.certfile, self.keyfile = pathlib.Path(certfile), pathlib.Path(keyfile)
+        self.purpose = purpose  # what the log lines call it
         self.cafile = pathlib.Path(cafile) if cafile else None
         self.configure = configure
         pair = None
@@ -132,14 +134,14 @@ class ServingCertificate:
             complaint = f"{type(exc).__name__}: {exc}"
             if complaint != self._complaint:  # once per problem, not at every check
                 self._complaint = complaint
-                log.warning("webhook certificate in %s not taken up (%s); still serving the "
-                            "previous one", self.certfile.parent, complaint)
+                log.warning("%s certificate in %s not taken up (%s); still serving the "
+                            "previous one", self.purpose, self.certfile.parent, complaint)
             return None
 
     def serve(self, pair: Pair) -> None:
         self.serving = pair
         self._complaint = ""
-        log.info("webhook certificate in %s renewed", self.certfile.parent)
+        log.info("%s certificate in %s renewed", self.purpose, self.certfile.parent)
 
 
 class ReloadingWebhookServer(kopf.WebhookServer):

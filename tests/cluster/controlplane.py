@@ -135,14 +135,18 @@ class ControlPlane:
 
     ``extender_url``, when given, is where kube-scheduler finds ``kuota
     extender`` (the shipped scheduler configuration's urlPrefix is rewritten
-    to it); the extender is ignorable, so the scheduler works without one.
+    to it), and ``extender_tls`` the files of its ``tlsConfig`` (the shipped
+    ones are paths on a control-plane node); the extender is ignorable, so the
+    scheduler works without one.
     """
 
     def __init__(self, binaries: Binaries, workdir: pathlib.Path, *,
-                 extender_url: str | None = None) -> None:
+                 extender_url: str | None = None,
+                 extender_tls: dict[str, str] | None = None) -> None:
         self.binaries = binaries
         self.workdir = workdir
         self.extender_url = extender_url
+        self.extender_tls = extender_tls
         self.ca = pki.Authority(workdir / "pki")
         self.processes: dict[str, Process] = {}
         self.api_port = free_port()
@@ -297,13 +301,19 @@ class ControlPlane:
         shipped["clientConnection"]["kubeconfig"] = str(self.scheduler_kubeconfig)
         shipped["leaderElection"] = {"leaderElect": False}
         for extender in shipped.get("extenders") or []:
-            if self.extender_url:
-                extender["urlPrefix"] = self.extender_url
-            else:
-                extender["urlPrefix"] = f"http://127.0.0.1:{free_port()}"  # nobody: ignorable
+            self.point_at_extender(extender)
         path = self.workdir / "kube-scheduler.yaml"
         path.write_text(yaml.safe_dump(shipped))
         return path
+
+    def point_at_extender(self, extender: dict[str, Any]) -> None:
+        """Rewrite one ``extenders`` entry of a KubeSchedulerConfiguration for this host."""
+        # Nobody listens without extender_url; the extender is ignorable.
+        extender["urlPrefix"] = self.extender_url or f"http://127.0.0.1:{free_port()}"
+        extender["enableHTTPS"] = extender["urlPrefix"].startswith("https:")
+        extender.pop("tlsConfig", None)  # its files could not be read: kube-scheduler would exit
+        if self.extender_url and self.extender_tls:
+            extender["tlsConfig"] = dict(self.extender_tls)
 
     def _start_scheduler(self) -> None:
         self._start_component("kube-scheduler", self.scheduler_kubeconfig,

@@ -8,9 +8,9 @@ import asyncio
 import json
 import shutil
 import ssl
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from kuota import extender as ext
 from kuota.commands import extender as command
+from kuota.operator.certs import ServingCertificate
 from placement.cache import ClusterCache
 from placement.memo import MemoizedScorer
 from placement.model import Node, PodRequirements
@@ -30,6 +31,9 @@ from placement.scoring import (
     WeightedScorer,
 )
 from placement.topology import Topology, TopologyScorer
+from tests.cluster.pki import Authority
+from tests.ports import free_port
+from tests.webhook_certs import publish
 
 RACK = "cloud.provider.com/topology-rack"
 HOST = "kubernetes.io/hostname"
@@ -345,6 +349,9 @@ def test_options_build_the_scorer() -> None:
     (["--weights", "cpu=500"], "weight 500 is not in 1..100"),
     (["--strategy", "RequestedToCapacityRatio", "--shape", "0=11"], "score 11 is not in 0..10"),
     (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together"),
+    (["--client-ca", "ca.pem"], "--client-ca needs --tls-cert and --tls-key"),
+    (["--probe-listen", "8081"], "--probe-listen: '8081' is not HOST:PORT"),
+    (["--listen", "0.0.0.0:99999"], "--listen: '0.0.0.0:99999' is not HOST:PORT"),
 ])
 def test_bad_options_exit_2(argv: list[str], want_error: str,
                             capsys: pytest.CaptureFixture[str]) -> None:
@@ -352,33 +359,201 @@ def test_bad_options_exit_2(argv: list[str], want_error: str,
     assert want_error in capsys.readouterr().err
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl program")
-def test_tls(tmp_path: Path) -> None:
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    server_context = command._ssl_context(options("--tls-cert", str(cert), "--tls-key", str(key)))
-    assert server_context is not None
+# -- TLS and client authentication ----------------------------------------------
+
+REFUSED = 0  # the connection failed: no HTTP status at all
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """The extender's CA (serving and kube-scheduler's client certificate), and a stranger's."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl program")
+    root = tmp_path_factory.mktemp("extender-pki")
+    ours = Authority(root / "ours")
+    # The same name as kube-scheduler's, signed by a CA the extender does not trust.
+    forged = Authority(root / "stranger").client("kuota-extender-client")
+    return SimpleNamespace(ca=ours.cert, serving=ours.serving("kuota-extender"),
+                           scheduler=ours.client("kuota-extender-client"), forged=forged)
+
+
+Request = tuple[str, str, Any]  # "https" or "probes", method, path
+
+
+async def _ask(url: str, method: str, client_ssl: ssl.SSLContext | bool) -> tuple[int, Any]:
+    body = {"Pod": pod_object(), "NodeNames": ["a", "c"]} if method == "POST" else None
+    try:
+        async with aiohttp.ClientSession() as session, session.request(
+                method, url, json=body, ssl=client_ssl,
+                timeout=aiohttp.ClientTimeout(total=5)) as resp:
+            text = await resp.text()
+            return resp.status, (json.loads(text) if resp.content_type ==
+                                 "application/json" else text)
+    except (aiohttp.ClientError, ssl.SSLError, ConnectionError):
+        return REFUSED, None
+
+
+def client_context(ca: Path, cert: tuple[Path, Path] | None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(ca))
+    if cert is not None:
+        context.load_cert_chain(*map(str, cert))
+    return context
+
+
+async def serving(certificate: ServingCertificate, extender: ext.Extender
+                  ) -> tuple[web.AppRunner, int, int]:
+    """The extender over HTTPS and its probes over plain HTTP, as ``kuota extender`` runs them."""
+    app = ext.make_app(extender)
+    probes = free_port()
+    app.cleanup_ctx.append(ext.serving_alongside(ext.make_probe_app(extender), "127.0.0.1",
+                                                 probes))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certificate.context)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, port, probes
+
+
+def call_tls(certificate: ServingCertificate, client_ssl: ssl.SSLContext | bool,
+             requests: Sequence[Request]) -> list[tuple[int, Any]]:
     extender = make_extender(filled_cache(NODES))
 
-    async def scenario() -> tuple[int, Any]:
-        runner = web.AppRunner(ext.make_app(extender))
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        client_context = ssl.create_default_context(cafile=str(cert))
+    async def scenario() -> list[tuple[int, Any]]:
+        runner, port, probes = await serving(certificate, extender)
         try:
-            async with aiohttp.ClientSession() as session, session.post(
-                    f"https://127.0.0.1:{port}/filter", ssl=client_context,
-                    json={"Pod": pod_object(), "NodeNames": ["a", "c"]}) as resp:
-                return resp.status, await resp.json()
+            return [await _ask(f"https://127.0.0.1:{port}{path}" if where == "https" else
+                               f"http://127.0.0.1:{probes}{path}", method, client_ssl)
+                    for where, method, path in requests]
         finally:
             await runner.cleanup()
+    return asyncio.run(scenario())
 
-    status, answer = asyncio.run(scenario())
+
+FILTER = ("https", "POST", "/filter")
+
+
+@pytest.mark.parametrize(("client", "want_status"), [
+    pytest.param("scheduler", 200, id="kube-scheduler's certificate: served"),
+    pytest.param(None, REFUSED, id="no client certificate: refused in the handshake"),
+    pytest.param("forged", REFUSED, id="same name, another CA: refused"),
+    pytest.param("serving", REFUSED,
+                 id="the CA's serving certificate is not a client certificate: refused"),
+])
+def test_only_clients_of_the_client_ca_are_served(pki: SimpleNamespace, client: str | None,
+                                                   want_status: int) -> None:
+    certificate = command.serving_certificate(options(
+        "--tls-cert", str(pki.serving[0]), "--tls-key", str(pki.serving[1]),
+        "--client-ca", str(pki.ca)))
+    assert certificate is not None
+    cert = getattr(pki, client) if client else None
+    [(status, answer)] = call_tls(certificate, client_context(pki.ca, cert), [FILTER])
+    assert status == want_status, answer
+    if want_status == 200:
+        assert answer["NodeNames"] == ["a"]
+
+
+def test_probes_are_plain_http_on_their_own_port_and_nothing_else_is(
+        pki: SimpleNamespace) -> None:
+    certificate = ext.serving_certificate(str(pki.serving[0]), str(pki.serving[1]), str(pki.ca))
+    answers = call_tls(certificate, False, [
+        ("probes", "GET", "/healthz"), ("probes", "GET", "/readyz"),
+        ("probes", "POST", "/filter"), ("probes", "POST", "/prioritize"),
+        ("https", "GET", "/healthz")])
+    assert answers == [(200, "ok"), (200, "ok: 4 nodes, 0 bound pods"),
+                       (404, "404: Not Found"), (404, "404: Not Found"),
+                       (REFUSED, None)]  # the kubelet has no client certificate for the HTTPS port
+
+
+def test_tls_without_client_ca_serves_any_client(pki: SimpleNamespace) -> None:
+    certificate = command.serving_certificate(options(
+        "--tls-cert", str(pki.serving[0]), "--tls-key", str(pki.serving[1])))
+    assert certificate is not None
+    [(status, answer)] = call_tls(certificate, client_context(pki.ca, None), [FILTER])
     assert (status, answer["NodeNames"]) == (200, ["a"])
+
+
+def test_renewed_certificates_and_a_rotated_client_ca_are_taken_up_without_a_restart(
+        pki: SimpleNamespace, tmp_path: Path) -> None:
+    volume = tmp_path / "certs"  # a mounted Secret: tls.crt, tls.key, ca.crt
+    publish(volume, secret_files(pki.serving, pki.ca), "1")
+    certificate = ext.serving_certificate(str(volume / "tls.crt"), str(volume / "tls.key"),
+                                          str(volume / "ca.crt"))
+    new = Authority(tmp_path / "new-ca")
+    new_client = new.client("kuota-extender-client")
+    extender = make_extender(filled_cache(NODES))
+
+    async def status(port: int, ca: Path, cert: tuple[Path, Path]) -> int:
+        return (await _ask(f"https://127.0.0.1:{port}/filter", "POST",
+                           client_context(ca, cert)))[0]
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        runner, port, _ = await serving(certificate, extender)
+        follow = asyncio.ensure_future(ext.follow_certificate(certificate, interval=0.05))
+        try:
+            before = [await status(port, pki.ca, pki.scheduler),
+                      await status(port, new.cert, new_client)]
+            publish(volume, secret_files(new.serving("kuota-extender"), new.cert), "2")
+            deadline = asyncio.get_running_loop().time() + 5
+            while await status(port, new.cert, new_client) != 200:
+                assert asyncio.get_running_loop().time() < deadline, "renewal not taken up"
+                await asyncio.sleep(0.05)
+            after = [await status(port, pki.ca, pki.scheduler),
+                     await status(port, new.cert, new_client)]
+            return before, after
+        finally:
+            follow.cancel()
+            await runner.cleanup()
+
+    before, after = asyncio.run(scenario())
+    assert before == [200, REFUSED]
+    assert after == [REFUSED, 200]  # the old CA's client is no longer trusted
+
+
+def secret_files(pair: tuple[Path, Path], ca: Path) -> dict[str, bytes]:
+    return {"tls.crt": pair[0].read_bytes(), "tls.key": pair[1].read_bytes(),
+            "ca.crt": ca.read_bytes()}
+
+
+@pytest.mark.parametrize(("argv", "want_error"), [
+    pytest.param(["--tls-cert", "{missing}", "--tls-key", "{key}"],
+                 "--tls-cert: cannot read {missing}: No such file or directory", id="no cert"),
+    pytest.param(["--tls-cert", "{cert}", "--tls-key", "{missing}"],
+                 "--tls-key: cannot read {missing}: No such file or directory", id="no key"),
+    pytest.param(["--tls-cert", "{cert}", "--tls-key", "{key}", "--client-ca", "{missing}"],
+                 "--client-ca: cannot read {missing}: No such file or directory", id="no CA"),
+    pytest.param(["--tls-cert", "{cert}", "--tls-key", "{directory}"],
+                 "--tls-key: cannot read {directory}: Is a directory", id="unreadable key"),
+    pytest.param(["--tls-cert", "{cert}", "--tls-key", "{other_key}"],
+                 "--tls-cert/--tls-key: {cert} and {other_key} are not a PEM certificate and "
+                 "its private key", id="key of another certificate"),
+    pytest.param(["--tls-cert", "{cert}", "--tls-key", "{key}", "--client-ca", "{key}"],
+                 "--client-ca: {key} holds no PEM CA certificate", id="CA file not a certificate"),
+])
+def test_bad_tls_files_exit_2_naming_the_flag(pki: SimpleNamespace, tmp_path: Path,
+                                              argv: list[str], want_error: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    names = {"cert": pki.serving[0], "key": pki.serving[1], "missing": tmp_path / "nope.pem",
+             "directory": tmp_path, "other_key": pki.scheduler[1]}
+    assert command.run(options(*(a.format(**names) for a in argv))) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kuota extender: " + want_error.format(**names)), err
+    assert "\n" not in err  # one line
+
+
+@pytest.mark.parametrize(("host", "tls", "client_ca", "want_warning"), [
+    ("127.0.0.1", False, False, False),
+    ("0.0.0.0", False, False, True),
+    ("0.0.0.0", True, False, True),
+    ("0.0.0.0", True, True, False),
+])
+def test_serving_beyond_loopback_without_client_auth_warns(
+        pki: SimpleNamespace, host: str, tls: bool, client_ca: bool, want_warning: bool,
+        caplog: pytest.LogCaptureFixture) -> None:
+    certificate = ext.serving_certificate(str(pki.serving[0]), str(pki.serving[1])) \
+        if tls else None
+    command.warn_if_open(host, certificate, str(pki.ca) if client_ca else None)
+    assert ("anyone who can reach the port can ask it" in caplog.text) is want_warning
 
 
 def test_host_priorities_are_valid_json_for_any_name() -> None:

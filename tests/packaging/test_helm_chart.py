@@ -223,6 +223,63 @@ class TestChartMadeCertificate:
         assert "IP Address:127.0.0.1" in _openssl_text(_pem(tls["tls.crt"]))
 
 
+class TestExtenderTLS:
+    """Without cert-manager the chart makes the extender's CA, serving and client
+    certificates; extender.tls.enabled=false falls back to plain HTTP."""
+
+    def _files(self, objects: dict[Key, Body], tmp_path: pathlib.Path) -> dict[str, str]:
+        files = {}
+        for secret in ("kuota-extender-ca", "kuota-extender-tls", "kuota-extender-client"):
+            obj = objects[("Secret", NAMESPACE, secret)]
+            assert obj["type"] == "kubernetes.io/tls"
+            path = tmp_path / f"{secret}.crt"
+            path.write_bytes(_pem(obj["data"]["tls.crt"]))
+            files[secret] = str(path)
+        return files
+
+    def test_both_certificates_are_signed_by_the_extenders_own_ca(
+            self, helm: str, tmp_path: pathlib.Path) -> None:
+        objects = render(helm, {"extender.enabled": "true", "scheduler.enabled": "true"})
+        files = self._files(objects, tmp_path)
+        ca = objects[("Secret", NAMESPACE, "kuota-extender-ca")]["data"]["tls.crt"]
+        for secret, purpose, name in (("kuota-extender-tls", "sslserver",
+                                       f"kuota-extender.{NAMESPACE}.svc"),
+                                      ("kuota-extender-client", "sslclient", "")):
+            assert objects[("Secret", NAMESPACE, secret)]["data"]["ca.crt"] == ca
+            argv = ["openssl", "verify", "-CAfile", files["kuota-extender-ca"],
+                    "-purpose", purpose, *(["-verify_hostname", name] if name else []),
+                    files[secret]]
+            verified = subprocess.run(argv, capture_output=True, text=True)
+            assert verified.returncode == 0, verified.stdout + verified.stderr
+        # The webhook's CA is not the extender's: a webhook certificate is no client of it.
+        assert objects[("Secret", NAMESPACE, "kuota-webhook-ca")]["data"]["tls.crt"] != ca
+        # The CA's key stays out of the pods.
+        mounted = {v["secret"]["secretName"]
+                   for name in ("kuota-extender", "kuota-scheduler")
+                   for v in objects[("Deployment", NAMESPACE, name)]["spec"]["template"][
+                       "spec"]["volumes"] if "secret" in v}
+        assert mounted == {"kuota-extender-tls", "kuota-extender-client"}
+        args = container(objects, "kuota-extender")["args"]
+        assert {"--tls-cert=/certs/tls.crt", "--tls-key=/certs/tls.key",
+                "--client-ca=/certs/ca.crt", "--probe-listen=0.0.0.0:8081"} <= set(args)
+
+    def test_tls_off_is_plain_http_without_certificates(self, helm: str) -> None:
+        objects = render(helm, {"extender.enabled": "true", "extender.tls.enabled": "false",
+                                "scheduler.enabled": "true"})
+        assert not [k for k in objects if k[0] == "Secret" and "extender" in k[2]]
+        config = yaml.safe_load(objects[("ConfigMap", NAMESPACE, "kuota-scheduler-config")][
+            "data"]["kuota-scheduler.yaml"])
+        (entry,) = config["extenders"]
+        assert entry["urlPrefix"].startswith("http://") and entry["enableHTTPS"] is False
+        assert "tlsConfig" not in entry
+        extender = container(objects, "kuota-extender")
+        assert not [a for a in extender["args"] if a.startswith(("--tls", "--client-ca"))]
+        assert "volumes" not in objects[("Deployment", NAMESPACE, "kuota-extender")]["spec"][
+            "template"]["spec"]
+        # The probes keep their own port either way.
+        assert extender["readinessProbe"]["httpGet"]["port"] == "probes"
+
+
 @dataclasses.dataclass(frozen=True)
 class NamespaceCase:
     id: str
@@ -310,8 +367,14 @@ class TestOptionalParts:
         assert scheduler["spec"]["serviceAccountName"] == "kuota-scheduler"
         assert scheduler["spec"]["containers"][0]["command"] == [
             "kube-scheduler", "--config=/etc/kuota-scheduler/kuota-scheduler.yaml"]
+        # Its tlsConfig's files: kube-scheduler's client certificate for the extender.
         assert scheduler["spec"]["volumes"] == [
-            {"name": "config", "configMap": {"name": "kuota-scheduler-config"}}]
+            {"name": "config", "configMap": {"name": "kuota-scheduler-config"}},
+            {"name": "extender-client", "secret": {"secretName": "kuota-extender-client"}}]
+        (mount,) = [m for m in scheduler["spec"]["containers"][0]["volumeMounts"]
+                    if m["name"] == "extender-client"]
+        assert {f"{mount['mountPath']}/{name}" for name in ("tls.crt", "tls.key", "ca.crt")} \
+            == set(second["extenders"][0]["tlsConfig"].values())
         roles = {b["roleRef"]["name"] for b in by_kind(objects, "ClusterRoleBinding").values()
                  if b["subjects"][0]["name"] == "kuota-scheduler"}
         assert roles == {"system:kube-scheduler", "system:volume-scheduler"}
@@ -319,7 +382,7 @@ class TestOptionalParts:
         assert "--scheduler-name=kuota-binpack" in extender["args"]
         service = objects[("Service", NAMESPACE, "kuota-extender")]["spec"]
         assert shipped["extenders"][0]["urlPrefix"] == \
-            f"http://kuota-extender.{NAMESPACE}.svc:{service['ports'][0]['port']}"
+            f"https://kuota-extender.{NAMESPACE}.svc:{service['ports'][0]['port']}"
 
     def test_metrics_service_and_service_monitor_reach_the_operators_metrics_port(
             self, helm: str) -> None:

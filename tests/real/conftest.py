@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.cluster import pki
 from tests.cluster.binaries import find_binaries, pinned_versions
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import Kube
@@ -48,13 +49,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
 
 
 class Extender:
-    """``kuota extender`` for the shipped scheduler configuration (nodeCacheCapable)."""
+    """``kuota extender`` for the shipped scheduler configuration (nodeCacheCapable), as the
+    shipped Deployment runs it: HTTPS only for clients with a certificate of its own CA
+    (kube-scheduler's, ``tls``), and its probes on a plain port of their own."""
 
     def __init__(self, port: int, workdir: pathlib.Path) -> None:
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
+        self.port, self.probe_port = port, free_port()
+        self.url = f"https://127.0.0.1:{port}"
         self.log = workdir / "logs" / "kuota-extender.log"
         self.popen: subprocess.Popen[bytes] | None = None
+        ca = pki.Authority(workdir / "extender-pki")
+        self.ca = ca.cert
+        self.serving = ca.serving("kuota-extender", hosts=("127.0.0.1",))
+        self.client = ca.client("kube-scheduler")
+        #: kube-scheduler's tlsConfig: its client certificate and the CA to verify us by.
+        self.tls = {"certFile": str(self.client[0]), "keyFile": str(self.client[1]),
+                    "caFile": str(self.ca)}
 
     def start(self, kubeconfig: pathlib.Path) -> None:
         script = pathlib.Path(sys.executable).parent / "kuota"
@@ -62,6 +72,8 @@ class Extender:
         with self.log.open("ab") as out:
             self.popen = subprocess.Popen(
                 [str(script), "extender", "--listen", f"127.0.0.1:{self.port}", "--node-cache",
+                 "--tls-cert", str(self.serving[0]), "--tls-key", str(self.serving[1]),
+                 "--client-ca", str(self.ca), "--probe-listen", f"127.0.0.1:{self.probe_port}",
                  "--kubeconfig", str(kubeconfig),
                  "--topology-levels", "kuota.dev/test-rack,kubernetes.io/hostname"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -87,15 +99,21 @@ def control_plane(request: pytest.FixtureRequest,
         pytest.skip(message)
     workdir = tmp_path_factory.mktemp(f"k8s-{version}")
     extender = Extender(free_port(), workdir)
-    plane = ControlPlane(binaries, workdir, extender_url=extender.url)
+    plane = ControlPlane(binaries, workdir, extender_url=extender.url, extender_tls=extender.tls)
     with plane:
         extender.start(plane.admin_kubeconfig)
+        plane.extender = extender  # type: ignore[attr-defined]
         plane.installation = op.install(plane)  # type: ignore[attr-defined]
         try:
             yield plane
         finally:
             extender.stop()
             op.keep_logs(workdir / "logs", f"k8s-{version}")
+
+
+@pytest.fixture
+def extender(control_plane: ControlPlane) -> Extender:
+    return control_plane.extender  # type: ignore[attr-defined,no-any-return]
 
 
 @pytest.fixture

@@ -213,8 +213,8 @@ def second_scheduler(plane: ControlPlane, kube: Kube, workdir: pathlib.Path) -> 
                                                   workdir / "scheduler.kubeconfig")
     config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
     for extender in config["extenders"]:
-        assert extender["urlPrefix"] == f"http://kuota-extender.{NS}.svc:8888"
-        extender["urlPrefix"] = plane.extender_url
+        assert extender["urlPrefix"] == f"https://kuota-extender.{NS}.svc:8888"
+        plane.point_at_extender(extender)  # the session's extender, with its client certificate
     path = workdir / "kuota-scheduler.yaml"
     path.write_text(yaml.safe_dump(config))
     return Process("kuota-scheduler", [
@@ -227,11 +227,19 @@ def second_scheduler(plane: ControlPlane, kube: Kube, workdir: pathlib.Path) -> 
 def test_the_optional_parts_install_and_the_second_scheduler_places_pods_of_its_profile(
         control_plane: ControlPlane, kube: Kube, namespace: str, helm: Helm,
         tmp_path: pathlib.Path) -> None:
-    helm("install", "kuota", str(CHART), "--namespace", NS,
-         "--set", "visibility.enabled=false",
-         "--set", "extender.enabled=true", "--set", "scheduler.enabled=true",
-         "--set", f"extender.schedulerName={SECOND}", "--set", "metrics.service.enabled=true",
-         "--set", "redis.deploy=true", "--set", f"redis.url=redis://kuota-redis.{NS}.svc:6379/0")
+    values = ["--set", "visibility.enabled=false",
+              "--set", "extender.enabled=true", "--set", "scheduler.enabled=true",
+              "--set", f"extender.schedulerName={SECOND}", "--set", "metrics.service.enabled=true",
+              "--set", "redis.deploy=true",
+              "--set", f"redis.url=redis://kuota-redis.{NS}.svc:6379/0"]
+    helm("install", "kuota", str(CHART), "--namespace", NS, *values)
+    # The extender's chart-made CA and certificates survive an upgrade: the control-plane
+    # nodes hold copies of the client certificate and the CA.
+    extender_secrets = ("kuota-extender-ca", "kuota-extender-tls", "kuota-extender-client")
+    made = {name: kube.get("v1", "Secret", name, NS)["data"] for name in extender_secrets}
+    helm("upgrade", "kuota", str(CHART), "--namespace", NS, *values)
+    assert {name: kube.get("v1", "Secret", name, NS)["data"] for name in extender_secrets} \
+        == made
     for kind, name in (("Deployment", "kuota-extender"), ("Deployment", "kuota-scheduler"),
                        ("Deployment", "kuota-redis"), ("Service", "kuota-operator-metrics")):
         api = "apps/v1" if kind == "Deployment" else "v1"

@@ -5,16 +5,26 @@
   gated, kuota ungates each with its domain's nodeSelector, and kube-scheduler
   binds them to that rack's kwok nodes.
 * The shipped KubeSchedulerConfiguration's ``kuota-binpack`` profile calls
-  ``kuota extender`` for GPU pods, and a gang packs onto the fullest node.
+  ``kuota extender`` for GPU pods — over HTTPS with its client certificate, as
+  the shipped ``tlsConfig`` says — and a gang packs onto the fullest node; a
+  caller without that certificate is refused, the kubelet's probes are not.
 """
 
 from __future__ import annotations
 
+import http.client
+import pathlib
+import ssl
 import time
+import urllib.error
+import urllib.request
+
+import yaml
 
 from tests.cluster.controlplane import ControlPlane, node
 from tests.cluster.kube import Kube
 from tests.real import builders as b
+from tests.real.conftest import Extender
 from tests.real.operator import OperatorProcess
 
 RACK = "kuota.dev/test-rack"  # the extender fixture's first topology level
@@ -67,7 +77,12 @@ def test_a_job_asking_for_a_rack_is_gated_pinned_and_lands_on_that_rack(
 
 def test_the_binpack_profile_calls_the_extender_and_packs_a_gang_onto_the_fullest_node(
         control_plane: ControlPlane, kube: Kube, namespace: str,
-        operator: OperatorProcess) -> None:
+        operator: OperatorProcess, extender: Extender) -> None:
+    # The running kube-scheduler's configuration is the shipped one, talking mutual TLS.
+    config = yaml.safe_load((control_plane.workdir / "kube-scheduler.yaml").read_text())
+    (entry,) = config["extenders"]
+    assert (entry["urlPrefix"], entry["enableHTTPS"]) == (extender.url, True)
+    assert entry["tlsConfig"] == extender.tls
     pool = f"{namespace}-gpu"
     control_plane.add_nodes(*(node(f"{namespace}-g{i}", labels={"pool": pool},
                                    extra={"nvidia.com/gpu": "4"}) for i in (1, 2, 3)))
@@ -93,3 +108,31 @@ def test_the_binpack_profile_calls_the_extender_and_packs_a_gang_onto_the_fulles
     time.sleep(0.5)  # the extender's access log is written after the answer
     assert log.read_text().count("POST /prioritize") > calls_before, \
         "kube-scheduler never asked kuota extender"
+
+
+def _status(url: str, context: ssl.SSLContext | None = None) -> int | str:
+    """The HTTP status of a GET, or the name of the error that stopped it."""
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (OSError, http.client.HTTPException) as exc:  # URLError, SSLError, resets
+        return type(getattr(exc, "reason", exc)).__name__
+
+
+def test_the_extender_serves_kube_schedulers_certificate_only_and_probes_in_plain(
+        extender: Extender) -> None:
+    def context(client: tuple[pathlib.Path, pathlib.Path] | None) -> ssl.SSLContext:
+        made = ssl.create_default_context(cafile=str(extender.ca))
+        if client:
+            made.load_cert_chain(*map(str, client))
+        return made
+
+    https = f"{extender.url}/readyz"
+    assert _status(https, context(extender.client)) == 200
+    refused = _status(https, context(None))
+    assert refused != 200 and isinstance(refused, str), refused  # failed in the handshake
+    assert _status(https.replace("https:", "http:")) != 200  # plain HTTP on the TLS port
+    probes = f"http://127.0.0.1:{extender.probe_port}"
+    assert (_status(f"{probes}/healthz"), _status(f"{probes}/readyz")) == (200, 200)

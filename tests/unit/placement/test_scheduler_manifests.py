@@ -1,5 +1,6 @@
 """manifests/scheduler/: the kube-scheduler config, the extender's Deployment,
-Service and RBAC agree with each other and with the extender's own routes."""
+Service, certificates and RBAC agree with each other and with the extender's own
+routes and options."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def load(name: str) -> list[dict[str, Any]]:
 
 
 def one(kind: str, name: str = "kuota-extender") -> dict[str, Any]:
-    for file in ("rbac.yaml", "extender.yaml", "namespace.yaml"):
+    for file in ("rbac.yaml", "extender.yaml", "namespace.yaml", "certificates.yaml"):
         for doc in load(file):
             if doc["kind"] == kind and doc["metadata"]["name"] == name:
                 return doc
@@ -82,10 +83,10 @@ def test_extender_url_matches_the_service() -> None:
     assert url.scheme == ("https" if EXTENDER["enableHTTPS"] else "http")
     meta = SERVICE["metadata"]
     assert url.hostname == f"{meta['name']}.{meta['namespace']}.svc"
-    (port,) = SERVICE["spec"]["ports"]
+    (port,) = SERVICE["spec"]["ports"]  # the probe port is not exposed
     assert url.port == port["port"]
-    (container_port,) = CONTAINER["ports"]
-    assert port["targetPort"] == container_port["name"]
+    (container_port,) = [p for p in CONTAINER["ports"] if p["name"] == port["targetPort"]]
+    assert str(container_port["containerPort"]) == extender_options().listen.rpartition(":")[2]
     assert SERVICE["spec"]["selector"].items() <= \
         DEPLOYMENT["spec"]["template"]["metadata"]["labels"].items()
 
@@ -96,9 +97,53 @@ def test_deployment_args_agree_with_the_config() -> None:
     assert args.listen.rpartition(":")[2] == str(CONTAINER["ports"][0]["containerPort"])
     settings = command.build_settings(args)
     assert settings.scheduler_names == frozenset({CONFIG["profiles"][1]["schedulerName"]})
-    probes = {CONTAINER["readinessProbe"]["httpGet"]["path"],
-              CONTAINER["livenessProbe"]["httpGet"]["path"]}
-    assert probes == {"/readyz", "/healthz"}
+
+
+def test_only_kube_scheduler_is_served_over_mutual_tls() -> None:
+    args = extender_options()
+    assert EXTENDER["enableHTTPS"] is True
+    tls = EXTENDER["tlsConfig"]
+    assert not tls.get("insecure")
+    # A client certificate for the extender's --client-ca, and a CA to verify it by.
+    assert {"certFile", "keyFile", "caFile"} <= tls.keys()
+    assert (args.tls_cert, args.tls_key, args.client_ca) == (
+        "/certs/tls.crt", "/certs/tls.key", "/certs/ca.crt")
+    (mount,) = CONTAINER["volumeMounts"]
+    (volume,) = DEPLOYMENT["spec"]["template"]["spec"]["volumes"]
+    assert (mount["mountPath"], mount["readOnly"], mount["name"]) == ("/certs", True,
+                                                                        volume["name"])
+    serving, client = one("Certificate"), one("Certificate", "kuota-extender-client")
+    assert volume["secret"]["secretName"] == serving["spec"]["secretName"]
+    assert urlsplit(EXTENDER["urlPrefix"]).hostname in serving["spec"]["dnsNames"]
+    assert "server auth" in serving["spec"]["usages"]
+    assert "client auth" in client["spec"]["usages"]
+    assert "server auth" not in client["spec"]["usages"]
+
+
+def test_the_extender_ca_is_its_own_and_signs_both_certificates() -> None:
+    ca = one("Certificate", "kuota-extender-ca")
+    assert ca["spec"]["isCA"] is True
+    assert one("Issuer", "kuota-extender-selfsigned")["spec"] == {"selfSigned": {}}
+    assert ca["spec"]["issuerRef"] == {"kind": "Issuer", "name": "kuota-extender-selfsigned"}
+    issuer = one("Issuer", "kuota-extender-ca")
+    assert issuer["spec"] == {"ca": {"secretName": ca["spec"]["secretName"]}}
+    for name in ("kuota-extender", "kuota-extender-client"):
+        assert one("Certificate", name)["spec"]["issuerRef"] == {"kind": "Issuer",
+                                                                 "name": "kuota-extender-ca"}
+
+
+def test_probes_use_the_plain_probe_port_which_serves_only_probes() -> None:
+    args = extender_options()
+    ports = {p["name"]: p["containerPort"] for p in CONTAINER["ports"]}
+    assert args.probe_listen.rpartition(":")[2] == str(ports["probes"])
+    probes = {(CONTAINER[kind]["httpGet"]["path"], CONTAINER[kind]["httpGet"]["port"],
+               CONTAINER[kind]["httpGet"].get("scheme", "HTTP"))
+              for kind in ("readinessProbe", "livenessProbe")}
+    assert probes == {("/readyz", "probes", "HTTP"), ("/healthz", "probes", "HTTP")}
+    settings = ext.ExtenderSettings(scorer=command.build_scorer(args))
+    app = ext.make_probe_app(ext.Extender(settings, ClusterCache()))
+    assert {r.resource.canonical for r in app.router.routes()
+            if r.resource is not None} == {"/healthz", "/readyz"}
 
 
 def test_rbac_only_reads_nodes_and_pods() -> None:
@@ -126,8 +171,8 @@ def test_kustomization_renders() -> None:
     out = subprocess.run(["kubectl", "kustomize", str(DIR)], check=True, capture_output=True,
                          text=True).stdout
     kinds = sorted(doc["kind"] for doc in yaml.safe_load_all(out) if doc)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace",
-                     "Service", "ServiceAccount"]
+    assert kinds == ["Certificate"] * 3 + ["ClusterRole", "ClusterRoleBinding", "Deployment"] + \
+        ["Issuer"] * 2 + ["Namespace", "Service", "ServiceAccount"]
 
 
 def test_docs_snippet_for_the_in_tree_alternative_parses() -> None:
