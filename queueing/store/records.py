@@ -284,9 +284,14 @@ class NodeRecord:
 
     @classmethod
     def _parse(cls, name: str, h: Mapping[str, str]) -> NodeRecord:
+        capacity = vector_from_json(h.get("capacity", ""))
+        for resource, amount in capacity.items():
+            if not resource or amount < 0:
+                raise ValueError(f"capacity {resource!r}: {amount} is not a resource with an "
+                                 "amount >= 0")
         return cls(name=name, pool=h.get("pool", ""),
                    state=NodeState(h.get("state") or NodeState.LOST),
-                   capacity=vector_from_json(h.get("capacity", "")),
+                   capacity=capacity,
                    labels={str(k): str(v) for k, v in json.loads(h.get("labels") or "{}").items()},
                    devices=tuple(json.loads(h.get("devices") or "[]")),
                    epoch=_int(h, "epoch"), heartbeat=_float(h, "heartbeat") or 0.0,

@@ -151,6 +151,11 @@ def test_cancelling_an_invalid_workload_finishes_it_and_frees_its_name() -> None
     # Found by the property test: the node-loss script failed on it in every step.
     ({"state": "Ready", "pool": "", "capacity": "", "labels": "", "epoch": "",
       "heartbeat": "", "devices": ""}, "NodeFailures: no heartbeat"),
+    # Found by the property test: placement refused the node in every step.
+    ({"state": "Ready", "capacity": '{"": -1}', "heartbeat": "9e99"},
+     "unreadable node record"),
+    ({"state": "Ready", "capacity": '{"cpu": -1000}', "heartbeat": "9e99"},
+     "unreadable node record"),
 ])
 def test_an_unreadable_node_record_is_a_lost_node_not_a_crash(
         fields: dict[str, str], want_reason: str) -> None:
