@@ -14,10 +14,14 @@ objects and for the whole run, and CPU per admission. ``--scaling`` adds a table
 engine's CPU per admission at 30 / 300 / 1,000 ClusterQueues (the shape's arrivals) and
 with 1k / 10k / 50k workloads pending at once (everything arriving at t=0).
 
-Not measured here (issue "Scale", still open): the real-time run on Redis
-(`kuota scheduler` + workers) — see benchmarks/redis_throughput.py for that harness.
+``--realtime`` also runs the shape in real time on a real redis-server: workloads
+submitted at their arrival times to a running ``kuota scheduler`` (default 5 s lease),
+pods finished by a runner after their run time (benchmarks/redis_throughput.py's
+harness); prints wall, admissions/s, mean time to admission per class, min usage,
+the scheduler's CPU seconds and peak RSS, and how many lease terms there were.
 
 Usage: python benchmarks/large_scale.py [--no-preemption] [--scaling]
+           [--realtime [--realtime-scale S]]
 """
 
 from __future__ import annotations
@@ -66,6 +70,12 @@ def main() -> None:
                         help="drop the shape's preemption settings")
     parser.add_argument("--scaling", action="store_true",
                         help="also print the scaling table (several more runs)")
+    parser.add_argument("--realtime", action="store_true",
+                        help="also run the shape in real time on Redis: a `kuota scheduler` "
+                             "and a runner finishing each pod after its run time")
+    parser.add_argument("--realtime-scale", type=float, default=1.0, metavar="S",
+                        help="workloads per class × S in the real-time run (default 1)")
+    parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
     args = parser.parse_args()
     gctuning.tune()  # as `kuota simulate` and `kuota scheduler` do
     preemption = not args.no_preemption
@@ -76,6 +86,23 @@ def main() -> None:
     print(f"  {KUEUE}")
     if args.scaling:
         scaling(preemption)
+    if args.realtime:
+        realtime(args.realtime_scale, preemption, args.redis)
+
+
+def realtime(scale: float, preemption: bool, url: str | None) -> None:
+    from redis_throughput import realtime_baseline, redis_server
+
+    with redis_server(url) as server:
+        r = realtime_baseline(server, scale, 0.01, shape=LARGE_SCALE, preemption=preemption)
+    waits = ", ".join(f"{name} {r['waits'][name]:.2f} s" for name, *_ in LARGE_SCALE.classes)
+    print(f"== real time on Redis (scale {scale:g}: {r['admitted']:,} workloads)")
+    print(f"  wall                     {r['wall']:.1f} s "
+          f"({r['admitted'] / r['wall']:.0f} admissions/s)")
+    print(f"  mean time to admission   {waits}")
+    print(f"  min ClusterQueue usage   {100 * r['min_usage']:.1f} %")
+    print(f"  scheduler CPU            {r['cpu']:.1f} s, peak RSS {r['rss'] / 2**20:.0f} MiB")
+    print(f"  lease terms              {r['terms']} (1: the lease was never lost)")
 
 
 if __name__ == "__main__":

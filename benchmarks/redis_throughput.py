@@ -59,8 +59,9 @@ sys.path.insert(0, str(REPO))
 from kuota.client import Client  # noqa: E402
 from kuota.service import submission  # noqa: E402
 from kuota.service.connection import connect  # noqa: E402
-from kuota.service.jobs import PodJob, node_queue  # noqa: E402
+from kuota.service.jobs import decode, node_queue  # noqa: E402
 from queueing.store import PodRef, Store  # noqa: E402
+from queueing.store.workloads import SubmitRequest  # noqa: E402
 
 BIN = Path(sys.executable).parent
 
@@ -281,8 +282,7 @@ class TimedRunner:
                 continue
             job, _ = got
             self.job_ids.append(job.id)
-            for doc in job.args[0]:  # one start job carries the pods of a round
-                pod = PodJob.from_dict(doc)
+            for pod in decode(*job.args):  # one start job carries the pods of a round
                 ref = PodRef.parse(pod.pod_id)
                 if self.store.pods.start(ref, node=self.node, epoch=pod.epoch, devices="",
                                          now=time.time()) != "ok":
@@ -315,16 +315,22 @@ class TimedRunner:
             self.raw.delete(*(f"rq:job:{j}" for j in self.job_ids[start:start + 500]))
 
 
-def realtime_baseline(url: str, scale: float, batch: float) -> dict[str, Any]:
-    from benchmarks.simulate_kueue_baseline import CLASSES, baseline
+def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None,
+                      preemption: bool = False,
+                      scheduler_args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One of Kueue's shapes (default its baseline) submitted at its arrival times to a
+    running ``kuota scheduler``; figures as :func:`_baseline_figures` gives them, and the
+    scheduler's CPU seconds and peak RSS."""
+    from benchmarks.simulate_kueue_baseline import BASELINE, baseline
 
-    shape = baseline(count_scale=scale)
+    shape = shape or BASELINE
+    generated = baseline(count_scale=scale, shape=shape, preemption=preemption)
     prefix = f"kueue{uuid.uuid4().hex[:6]}"
     client = Client(connection=connect(url, prefix=prefix))
-    client.apply(shape["objects"])
+    client.apply(generated["objects"])
     arrivals: list[tuple[float, Any]] = []
     runtimes: dict[str, float] = {}
-    for wl in shape["workloads"]:
+    for wl in generated["workloads"]:
         cpu = wl["podSets"][0]["requests"]["cpu"]
         manifest = submission.from_args(["true"], queue=f"{wl['namespace']}/{wl['queueName']}",
                                         name=wl["name"], requests={"cpu": cpu},
@@ -336,27 +342,72 @@ def realtime_baseline(url: str, scale: float, batch: float) -> dict[str, Any]:
     runner = TimedRunner(url, client.store, "bench-node", runtimes)
     children = Children(url, prefix)
     try:
-        children.kuota("scheduler", "scheduler", "--log-level", "WARNING", "--batch", str(batch))
+        children.kuota("scheduler", "scheduler", "--log-level", "WARNING", "--batch", str(batch),
+                       *scheduler_args)
         wait_until("a leader", lambda: client.store.redis.get(client.store.keys.lease), 60)
+        scheduler = children.procs[-1].pid
+        terms = Terms(client.store)
         t0 = time.time()
-        for arrival, c in arrivals:
-            delay = t0 + arrival - time.time()
-            if delay > 0:
-                time.sleep(delay)
-            client.store.workloads.submit(c.key, spec=c.manifest, queue=c.queue,
-                                          priority=c.priority, backoff_limit=0,
-                                          submission=c.key, now=time.time())
+        submitted = 0
+        while submitted < len(arrivals):
+            # Everything due is sent in one pipeline: one thread keeps up with Kueue's
+            # large-scale pace (50,000 arrivals in about 4 s) only this way.
+            now = time.time()
+            due = []
+            while submitted < len(arrivals) and arrivals[submitted][0] <= now - t0:
+                due.append(arrivals[submitted][1])
+                submitted += 1
+            if due:
+                client.store.workloads.submit_many([SubmitRequest(
+                    c.key, c.manifest, c.queue, c.priority, 0, c.key) for c in due], now)
+                terms.look()
+            else:
+                time.sleep(min(0.005, max(0.0, t0 + arrivals[submitted][0] - now)))
         keys = [c.key for _, c in arrivals]
         done = Finished(client.store, keys)
-        wait_until("every workload to finish", lambda: runner.failure is not None or done.all(),
-                   3600)
+        wait_until("every workload to finish", lambda: runner.failure is not None
+                   or (terms.look() or True) and done.all(), 3600)
         if runner.failure is not None:
             sys.exit(f"the timed runner failed: {runner.failure!r}")
-        return _baseline_figures(client.store, keys, t0, CLASSES)
+        figures = _baseline_figures(client.store, keys, t0, shape.classes)
+        figures.update(cpu=_cpu_seconds(scheduler), rss=_peak_rss(scheduler),
+                       terms=len(terms.seen))
+        return figures
     finally:
         runner.close()
         children.stop()
         client.store.reset()
+
+
+class Terms:
+    """The lease holders seen during a run (one per term: more than one means the leader
+    lost its lease)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.seen: set[str] = set()
+        self._at = 0.0
+
+    def look(self) -> None:
+        if time.monotonic() - self._at >= 0.2:
+            self._at = time.monotonic()
+            holder = self.store.redis.get(self.store.keys.lease)
+            if holder:
+                self.seen.add(holder)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _peak_rss(pid: int) -> int:
+    """Peak resident set of a live process (Linux VmHWM), bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def _baseline_figures(store: Store, keys: list[str], t0: float,

@@ -118,6 +118,8 @@ class Leader:
         self.stopping: set[str] = set()
         self.stops_due: set[str] = set()
         self.completing: set[str] = set()
+        #: Submissions checked by shape: a job array's workloads differ only in their names.
+        self._specs = rebuild.SpecCache(limit=1024)
         self.nodes = NodeView(self.store)
         #: Workloads dispatched here by a manager: placed and run outside the engine.
         self.dispatched = DispatchedWorkloads(self)
@@ -334,7 +336,7 @@ class Leader:
         return released
 
     def _enter(self, stored: WorkloadRecord, now: float) -> None:
-        checked = rebuild.checked_info(stored)
+        checked = rebuild.checked_info(stored, self._specs)
         if isinstance(checked, str):  # never entered the engine: nothing to undo
             self.quarantine(stored.key, checked, now, stored.pod_refs())
             return

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -99,10 +100,12 @@ class SpecCache:
     costs, and the workloads of one job array or one benchmark class differ only in
     their names: a manifest equal to one checked before but for ``metadata.name`` is that
     object with the name replaced, the name checked on its own (the only rule that reads
-    it). Lives for one rebuild: nothing is kept between leaders."""
+    it). A rebuild keeps every shape it meets; a leader keeps the ``limit`` it met last
+    (new submissions of a job array or a sweep share a few shapes)."""
 
-    def __init__(self) -> None:
-        self._checked: dict[str, api.Workload] = {}
+    def __init__(self, limit: int | None = None) -> None:
+        self._checked: OrderedDict[str, api.Workload] = OrderedDict()
+        self._limit = limit
 
     def parse(self, spec: dict[str, Any], source: str) -> api.Workload:
         meta = spec.get("metadata")
@@ -114,7 +117,11 @@ class SpecCache:
         checked = self._checked.get(shape)
         if checked is None:
             checked = self._checked[shape] = parse_workload(spec, source=source)
+            if self._limit is not None and len(self._checked) > self._limit:
+                self._checked.popitem(last=False)
             return checked
+        if self._limit is not None:
+            self._checked.move_to_end(shape)
         error = dns_subdomain_error(name)
         if error is not None:
             raise api.ObjectError([api.Problem(source, "Workload", name, "metadata.name",

@@ -48,6 +48,16 @@ _STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "
 
 
 @dataclass(frozen=True, slots=True)
+class SubmitRequest:
+    key: str
+    spec: Mapping[str, Any]
+    queue: str
+    priority: int
+    backoff_limit: int
+    submission: str
+
+
+@dataclass(frozen=True, slots=True)
 class AdmitRequest:
     key: str
     attempt: int  # the attempt the scheduler last read (the new one is attempt + 1)
@@ -88,18 +98,27 @@ class WorkloadStore:
 
         Raises :class:`~queueing.store.errors.AlreadyExists` for a live workload of that name.
         """
+        keys, args = self._submit_call(SubmitRequest(key, spec, queue, priority, backoff_limit,
+                                                     submission), now)
+        status = self._scripts.run("submit", keys, args)
+        return outcome(status, f"workload {key}") != "again"
+
+    def submit_many(self, requests: Sequence[SubmitRequest], now: float) -> list[str]:
+        """Store many new workloads in one pipeline (a job array, a benchmark's arrivals);
+        one status each: ``ok``, ``ok:again`` or ``exists:<State>``."""
+        return self._batch("submit", [self._submit_call(r, now) for r in requests])
+
+    def _submit_call(self, r: SubmitRequest, now: float) -> tuple[list[str], list[object]]:
         fields: list[object] = [
-            "spec", json.dumps(dict(spec), sort_keys=True, separators=(",", ":")),
-            "queue", queue, "priority", priority, "backoff_limit", backoff_limit,
+            "spec", json.dumps(dict(r.spec), sort_keys=True, separators=(",", ":")),
+            "queue", r.queue, "priority", r.priority, "backoff_limit", r.backoff_limit,
             "reason", "Pending", "message", "waiting for the scheduler", "outcome", "",
             "admission", "", "cq", "", "placement", "", "decision", "",
         ]
         k = self._keys
-        status = self._scripts.run(
-            "submit", [k.workload(key), k.workloads, k.history(key), k.events,
-                       k.workloads_in(key.partition("/")[0])],
-            [key, submission, now, EVENTS_MAXLEN, *fields])
-        return outcome(status, f"workload {key}") != "again"
+        return ([k.workload(r.key), k.workloads, k.history(r.key), k.events,
+                 k.workloads_in(r.key.partition("/")[0])],
+                [r.key, r.submission, now, EVENTS_MAXLEN, *fields])
 
     def cancel(self, key: str, *, now: float, message: str = "cancelled by user") -> None:
         """Finish the workload as Cancelled and stop its pods (retries if it moves meanwhile)."""

@@ -32,8 +32,10 @@ def check(doc: dict[str, Any]) -> api.Workload | str:
                  id="spec and labels are part of the shape"),
     pytest.param([manifest("w-1", cpu=0), manifest("w-2", cpu=0)], id="a shape refused twice"),
 ])
-def test_the_cache_answers_as_a_full_check(docs: list[dict[str, Any]]) -> None:
-    cache = SpecCache()
+@pytest.mark.parametrize("limit", [None, 1])
+def test_the_cache_answers_as_a_full_check(docs: list[dict[str, Any]],
+                                           limit: int | None) -> None:
+    cache = SpecCache(limit)
     for doc in docs:
         want = check(doc)
         try:
@@ -43,3 +45,21 @@ def test_the_cache_answers_as_a_full_check(docs: list[dict[str, Any]]) -> None:
         assert got == want
         if isinstance(got, api.Workload):
             assert got.metadata.name == doc["metadata"]["name"]
+
+
+def test_a_leaders_cache_keeps_only_the_shapes_it_met_last(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    checks: list[str] = []
+    real = submission.parse_workload
+
+    def counting(doc: dict[str, Any], source: str) -> api.Workload:
+        checks.append(doc["metadata"]["name"])
+        return real(doc, source=source)
+
+    monkeypatch.setattr("kuota.service.rebuild.parse_workload", counting)
+    cache = SpecCache(limit=2)
+    for doc in (manifest("a-1", 1), manifest("b-1", 2), manifest("a-2", 1),
+                manifest("c-1", 3), manifest("a-3", 1), manifest("b-2", 2)):
+        cache.parse(doc, "s")
+    # a's shape was used last when c came in, so b's was dropped and is checked again.
+    assert checks == ["a-1", "b-1", "c-1", "b-2"]
