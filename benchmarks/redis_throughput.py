@@ -365,8 +365,12 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
                 time.sleep(min(0.005, max(0.0, t0 + arrivals[submitted][0] - now)))
         keys = [c.key for _, c in arrivals]
         done = Finished(client.store, keys)
-        wait_until("every workload to finish", lambda: runner.failure is not None
-                   or (terms.look() or True) and done.all(), 3600)
+
+        def ended() -> bool:
+            terms.look()
+            return runner.failure is not None or done.all()
+
+        wait_until("every workload to finish", ended, 3600)
         if runner.failure is not None:
             sys.exit(f"the timed runner failed: {runner.failure!r}")
         figures = _baseline_figures(client.store, keys, t0, shape.classes)
