@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -107,16 +108,25 @@ class SpecCache:
         self._checked: OrderedDict[str, api.Workload] = OrderedDict()
         self._limit = limit
 
-    def parse(self, spec: dict[str, Any], source: str) -> api.Workload:
+    def parse(self, spec: dict[str, Any], source: str,
+              check: Callable[[api.Workload], None] | None = None) -> api.Workload:
+        """The checked object; ``check`` — a further check that does not read the name,
+        raising when it fails — runs once per shape too (a failing shape is not kept)."""
         meta = spec.get("metadata")
         if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            return parse_workload(spec, source=source)
+            obj = parse_workload(spec, source=source)
+            if check is not None:
+                check(obj)
+            return obj
         name: str = meta["name"]
         shape = json.dumps({**spec, "metadata": {**meta, "name": ""}}, sort_keys=True,
                            separators=(",", ":"), default=str)
         checked = self._checked.get(shape)
         if checked is None:
-            checked = self._checked[shape] = parse_workload(spec, source=source)
+            checked = parse_workload(spec, source=source)
+            if check is not None:
+                check(checked)
+            self._checked[shape] = checked
             if self._limit is not None and len(self._checked) > self._limit:
                 self._checked.popitem(last=False)
             return checked
@@ -133,14 +143,20 @@ class SpecCache:
 def workload_object(record: WorkloadRecord, cache: SpecCache | None = None) -> api.Workload:
     """The stored Workload manifest, checked again (it may have been written around kuota)."""
     source = f"workload {record.key}"
-    obj = (cache.parse(record.spec(), source) if cache is not None
-           else parse_workload(record.spec(), source=source))
+
+    def runs(obj: api.Workload) -> None:  # reads no name: checked once per shape
+        found = runnable.problems(obj, source)
+        if found:
+            raise api.ObjectError(found)
+
+    if cache is not None:
+        obj = cache.parse(record.spec(), source, runs)
+    else:
+        obj = parse_workload(record.spec(), source=source)
+        runs(obj)
     key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
     if key != record.key:
         raise ValueError(f"workload {record.key}: stored spec names {key}")
-    found = runnable.problems(obj, f"workload {record.key}")
-    if found:
-        raise api.ObjectError(found)
     return obj
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from kuota.service import submission
-from kuota.service.rebuild import SpecCache
+from kuota.service.rebuild import SpecCache, workload_object
+from queueing.store import WorkloadRecord
 from quota import api
+from quota.lifecycle import State
 
 
 def manifest(name: str, cpu: int = 1, label: str = "a") -> dict[str, Any]:
@@ -63,3 +66,13 @@ def test_a_leaders_cache_keeps_only_the_shapes_it_met_last(monkeypatch: pytest.M
         cache.parse(doc, "s")
     # a's shape was used last when c came in, so b's was dropped and is checked again.
     assert checks == ["a-1", "b-1", "c-1", "b-2"]
+
+
+def test_what_a_pool_cannot_run_is_refused_for_every_workload_of_the_shape() -> None:
+    cache = SpecCache()
+    for name in ("w-1", "w-2"):
+        doc = manifest(name)
+        doc["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["command"] = ["a\0b"]
+        record = WorkloadRecord(f"team/{name}", State.PENDING, spec_json=json.dumps(doc))
+        with pytest.raises(api.ObjectError, match=f"workload team/{name}: .*NUL byte"):
+            workload_object(record, cache)
