@@ -8,9 +8,10 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
 2. **Read events** from the stream (blocking briefly when idle) and re-read
    each named workload from Redis; the engine follows what Redis says
    (submitted, cancelled, finished, requeued by a failed pod).
-3. **Schedule**: run cycles until idle, retry workloads waiting for a
-   member cluster, then persist the outbox (:mod:`kuota.service.decisions`)
-   and the dispatch decisions. Topology-aware admission and multi-cluster
+3. **Schedule**: run cycles until idle (or for at most ``Timing.cycle_budget``:
+   a backlog is admitted in slices, each persisted before the next), retry
+   workloads waiting for a member cluster, then persist the outbox
+   (:mod:`kuota.service.decisions`) and the dispatch decisions. Topology-aware admission and multi-cluster
    dispatch see the pools' nodes (:mod:`kuota.service.topofeed`,
    :mod:`kuota.service.members`).
 4. **Place** workloads dispatched here by a manager on their pool's nodes
@@ -91,6 +92,8 @@ class Timing:
     #: (one pipeline of decisions, one start job per node), which is what lets a busy
     #: scheduler keep up; it adds at most this much to any decision's latency.
     batch: float = 0.01
+    #: Longest a step runs scheduling cycles before persisting them and reading events again.
+    cycle_budget: float = 0.2
 
     @property
     def node_check_every(self) -> float:
@@ -118,6 +121,8 @@ class Leader:
         self.stopping: set[str] = set()
         self.stops_due: set[str] = set()
         self.completing: set[str] = set()
+        #: The last step stopped its cycles with work left (see :meth:`_cycles`).
+        self.busy = False
         #: Submissions checked by shape: a job array's workloads differ only in their names.
         self._specs = rebuild.SpecCache(limit=1024)
         self.nodes = NodeView(self.store)
@@ -179,7 +184,7 @@ class Leader:
     # -- the loop ----------------------------------------------------------------
     def step(self) -> None:
         now = self.clock()
-        if now < self._round_at:
+        if now < self._round_at and not self.busy:
             time.sleep(self._round_at - now)
             now = self.clock()
         self._round_at = now + self.timing.batch
@@ -213,7 +218,7 @@ class Leader:
         self._renew_at = now + self.timing.lease_ttl / 3
 
     def _block_ms(self, now: float) -> int:
-        if self.recheck or self.stops_due:
+        if self.recheck or self.stops_due or self.busy:
             return 1
         until = min(self._renew_at, self._node_check_at, now + self.timing.poll)
         wakeup = self.engine.next_wakeup()
@@ -363,15 +368,28 @@ class Leader:
     # -- 3. schedule -------------------------------------------------------------------
     def _schedule(self, now: float) -> None:
         self.complete_stops(now)
-        self.engine.run_until_idle(now)
+        self._cycles(now)
         if self.members is not None and self.members.retry(now):
-            self.engine.run_until_idle(now)  # a Retry verdict requeues: it may fit elsewhere
+            self._cycles(now)  # a Retry verdict requeues: it may fit elsewhere
         self._persist(now)
         if self.complete_stops(now):  # evictions with no pod left to wait for (never placed)
-            self.engine.run_until_idle(now)
+            self._cycles(now)
             self._persist(now)
         if self.members is not None:
             self._write_decisions()
+
+    def _cycles(self, now: float) -> None:
+        """Run scheduling cycles until none has anything to try, or the step's share of time
+        is spent: then what was decided is persisted and the next step goes on at once. A
+        backlog of thousands is thus admitted and written in slices — the first admissions
+        reach Redis (and their pods their nodes) without waiting for the last decision,
+        and no step keeps the lease unrenewed or the events unread for long."""
+        deadline = time.monotonic() + self.timing.cycle_budget
+        self.busy = False
+        while self.engine.schedule(now).tried:
+            if time.monotonic() >= deadline:
+                self.busy = True
+                return
 
     def _persist(self, now: float) -> None:
         events = self.engine.drain_outbox()
