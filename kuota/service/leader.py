@@ -11,9 +11,9 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
 3. **Schedule**: run cycles until idle (or for at most ``Timing.cycle_budget``:
    a backlog is admitted in slices, each persisted before the next), retry
    workloads waiting for a member cluster, then persist the outbox
-   (:mod:`kuota.service.decisions`) and the dispatch decisions. Topology-aware admission and multi-cluster
-   dispatch see the pools' nodes (:mod:`kuota.service.topofeed`,
-   :mod:`kuota.service.members`).
+   (:mod:`kuota.service.decisions`) and the dispatch decisions. Topology-aware
+   admission and multi-cluster dispatch see the pools' nodes
+   (:mod:`kuota.service.topofeed`, :mod:`kuota.service.members`).
 4. **Place** workloads dispatched here by a manager on their pool's nodes
    (:mod:`kuota.service.dispatched`; outside the engine: no queue, no quota), then
    admitted gangs on pool nodes — on the nodes admission pinned, in
