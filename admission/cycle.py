@@ -22,10 +22,13 @@ numbered script Kueue's scheduler follows:
 3. **Admit or preempt** in that order, re-checking each against the snapshot
    as earlier decisions of this cycle change it. A workload that fits is
    admitted and its usage added to the snapshot. One that needs preemption
-   gets its victims chosen; they are evicted and the workload is admitted in
-   a later cycle, when their quota is free — its usage is held in this
-   cycle's snapshot so nothing else takes it meanwhile. Victims already
-   claimed by another preemptor in this cycle make it wait. Workloads
+   evicts the victims chosen at its nomination and is admitted in a later
+   cycle, when their quota is free — its usage is held in this cycle's
+   snapshot so nothing else takes it meanwhile. Victims already claimed by
+   another preemptor in this cycle make it wait, and so does an earlier
+   decision that took the room its victims would make: it is tried again
+   next cycle rather than given new victims on the changed snapshot, as
+   Kueue's scheduler does (fewer evictions; the quota may free by then). Workloads
    already being evicted (``evicting``: still holding quota while their pods
    stop) are chosen first, so a preemptor waits for them rather than
    evicting more.
@@ -209,16 +212,21 @@ def _decide(entry: Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str]
                                           "Workload has overlapping preemption targets with "
                                           "another workload"))
             return
-        # Victims may have changed since nomination: recompute on today's snapshot.
-        targets = oracle.targets(entry.cq, head.info, assignment.usage, assignment.contested)
-        if not targets or any(t.key in claimed for t in targets):
+        # The victims chosen at nomination, never new ones: if earlier decisions of this
+        # cycle took what they would free, the head waits for the next cycle (as Kueue's
+        # scheduler does) instead of evicting more workloads now on a changed snapshot.
+        targets = entry.targets
+        for target in targets:
+            snapshot.remove(target.cluster_queue, target.victim.admission)
+        if not _still_fits(node, assignment.usage):
+            for target in targets:
+                snapshot.add(target.cluster_queue, target.victim.admission)
             result.skipped.append(Verdict(head, flavors.WAITING_FOR_QUOTA,
                                           "Workload no longer fits after processing another "
                                           "workload"))
             return
-        for target in targets:
+        for target in targets:  # (already out of the snapshot)
             claimed.add(target.key)
-            snapshot.remove(target.cluster_queue, target.victim.admission)
             result.preempted.append(Preemption(target, head))
         snapshot.tree.add(head.cluster_queue, assignment.usage)
         result.preempting.append(head)

@@ -168,3 +168,34 @@ def test_classical_order(timestamp: str, want_order: list[str]) -> None:
         head = Head(info, cq.name, LocalQueueConfig("ns", "lq", cq.name), queued)
         entries.append(Entry(head, cq, flavors.Assignment(flavors.Mode.FIT, borrow=height)))
     assert [e.head.info.name for e in sorted(entries, key=classical_order)] == want_order
+
+
+@pytest.mark.parametrize(("lender_cpu", "want_victims", "want_skipped"), [
+    # The cohort holds 9 + lender cpu; a1 (3 cpu) runs in a, b2 (2) then b1 (4) in b.
+    # "first" (4 cpu, a) preempts a1 and takes the one free cpu as well; "second" (5 cpu,
+    # b) was nominated with b1 as its only victim.
+    pytest.param(1, ["a1"], ["second"],
+                 id="nominated victims no longer make room: skipped, no new victim"),
+    pytest.param(2, ["a1", "b1"], [],
+                 id="nominated victims still make room: both preempt"),
+])
+def test_preemptor_keeps_its_nominated_victims(lender_cpu: int, want_victims: list[str],
+                                               want_skipped: list[str]) -> None:
+    """As in Kueue's scheduler, a preemptor evicts the victims found at nomination or
+    none: when an earlier decision of the cycle took the room they would make, it is
+    skipped until the next cycle rather than given more victims on the changed snapshot."""
+    def preempting(name: str, cpu: int) -> ClusterQueueBuilder:
+        return cq(name, cpu).preemption(within_cluster_queue="LowerPriority")
+
+    engine = engine_with(preempting("a", 4), preempting("b", 5), cq("lender", lender_cpu))
+    submit(engine, "a1", "a", 3)
+    submit(engine, "b2", "b", 2)
+    engine.run_until_idle(0)
+    submit(engine, "b1", "b", 4, at=1)
+    engine.run_until_idle(1)
+    submit(engine, "first", "a", 4, priority=10, at=10)
+    submit(engine, "second", "b", 5, priority=10, at=11)
+    result = schedule(engine.cache.snapshot(), engine.queues.heads(),
+                      engine.cache.namespace_labels)
+    assert [p.target.victim.info.name for p in result.preempted] == want_victims
+    assert [v.head.info.name for v in result.skipped] == want_skipped
