@@ -199,3 +199,60 @@ def test_preemptor_keeps_its_nominated_victims(lender_cpu: int, want_victims: li
                       engine.cache.namespace_labels)
     assert [p.target.victim.info.name for p in result.preempted] == want_victims
     assert [v.head.info.name for v in result.skipped] == want_skipped
+
+
+@pytest.mark.parametrize(("reclaim", "wants_cpu", "want_admitted", "want_skipped"), [
+    # a and b own 4 cpu each; a runs 3 and b 4, so 1 is free. "wants" (a, priority 10)
+    # does not fit and nobody may be preempted for it (b is within its nominal quota);
+    # "more" (b, 1 cpu, lower priority) is ordered after it.
+    pytest.param("Never", 4, [], ["more"],
+                 id="queue that cannot always reclaim: holds the cycle's quota"),
+    pytest.param("LowerPriority", 4, [], ["more"],
+                 id="reclaiming lower priority only: holds too"),
+    pytest.param("Any", 4, ["more"], [],
+                 id="reclaimWithinCohort Any: holds nothing"),
+    pytest.param("Never", 5, ["more"], [],
+                 id="request above the nominal quota: no preemption to wait for"),
+])
+def test_preemptor_without_candidates_holds_quota_for_the_cycle(
+        reclaim: str, wants_cpu: int, want_admitted: list[str],
+        want_skipped: list[str]) -> None:
+    """Kueue's scheduler lets a head that needs preemption but finds no victim keep what
+    its ClusterQueue could still use (its nominal quota, or up to its borrowing limit)
+    for the rest of the cycle, unless the queue can always reclaim it (``Any``)."""
+    engine = engine_with(cq("a", 4).preemption(reclaim_within_cohort=reclaim), cq("b", 4))
+    submit(engine, "a-own", "a", 3)
+    submit(engine, "b-own", "b", 4)
+    engine.run_until_idle(0)
+    submit(engine, "wants", "a", wants_cpu, priority=10, at=1)
+    submit(engine, "more", "b", 1, at=2)
+    result = schedule(engine.cache.snapshot(), engine.queues.heads(),
+                      engine.cache.namespace_labels)
+    assert [h.info.name for h, _ in result.admitted] == want_admitted
+    assert [v.head.info.name for v in result.skipped] == want_skipped
+    assert [(v.head.info.name, v.reason) for v in result.inadmissible] == \
+        [("wants", "WaitingForQuota")]
+
+
+def test_held_quota_is_in_the_flavor_that_needs_preemption() -> None:
+    """Needing preemption without a candidate ranks above no fit among flavors (Kueue's
+    preemption modes), and the next flavor is still tried: flavor g can never hold 4 cpu
+    for a, so a holds its share of f, which b borrows."""
+    engine = Engine()
+    engine.apply(flavor("f"))
+    engine.apply(flavor("g"))
+    for queue in (ClusterQueueBuilder("a").cohort("co").flavor("f", {"cpu": 4})
+                  .flavor("g", {"cpu": 2}, group=0),
+                  ClusterQueueBuilder("b").cohort("co").flavor("f", {"cpu": 4})
+                  .flavor("g", {"cpu": 0}, group=0)):
+        engine.apply(queue.obj())
+        engine.apply(local_queue(queue.obj().name, name=queue.obj().name))
+    submit(engine, "b-own", "b", 7)
+    engine.run_until_idle(0)
+    submit(engine, "wants", "a", 4, priority=10, at=1)
+    submit(engine, "more", "b", 1, at=2)
+    result = schedule(engine.cache.snapshot(), engine.queues.heads(),
+                      engine.cache.namespace_labels)
+    assert [v.head.info.name for v in result.skipped] == ["more"]
+    assert [(v.head.info.name, v.reason) for v in result.inadmissible] == \
+        [("wants", "WaitingForQuota")]
