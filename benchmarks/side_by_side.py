@@ -326,7 +326,7 @@ def _token(plane: ControlPlane) -> str:
 
 
 def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
-              trace: pathlib.Path | None) -> Result:
+              trace: pathlib.Path | None, extra: list[str]) -> Result:
     plane.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "crds"))
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
     if trace is not None:
@@ -335,7 +335,7 @@ def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.P
     kuota = pathlib.Path(sys.executable).parent / "kuota"
     log = (work / "kuota-operator.log").open("wb")
     operator = subprocess.Popen(
-        [str(kuota), "operator", "--lease", "none", "--probes", f"127.0.0.1:{probes}"],
+        [str(kuota), "operator", "--lease", "none", "--probes", f"127.0.0.1:{probes}", *extra],
         env=dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig)), stdout=log,
         stderr=subprocess.STDOUT)
     try:
@@ -350,7 +350,7 @@ def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.P
 
 
 def run_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
-              trace: pathlib.Path | None) -> Result:
+              trace: pathlib.Path | None, extra: list[str]) -> Result:
     crds = _kueue_source() / "config" / "components" / "crd" / "bases"
     plane.kubectl("apply", "--server-side", "-f", str(crds))
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
@@ -422,6 +422,9 @@ def main() -> None:
                         help="workload counts x SCALE (default 1: Kueue's 15,000)")
     parser.add_argument("--systems", default="kuota,kueue")
     parser.add_argument("--version", default="v1.34.4", help="Kubernetes binaries")
+    parser.add_argument("--operator-args", default="", metavar="ARGS",
+                        help="diagnostics: more arguments for `kuota operator` (one string, "
+                             "split on spaces), e.g. '--status-interval 30'")
     parser.add_argument("--trace", type=pathlib.Path, metavar="DIR",
                         help="write every Workload change of each system to "
                              "DIR/<system>-trace.jsonl, and keep the managers' logs there")
@@ -440,7 +443,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix=f"side-{system}-") as tmp:
             work = pathlib.Path(tmp)
             with ControlPlane(binaries, work / "plane") as plane:
-                results.append(runs[system](plane, config, work, args.trace))
+                results.append(runs[system](plane, config, work, args.trace,
+                                            args.operator_args.split()))
                 if args.trace is not None:
                     for log in ("kuota-operator.log", "minimalkueue.log"):
                         if (work / log).exists():
