@@ -26,7 +26,7 @@ the runner's whole run (queues, generation, until every Workload finished).
 Usage::
 
     bash hack/kueue/build.sh        # once: ~/.cache/kuota/kueue/v0.15.0/bin
-    .venv/bin/python benchmarks/side_by_side.py [--scale 1.0] [--systems kuota,kueue]
+    .venv/bin/python benchmarks/side_by_side.py [--scale 1.0] [--systems kuota,kueue] [--trace DIR]
 """
 
 from __future__ import annotations
