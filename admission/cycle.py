@@ -22,10 +22,13 @@ numbered script Kueue's scheduler follows:
 3. **Admit or preempt** in that order, re-checking each against the snapshot
    as earlier decisions of this cycle change it. A workload that fits is
    admitted and its usage added to the snapshot. One that needs preemption
-   gets its victims chosen; they are evicted and the workload is admitted in
-   a later cycle, when their quota is free — its usage is held in this
-   cycle's snapshot so nothing else takes it meanwhile. Victims already
-   claimed by another preemptor in this cycle make it wait. Workloads
+   evicts the victims chosen at its nomination and is admitted in a later
+   cycle, when their quota is free — its usage is held in this cycle's
+   snapshot so nothing else takes it meanwhile. Victims already claimed by
+   another preemptor in this cycle make it wait, and so does an earlier
+   decision that took the room its victims would make: it is tried again
+   next cycle rather than given new victims on the changed snapshot, as
+   Kueue's scheduler does (fewer evictions; the quota may free by then). Workloads
    already being evicted (``evicting``: still holding quota while their pods
    stop) are chosen first, so a preemptor waits for them rather than
    evicting more.
@@ -163,38 +166,35 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
 def _nominate(head: Head, cq: ClusterQueueConfig, snapshot: Snapshot,
               oracle: _Oracle) -> Entry:
     info = head.info
-    entry = Entry(head, cq, flavors.assign(info, cq, snapshot, oracle=oracle,
-                                            topology=oracle.topology))
-    if entry.assignment.mode is flavors.Mode.PREEMPT:
-        entry.targets = oracle.targets(cq, info, entry.assignment.usage,
-                                       entry.assignment.contested)
-        if entry.targets:
-            return entry
-    if entry.assignment.mode is flavors.Mode.FIT or not partial.can_shrink(info):
-        if entry.assignment.mode is flavors.Mode.PREEMPT:
-            entry.assignment.mode = flavors.Mode.NO_FIT
-            entry.assignment.reason = flavors.WAITING_FOR_QUOTA
-            entry.assignment.message = ("not enough quota, and no workload may be preempted "
-                                        "for it: " + entry.assignment.message)
-        return entry
+
+    def assigned(counts: dict[str, int] | None) -> Entry:
+        tried = Entry(head, cq, flavors.assign(info, cq, snapshot, counts=counts,
+                                                oracle=oracle, topology=oracle.topology))
+        if tried.assignment.mode in flavors.PREEMPTING:
+            tried.targets = oracle.targets(cq, info, tried.assignment.usage,
+                                           tried.assignment.contested)
+            if tried.targets:
+                tried.assignment.mode = flavors.Mode.PREEMPT
+        return tried
 
     def attempt(counts: dict[str, int]) -> Entry | None:
-        smaller = Entry(head, cq, flavors.assign(info, cq, snapshot, counts=counts,
-                                                  oracle=oracle, topology=oracle.topology))
-        if smaller.assignment.mode is flavors.Mode.FIT:
-            return smaller
-        if smaller.assignment.mode is flavors.Mode.PREEMPT:
-            smaller.targets = oracle.targets(cq, info, smaller.assignment.usage,
-                                             smaller.assignment.contested)
-            if smaller.targets:
-                return smaller
-        return None
+        """The smaller assignment if it fits or finds victims."""
+        tried = assigned(counts)
+        return tried if tried.assignment.mode is flavors.Mode.FIT or tried.targets else None
 
-    shrunk = partial.search(info, attempt)
+    entry = assigned(None)
+    if entry.assignment.mode is flavors.Mode.FIT or entry.targets:
+        return entry
+    shrunk = partial.search(info, attempt) if partial.can_shrink(info) else None
     if shrunk is not None:
         return shrunk
-    if entry.assignment.mode is flavors.Mode.PREEMPT:
-        entry.assignment.mode = flavors.Mode.NO_FIT
+    if entry.assignment.mode in flavors.PREEMPTING:
+        # Kueue's Preempt mode without targets: not admitted, but ordered with the rest
+        # (it may hold quota for the cycle, see _decide).
+        if entry.assignment.mode is flavors.Mode.PREEMPT:
+            entry.assignment.message = ("not enough quota, and no workload may be preempted "
+                                        "for it: " + entry.assignment.message)
+        entry.assignment.mode = flavors.Mode.NO_CANDIDATES
         entry.assignment.reason = flavors.WAITING_FOR_QUOTA
     return entry
 
@@ -203,22 +203,32 @@ def _decide(entry: Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str]
             result: CycleResult) -> None:
     head, assignment = entry.head, entry.assignment
     node = snapshot.tree.queues[head.cluster_queue]
+    if assignment.mode is flavors.Mode.NO_CANDIDATES:
+        if entry.cq.preemption.reclaim_within_cohort != "Any":
+            snapshot.tree.add(head.cluster_queue, reserved(node, entry.cq, assignment))
+        result.inadmissible.append(Verdict(head, assignment.reason, assignment.message))
+        return
     if assignment.mode is flavors.Mode.PREEMPT:
         if any(t.key in claimed for t in entry.targets):
             result.skipped.append(Verdict(head, flavors.WAITING_FOR_QUOTA,
                                           "Workload has overlapping preemption targets with "
                                           "another workload"))
             return
-        # Victims may have changed since nomination: recompute on today's snapshot.
-        targets = oracle.targets(entry.cq, head.info, assignment.usage, assignment.contested)
-        if not targets or any(t.key in claimed for t in targets):
+        # The victims chosen at nomination, never new ones: if earlier decisions of this
+        # cycle took what they would free, the head waits for the next cycle (as Kueue's
+        # scheduler does) instead of evicting more workloads now on a changed snapshot.
+        targets = entry.targets
+        for target in targets:
+            snapshot.remove(target.cluster_queue, target.victim.admission)
+        if not _still_fits(node, assignment.usage):
+            for target in targets:
+                snapshot.add(target.cluster_queue, target.victim.admission)
             result.skipped.append(Verdict(head, flavors.WAITING_FOR_QUOTA,
                                           "Workload no longer fits after processing another "
                                           "workload"))
             return
-        for target in targets:
+        for target in targets:  # (already out of the snapshot)
             claimed.add(target.key)
-            snapshot.remove(target.cluster_queue, target.victim.admission)
             result.preempted.append(Preemption(target, head))
         snapshot.tree.add(head.cluster_queue, assignment.usage)
         result.preempting.append(head)
@@ -242,6 +252,30 @@ def _decide(entry: Entry, snapshot: Snapshot, oracle: _Oracle, claimed: set[str]
         for placed in admission.pod_sets:
             oracle.topology.take(requests[placed.name], placed)
     result.admitted.append((head, admission))
+
+
+def reserved(node: qt.QuotaNode, cq: ClusterQueueConfig, assignment: flavors.Assignment
+             ) -> FRVector:
+    """What a head that needs preemption but found no victim holds for the rest of the
+    cycle, so that heads ordered after it cannot take it (Kueue's scheduler does this
+    for a ClusterQueue that cannot always reclaim: ``reclaimWithinCohort`` not ``Any``).
+
+    Without borrowing, the part of its request its nominal quota still covers; when it
+    must borrow, its request up to what the borrowing limit leaves.
+    """
+    held: FRVector = {}
+    for fr, amount in assignment.usage.items():
+        cell = cq.quotas.get(fr)
+        nominal = cell.nominal if cell is not None else 0
+        used = node.usage.get(fr, 0)
+        if not assignment.borrows:
+            room = nominal - used
+        elif cell is None or cell.borrowing_limit is None:
+            room = amount
+        else:
+            room = nominal + cell.borrowing_limit - used
+        held[fr] = max(0, min(amount, room))
+    return held
 
 
 def classical_order(entry: Entry) -> tuple[bool, int, int, float, str]:

@@ -57,9 +57,16 @@ class Mode(enum.IntEnum):
     """How a flavor fits; higher is better."""
 
     NO_FIT = 0
-    PREEMPT = 1
-    FIT = 2
+    #: Would fit by preempting, but no workload may be preempted for it now (Kueue's
+    #: Preempt mode without candidates): not admitted, but it may hold quota for the
+    #: rest of the cycle (see :mod:`admission.cycle`).
+    NO_CANDIDATES = 1
+    PREEMPT = 2
+    FIT = 3
 
+
+#: Modes that need preemption, whether or not a victim was found.
+PREEMPTING = frozenset({Mode.PREEMPT, Mode.NO_CANDIDATES})
 
 #: The resource a ClusterQueue may cover to count pods rather than what they request.
 PODS = "pods"
@@ -95,11 +102,11 @@ class FlavorChoice:
     reclaims: bool = False
 
     def rank(self) -> int:
-        """Kueue's preemption modes, best last: no fit, preempt in the own queue,
-        reclaim from borrowers, fit."""
+        """Kueue's preemption modes, best last: no fit, preemption without candidates,
+        preempt in the own queue, reclaim from borrowers, fit."""
         if self.mode is Mode.PREEMPT:
-            return 2 if self.reclaims else 1
-        return 0 if self.mode is Mode.NO_FIT else 3
+            return 3 if self.reclaims else 2
+        return {Mode.NO_FIT: 0, Mode.NO_CANDIDATES: 1, Mode.FIT: 4}[self.mode]
 
 
 @dataclass(slots=True)
@@ -210,7 +217,7 @@ def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, count: int, group: Resource
                                                     assumed.get(fr, 0) + amount, oracle)
             if why:
                 reasons.append(why)
-            contested = choice.contested | {fr} if mode is Mode.PREEMPT else choice.contested
+            contested = choice.contested | {fr} if mode in PREEMPTING else choice.contested
             choice = FlavorChoice(min(choice.mode, mode), max(choice.borrow, borrow), contested,
                                   reclaims=choice.reclaims and reclaims)
             if mode is Mode.NO_FIT:
@@ -228,10 +235,10 @@ def _pick_flavor(info: WorkloadInfo, ps: PodSetInfo, count: int, group: Resource
             return name, choice
         if best is None or _preferred(choice, best[1], cq):
             best = (name, choice)
-    if best is None:
+    if best is None or best[1].mode is Mode.NO_CANDIDATES:
         reason = min((r for r, _ in reasons), key=_SEVERITY.__getitem__,
                      default=NO_MATCHING_FLAVOR)
-        result.reason = reason
+        result.reason = WAITING_FOR_QUOTA if best is not None else reason
         result.message = (f"couldn't assign flavors to pod set {ps.name}: "
                           + "; ".join(m for _, m in reasons) if reasons else
                           f"couldn't assign flavors to pod set {ps.name}")
@@ -261,6 +268,7 @@ def _fit_cell(info: WorkloadInfo, cq: ClusterQueueConfig, node: qt.QuotaNode,
         possible, borrow_after, reclaims = oracle.can_preempt_for(cq, info, fr, amount)
         if possible:
             return Mode.PREEMPT, borrow_after, short, reclaims
+        return Mode.NO_CANDIDATES, borrow, short, False
     return Mode.NO_FIT, borrow, short, False
 
 
@@ -272,12 +280,11 @@ def _may_preempt(cq: ClusterQueueConfig, node: qt.QuotaNode, fr: FlavorResource,
     cohort root holds, may reclaim from borrowers. Anything else means borrowing from
     the whole tree, and a workload that must borrow preempts only as
     ``borrowWithinCohort`` allows (or, under fair sharing, as ``reclaimWithinCohort``
-    does: there the shares decide who yields).
+    does: there the shares decide who yields). Whether the policies let it evict
+    anyone is the oracle's answer: when they do not, the cell needs preemption
+    without candidates (:attr:`Mode.NO_CANDIDATES`), not no fit.
     """
     pre = cq.preemption
-    if "Never" == pre.within_cluster_queue == pre.reclaim_within_cohort \
-            == pre.borrow_within_cohort:
-        return False
     cell = cq.quotas.get(fr)
     if cell is not None and amount <= cell.nominal:
         return True
@@ -288,6 +295,8 @@ def _may_preempt(cq: ClusterQueueConfig, node: qt.QuotaNode, fr: FlavorResource,
 
 
 def _try_next(choice: FlavorChoice, cq: ClusterQueueConfig) -> bool:
+    if choice.mode is Mode.NO_CANDIDATES:
+        return True
     if choice.mode is Mode.PREEMPT and cq.when_can_preempt == "TryNextFlavor":
         return True
     return choice.borrow > 0 and cq.when_can_borrow == "TryNextFlavor"

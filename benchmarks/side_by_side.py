@@ -26,7 +26,7 @@ the runner's whole run (queues, generation, until every Workload finished).
 Usage::
 
     bash hack/kueue/build.sh        # once: ~/.cache/kuota/kueue/v0.15.0/bin
-    .venv/bin/python benchmarks/side_by_side.py [--scale 1.0] [--systems kuota,kueue]
+    .venv/bin/python benchmarks/side_by_side.py [--scale 1.0] [--systems kuota,kueue] [--trace DIR]
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -267,6 +268,56 @@ class KuotaRunner:
                 print(f"finish {key}: {answer.status} {await answer.text()}", file=sys.stderr)
 
 
+# -- diagnostics ------------------------------------------------------------------------------
+
+class Trace:
+    """With ``--trace DIR``: every Workload change both systems make, one JSON line each
+    (seconds since the trace began, the event type and the Workload's name, uid, priority
+    and status), for comparing their decisions offline. A watch of its own, so neither
+    runner nor manager is changed by it."""
+
+    def __init__(self, plane: ControlPlane, group: str, path: pathlib.Path) -> None:
+        self.url = f"{plane.url}/apis/{group}/workloads?watch=1"
+        self.context = ssl.create_default_context(cafile=str(plane.ca.cert))
+        self.token = _token(plane)
+        self.path = path
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.run(self._watch())
+
+    async def _watch(self) -> None:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        connector = aiohttp.TCPConnector(ssl=self.context)
+        with self.path.open("w") as out:
+            async with aiohttp.ClientSession(headers=headers, connector=connector) as http:
+                await self._stream(http, out)
+
+    async def _stream(self, http: aiohttp.ClientSession, out: Any) -> None:
+        version = ""
+        while True:  # reconnects from the last version seen when the server ends a watch
+            url = self.url + (f"&resourceVersion={version}" if version else "")
+            async with http.get(url, timeout=aiohttp.ClientTimeout(total=None)) as stream:
+                if stream.status == 429:  # a new CRD's watch cache is initializing
+                    await asyncio.sleep(0.1)
+                    continue
+                async for line in stream.content:
+                    event = json.loads(line)
+                    obj = event["object"]
+                    meta = obj.get("metadata") or {}
+                    version = meta.get("resourceVersion", version)
+                    out.write(json.dumps({
+                        "t": round(time.monotonic() - self.started, 4),
+                        "type": event["type"],
+                        "name": f"{meta.get('namespace')}/{meta.get('name')}",
+                        "uid": meta.get("uid"),
+                        "priority": (obj.get("spec") or {}).get("priority"),
+                        "status": obj.get("status") or {}}) + "\n")
+                    out.flush()  # a daemon thread: nothing is left in a buffer at exit
+
+
 # -- the runs -------------------------------------------------------------------------------
 
 def _token(plane: ControlPlane) -> str:
@@ -274,14 +325,17 @@ def _token(plane: ControlPlane) -> str:
     return str(config["users"][0]["user"]["token"])
 
 
-def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path) -> Result:
+def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
+              trace: pathlib.Path | None, extra: list[str]) -> Result:
     plane.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "crds"))
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    if trace is not None:
+        Trace(plane, "kuota.dev/v1alpha1", trace / "kuota-trace.jsonl")
     probes = free_port()
     kuota = pathlib.Path(sys.executable).parent / "kuota"
     log = (work / "kuota-operator.log").open("wb")
     operator = subprocess.Popen(
-        [str(kuota), "operator", "--lease", "none", "--probes", f"127.0.0.1:{probes}"],
+        [str(kuota), "operator", "--lease", "none", "--probes", f"127.0.0.1:{probes}", *extra],
         env=dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig)), stdout=log,
         stderr=subprocess.STDOUT)
     try:
@@ -295,10 +349,13 @@ def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.P
         operator.wait(30)
 
 
-def run_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path) -> Result:
+def run_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
+              trace: pathlib.Path | None, extra: list[str]) -> Result:
     crds = _kueue_source() / "config" / "components" / "crd" / "bases"
     plane.kubectl("apply", "--server-side", "-f", str(crds))
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    if trace is not None:
+        Trace(plane, "kueue.x-k8s.io/v1beta2", trace / "kueue-trace.jsonl")
     env = dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig))
     log = (work / "minimalkueue.log").open("wb")
     manager = subprocess.Popen([str(KUEUE_BIN / "minimalkueue"), "--kubeconfig",
@@ -365,11 +422,19 @@ def main() -> None:
                         help="workload counts x SCALE (default 1: Kueue's 15,000)")
     parser.add_argument("--systems", default="kuota,kueue")
     parser.add_argument("--version", default="v1.34.4", help="Kubernetes binaries")
+    parser.add_argument("--operator-args", default="", metavar="ARGS",
+                        help="diagnostics: more arguments for `kuota operator` (one string, "
+                             "split on spaces), e.g. '--status-interval 30'")
+    parser.add_argument("--trace", type=pathlib.Path, metavar="DIR",
+                        help="write every Workload change of each system to "
+                             "DIR/<system>-trace.jsonl, and keep the managers' logs there")
     args = parser.parse_args()
     binaries = find_binaries(args.version)
     if binaries is None:
         sys.exit(f"Kubernetes {args.version} binaries are not built: make cluster-bins")
     config = generator_config(BASELINE, args.scale)
+    if args.trace is not None:
+        args.trace.mkdir(parents=True, exist_ok=True)
     runs = {"kuota": run_kuota, "kueue": run_kueue}
     if "kueue" in args.systems and not (KUEUE_BIN / "runner").exists():
         sys.exit(f"Kueue is not built in {KUEUE_BIN}: bash hack/kueue/build.sh")
@@ -378,7 +443,12 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix=f"side-{system}-") as tmp:
             work = pathlib.Path(tmp)
             with ControlPlane(binaries, work / "plane") as plane:
-                results.append(runs[system](plane, config, work))
+                results.append(runs[system](plane, config, work, args.trace,
+                                            args.operator_args.split()))
+                if args.trace is not None:
+                    for log in ("kuota-operator.log", "minimalkueue.log"):
+                        if (work / log).exists():
+                            (args.trace / log).write_bytes((work / log).read_bytes())
     print(f"Kueue baseline shape x{args.scale:g}: {total(config)} workloads, Kubernetes "
           f"{args.version}, fresh control plane per system, this machine")
     print(f"{'system':8} {'wall s':>8} {'small s':>9} {'medium s':>9} {'large s':>9} "

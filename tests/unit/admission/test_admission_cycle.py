@@ -168,3 +168,91 @@ def test_classical_order(timestamp: str, want_order: list[str]) -> None:
         head = Head(info, cq.name, LocalQueueConfig("ns", "lq", cq.name), queued)
         entries.append(Entry(head, cq, flavors.Assignment(flavors.Mode.FIT, borrow=height)))
     assert [e.head.info.name for e in sorted(entries, key=classical_order)] == want_order
+
+
+@pytest.mark.parametrize(("lender_cpu", "want_victims", "want_skipped"), [
+    # The cohort holds 9 + lender cpu; a1 (3 cpu) runs in a, b2 (2) then b1 (4) in b.
+    # "first" (4 cpu, a) preempts a1 and takes the one free cpu as well; "second" (5 cpu,
+    # b) was nominated with b1 as its only victim.
+    pytest.param(1, ["a1"], ["second"],
+                 id="nominated victims no longer make room: skipped, no new victim"),
+    pytest.param(2, ["a1", "b1"], [],
+                 id="nominated victims still make room: both preempt"),
+])
+def test_preemptor_keeps_its_nominated_victims(lender_cpu: int, want_victims: list[str],
+                                               want_skipped: list[str]) -> None:
+    """As in Kueue's scheduler, a preemptor evicts the victims found at nomination or
+    none: when an earlier decision of the cycle took the room they would make, it is
+    skipped until the next cycle rather than given more victims on the changed snapshot."""
+    def preempting(name: str, cpu: int) -> ClusterQueueBuilder:
+        return cq(name, cpu).preemption(within_cluster_queue="LowerPriority")
+
+    engine = engine_with(preempting("a", 4), preempting("b", 5), cq("lender", lender_cpu))
+    submit(engine, "a1", "a", 3)
+    submit(engine, "b2", "b", 2)
+    engine.run_until_idle(0)
+    submit(engine, "b1", "b", 4, at=1)
+    engine.run_until_idle(1)
+    submit(engine, "first", "a", 4, priority=10, at=10)
+    submit(engine, "second", "b", 5, priority=10, at=11)
+    result = schedule(engine.cache.snapshot(), engine.queues.heads(),
+                      engine.cache.namespace_labels)
+    assert [p.target.victim.info.name for p in result.preempted] == want_victims
+    assert [v.head.info.name for v in result.skipped] == want_skipped
+
+
+@pytest.mark.parametrize(("reclaim", "wants_cpu", "want_admitted", "want_skipped"), [
+    # a and b own 4 cpu each; a runs 3 and b 4, so 1 is free. "wants" (a, priority 10)
+    # does not fit and nobody may be preempted for it (b is within its nominal quota);
+    # "more" (b, 1 cpu, lower priority) is ordered after it.
+    pytest.param("Never", 4, [], ["more"],
+                 id="queue that cannot always reclaim: holds the cycle's quota"),
+    pytest.param("LowerPriority", 4, [], ["more"],
+                 id="reclaiming lower priority only: holds too"),
+    pytest.param("Any", 4, ["more"], [],
+                 id="reclaimWithinCohort Any: holds nothing"),
+    pytest.param("Never", 5, ["more"], [],
+                 id="request above the nominal quota: no preemption to wait for"),
+])
+def test_preemptor_without_candidates_holds_quota_for_the_cycle(
+        reclaim: str, wants_cpu: int, want_admitted: list[str],
+        want_skipped: list[str]) -> None:
+    """Kueue's scheduler lets a head that needs preemption but finds no victim keep what
+    its ClusterQueue could still use (its nominal quota, or up to its borrowing limit)
+    for the rest of the cycle, unless the queue can always reclaim it (``Any``)."""
+    engine = engine_with(cq("a", 4).preemption(reclaim_within_cohort=reclaim), cq("b", 4))
+    submit(engine, "a-own", "a", 3)
+    submit(engine, "b-own", "b", 4)
+    engine.run_until_idle(0)
+    submit(engine, "wants", "a", wants_cpu, priority=10, at=1)
+    submit(engine, "more", "b", 1, at=2)
+    result = schedule(engine.cache.snapshot(), engine.queues.heads(),
+                      engine.cache.namespace_labels)
+    assert [h.info.name for h, _ in result.admitted] == want_admitted
+    assert [v.head.info.name for v in result.skipped] == want_skipped
+    assert [(v.head.info.name, v.reason) for v in result.inadmissible] == \
+        [("wants", "WaitingForQuota")]
+
+
+def test_held_quota_is_in_the_flavor_that_needs_preemption() -> None:
+    """Needing preemption without a candidate ranks above no fit among flavors (Kueue's
+    preemption modes), and the next flavor is still tried: flavor g can never hold 4 cpu
+    for a, so a holds its share of f, which b borrows."""
+    engine = Engine()
+    engine.apply(flavor("f"))
+    engine.apply(flavor("g"))
+    for queue in (ClusterQueueBuilder("a").cohort("co").flavor("f", {"cpu": 4})
+                  .flavor("g", {"cpu": 2}, group=0),
+                  ClusterQueueBuilder("b").cohort("co").flavor("f", {"cpu": 4})
+                  .flavor("g", {"cpu": 0}, group=0)):
+        engine.apply(queue.obj())
+        engine.apply(local_queue(queue.obj().name, name=queue.obj().name))
+    submit(engine, "b-own", "b", 7)
+    engine.run_until_idle(0)
+    submit(engine, "wants", "a", 4, priority=10, at=1)
+    submit(engine, "more", "b", 1, at=2)
+    result = schedule(engine.cache.snapshot(), engine.queues.heads(),
+                      engine.cache.namespace_labels)
+    assert [v.head.info.name for v in result.skipped] == ["more"]
+    assert [(v.head.info.name, v.reason) for v in result.inadmissible] == \
+        [("wants", "WaitingForQuota")]
