@@ -26,6 +26,7 @@ from placement.model import (
     NodeSelectorTerm,
     PodRequirements,
     SelectorOperator,
+    add_amounts,
 )
 from placement.scoring import ResourceAllocationScorer, Strategy
 from queueing.store import NodeRecord
@@ -93,9 +94,22 @@ def node_value(record: NodeRecord) -> Node:
 
 
 def with_requests(node: Node, requests: Iterable[ResourceVector]) -> Node:
+    """``node`` with pods of these ``requests`` bound to it: one new value for all of them
+    (a node running thousands of pods is rebuilt once, not once per pod)."""
+    if node.nonzero_requested is not None:  # score defaults to keep apart: pod by pod
+        for vector in requests:
+            node = node.with_pod(PodRequirements(requests=vector))
+        return node
+    requested = dict(node.requested)
+    pods = 0
     for vector in requests:
-        node = node.with_pod(PodRequirements(requests=vector))
-    return node
+        add_amounts(requested, vector)
+        pods += 1
+    if not pods:
+        return node
+    requested[PODS] = requested.get(PODS, 0) + pods * POD_SLOT
+    return Node(node.name, node.allocatable, requested, node.labels, node.taints,
+                node.unschedulable)
 
 
 def without_requests(node: Node, requests: ResourceVector) -> Node:

@@ -33,7 +33,7 @@ from kuota.service.submission import parse_workload
 from queueing.store import Store, WorkloadRecord
 from queueing.store.objects import KINDS
 from quota import api, convert, lifecycle
-from quota.api.names import dns_subdomain_error
+from quota.api.names import dns_label_error, dns_subdomain_error
 from quota.config import EngineConfig
 from quota.lifecycle import State
 from quota.workload import Admission, WorkloadInfo
@@ -113,14 +113,19 @@ class SpecCache:
         """The checked object; ``check`` — a further check that does not read the name,
         raising when it fails — runs once per shape too (a failing shape is not kept)."""
         meta = spec.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) \
+                or not isinstance(namespace, str) or dns_label_error(namespace) is not None:
+            # (an empty or missing namespace is defaulted by the full check: not cached)
             obj = parse_workload(spec, source=source)
             if check is not None:
                 check(obj)
             return obj
         name: str = meta["name"]
-        shape = json.dumps({**spec, "metadata": {**meta, "name": ""}}, sort_keys=True,
-                           separators=(",", ":"), default=str)
+        # Neither the name nor the namespace is part of the shape: a sweep over many
+        # namespaces (one per team) shares one check.
+        shape = json.dumps({**spec, "metadata": {**meta, "name": "", "namespace": ""}},
+                           sort_keys=True, separators=(",", ":"), default=str)
         checked = self._checked.get(shape)
         if checked is None:
             checked = parse_workload(spec, source=source)
@@ -136,8 +141,8 @@ class SpecCache:
         if error is not None:
             raise api.ObjectError([api.Problem(source, "Workload", name, "metadata.name",
                                                error)])
-        return checked.model_copy(
-            update={"metadata": checked.metadata.model_copy(update={"name": name})})
+        return checked.model_copy(update={"metadata": checked.metadata.model_copy(
+            update={"name": name, "namespace": namespace})})
 
 
 def workload_object(record: WorkloadRecord, cache: SpecCache | None = None) -> api.Workload:

@@ -20,6 +20,14 @@ def manifest(name: str, cpu: int = 1, label: str = "a") -> dict[str, Any]:
     return doc
 
 
+def in_namespace(doc: dict[str, Any], namespace: str | None) -> dict[str, Any]:
+    if namespace is None:
+        del doc["metadata"]["namespace"]
+    else:
+        doc["metadata"]["namespace"] = namespace
+    return doc
+
+
 def check(doc: dict[str, Any]) -> api.Workload | str:
     try:
         return submission.parse_workload(doc, source="s")
@@ -34,6 +42,10 @@ def check(doc: dict[str, Any]) -> api.Workload | str:
     pytest.param([manifest("w-1"), manifest("w-2", cpu=2), manifest("w-3", label="b")],
                  id="spec and labels are part of the shape"),
     pytest.param([manifest("w-1", cpu=0), manifest("w-2", cpu=0)], id="a shape refused twice"),
+    pytest.param([manifest("w-1"), in_namespace(manifest("w-2"), "other"),
+                  in_namespace(manifest("w-3"), "Bad_NS"), in_namespace(manifest("w-4"), ""),
+                  in_namespace(manifest("w-5"), None)],
+                 id="the namespace is not part of the shape but still checked"),
 ])
 @pytest.mark.parametrize("limit", [None, 1])
 def test_the_cache_answers_as_a_full_check(docs: list[dict[str, Any]],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kuota.service import placing
-from placement.model import Node
+from placement.model import Node, PodRequirements
 from quota.config import FlavorConfig
 from quota.workload import Admission, PodSetAdmission, PodSetInfo, WorkloadInfo
 
@@ -56,3 +58,16 @@ def test_removing_a_pod_undoes_adding_it() -> None:
     back = placing.without_requests(with_two, {"cpu": 500})
     assert back.requested == placing.with_requests(node, [{"cpu": 1000, "memory": 4}]).requested
     assert placing.without_requests(back, {"cpu": 1000, "memory": 4}).requested == {}
+
+
+@pytest.mark.parametrize("requests", [
+    [],
+    [{"cpu": 1000}],
+    [{"cpu": 1000, "memory": 4}, {"cpu": 500}, {"nvidia.com/gpu": 1000}],
+])
+def test_adding_pods_at_once_is_adding_them_one_by_one(requests: list[dict[str, int]]) -> None:
+    node = Node("n", {"cpu": 4000, "memory": 10}, {"cpu": 250})
+    one_by_one = node
+    for vector in requests:
+        one_by_one = one_by_one.with_pod(PodRequirements(requests=vector))
+    assert placing.with_requests(node, requests) == one_by_one
