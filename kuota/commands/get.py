@@ -25,8 +25,8 @@ KINDS = {
 }
 
 #: Workload states ``--state`` accepts: the lifecycle's, what the table shows, the outcomes.
-STATES = ("Pending", "QuotaReserved", "Admitted", "Placing", "Running", "Finished",
-          "Succeeded", "Failed", "Cancelled", "Rejected", "Invalid", "Inactive")
+STATES = ("Pending", "QuotaReserved", "Admitted", "Placing", "Running", "Evicting",
+          "Finished", "Succeeded", "Failed", "Cancelled", "Rejected", "Invalid", "Inactive")
 
 COLUMNS = {
     "workloads": Columns(("name", "queue", "state", "pods", "age", "reason", "message"),
@@ -111,9 +111,12 @@ def _full_name(kind: str, name: str) -> str:
 # -- workloads ------------------------------------------------------------------------------
 
 def shown_state(w: Any) -> str:
-    """What the table says: Running/Placing for admitted, the outcome for finished."""
+    """What the table says: Running/Placing for admitted, the outcome for finished, and
+    Evicting while the pods of a cancelled, failed or evicted workload stop."""
     if w.state == "Admitted":
         return "Running" if w.placement else "Placing"
+    if w.state == "Evicting":
+        return "Evicting"
     return str(w.outcome.value or w.state.value)
 
 
