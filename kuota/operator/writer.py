@@ -101,6 +101,10 @@ class Writer:
         self.identity = identity
         options = controller.options
         self._slots = asyncio.Semaphore(options.write_concurrency)
+        # Why a waiting workload waits is worth a write, but never ahead of a decision: these
+        # writes have their own few slots, so thousands of them queued by one status sync do
+        # not stand between an admission (or an eviction) and the API server.
+        self._reason_slots = asyncio.Semaphore(max(1, options.write_concurrency // 8))
         self._event_slots = asyncio.Semaphore(4)
         self._chains: dict[str, asyncio.Task[None]] = {}
         self._queued_syncs: set[str] = set()
@@ -123,21 +127,24 @@ class Writer:
 
     # -- scheduling writes -------------------------------------------------------------------
     def _chain(self, key: str, make: Callable[[], Awaitable[None]], *,
-               again: Callable[[], None] | None = None, work: str | None = None) -> None:
+               again: Callable[[], None] | None = None, work: str | None = None,
+               slots: asyncio.Semaphore | None = None) -> None:
         """Run ``make`` after the writes already queued for ``key``, within the write limit.
 
         ``again`` queues the same work anew: given, an :class:`ApiError` the client gave up
         on runs it after a backoff (:meth:`_failed`); ``work`` names the work for counting
-        its failures (default ``key``).
+        its failures (default ``key``); ``slots`` the write limit it runs within (default
+        the decisions' one).
         """
         previous = self._chains.get(key)
         work = work or key
+        limit = slots or self._slots
 
         async def run() -> None:
             if previous is not None:
                 await asyncio.wait([previous])
             try:
-                async with self._slots:
+                async with limit:
                     await make()
             except asyncio.CancelledError:
                 raise
@@ -512,7 +519,8 @@ class Writer:
                     or self._pending_written.get(key) == why or key in self._chains:
                 continue
             self._pending_written[key] = why
-            self._chain(key, functools.partial(self._write_pending, key, why))
+            self._chain(key, functools.partial(self._write_pending, key, why),
+                        slots=self._reason_slots)
         for body in controller.objects.all("ClusterQueue"):
             name = key_of(body)
             patch = status.cluster_queue_status(
