@@ -44,7 +44,7 @@ PURGED_KEPT: Final = 100_000
 _STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "attempt",
                   "outcome", "reason", "message", "cq", "admission", "admitted_at", "placement",
                   "pods", "pods_done", "failures", "backoff_limit", "finished_at", "submission",
-                  "origin")
+                  "origin", "after")
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,11 @@ def test_the_next_workload_waits_until_the_pods_of_the_last_are_gone(
     assert pool.state(gang) == State.EVICTING
     assert pool.state(waiting) == State.PENDING, \
         "admitted onto the quota of a pod that still runs"
+    leader = pool.scheduler.leader
+    assert leader is not None
+    # A cancel or a final failure ends the workload: it is no eviction to count.
+    want_evictions = ["PodFailed"] if retries else []
+    assert [e.reason for e in leader.engine.records[gang].evictions] == want_evictions
     # A new scheduler (a failover) knows the quota is still held: it is in Redis.
     pool.restart_scheduler()
     pool.run()
