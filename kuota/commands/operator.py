@@ -100,7 +100,9 @@ def register(subparsers: Any) -> None:
                              "within SECONDS")
     parser.add_argument("--fair-sharing", action="store_true", help="enable fair sharing")
     parser.add_argument("--status-interval", type=float, default=1.0, metavar="SECONDS",
-                        help="how often queue statuses are written (default %(default)s)")
+                        help="how often queue statuses and why waiting workloads wait are "
+                             "written (default %(default)s); the reasons go through a few "
+                             "write slots of their own, never ahead of admissions")
     parser.add_argument("--manager-id", default="kuota", metavar="ID",
                         help="multi-cluster: this manager's id, the kuota.dev/origin label of "
                              "the Jobs it creates in member clusters (default %(default)s)")
