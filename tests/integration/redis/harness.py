@@ -115,6 +115,16 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0,
         time.sleep(every)
 
 
+def alive(pid: int) -> bool:
+    """Is process ``pid`` running (a zombie, or one reaped meanwhile, is not)?"""
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except (ProcessLookupError, FileNotFoundError):  # gone, or reaped between the looks
+        return False
+
+
 def events(client: Client, key: str) -> list[str]:
     return [h["event"] for h in client.store.workloads.history(key)]
 

@@ -7,7 +7,6 @@ workload, so "ran exactly once" is checked on what really ran.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from harness import (
     CQ,
     Processes,
+    alive,
     events,
     local_cluster,
     node,
@@ -111,7 +111,7 @@ def test_a_workload_on_a_killed_worker_is_requeued_and_finishes_elsewhere(
     assert run.logs().strip() == "done on wb"
     evictions = [h for h in run.history() if h["event"] == "Evicted"]
     assert [e["reason"] for e in evictions] == ["NodeFailures"]
-    assert not _alive(int(pid_file.read_text())), "the pod died with its worker"
+    assert not alive(int(pid_file.read_text())), "the pod died with its worker"
     assert client.store.nodes.get("wa").state == "Lost"
 
 
@@ -211,18 +211,6 @@ def test_the_python_api_reports_every_problem_at_once(redis_server_url: str,
                       "spec.podSets[0].template.spec.containers[0].resources.requests",
                       "spec.podSets[b]"]
     assert client.workloads() == []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_a_lost_start_job_is_sent_again(redis_server_url: str, redis_prefix: str) -> None:

@@ -6,13 +6,13 @@ on the test's own key prefix; the pods are real processes.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from harness import (
     CQ,
     QuotaChecker,
+    alive,
     events,
     local_cluster,
     node,
@@ -117,7 +117,7 @@ def test_reclaim_preempts_the_borrower_and_terminates_its_pod(redis_server_url: 
         pid = int(pid_file.read_text())
         owner = client.submit(["true"], queue="default/lq-b", requests={"cpu": 2}, name="owner")
         assert owner.wait(30).succeeded
-        wait_for("the borrower's process to end", lambda: not _alive(pid), timeout=10)
+        wait_for("the borrower's process to end", lambda: not alive(pid), timeout=10)
         evictions = [h for h in client.store.workloads.history(borrower.key)
                      if h["event"] == "Evicted"]
         assert [e["reason"] for e in evictions] == ["Preempted"]
@@ -140,7 +140,7 @@ def test_cancel_terminates_the_pod(redis_server_url: str, redis_prefix: str,
         wait_for("the pod to run", lambda: pid_file.exists() and pid_file.read_text())
         run.cancel()
         pid = int(pid_file.read_text())
-        wait_for("the process to end", lambda: not _alive(pid), timeout=10)
+        wait_for("the process to end", lambda: not alive(pid), timeout=10)
         wait_for("the pod to be reported stopped",
                  lambda: run.status().pods[0].phase == PodPhase.STOPPED)
         wait_for("the cancel to complete", lambda: run.status().state == "Finished")
@@ -197,17 +197,3 @@ def test_pods_are_placed_only_on_nodes_their_flavor_selects(redis_server_url: st
                 for _ in range(4)]
         statuses = [r.wait(30) for r in runs]
     assert {p.node for s in statuses for p in s.pods} == {"fast"}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); treat it as ended.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except (FileNotFoundError, ProcessLookupError):  # reaped between the two looks
-        return False
-
