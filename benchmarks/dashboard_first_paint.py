@@ -22,14 +22,11 @@ Usage: python benchmarks/dashboard_first_paint.py [--queues 1000] [--pending 500
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import bigstore
-from redis_throughput import redis_server
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -37,7 +34,6 @@ sys.path.insert(0, str(REPO))
 from kuota.client import Client  # noqa: E402
 from kuota.dashboard import render  # noqa: E402
 from kuota.dashboard.redis_source import RedisSource  # noqa: E402
-from kuota.service.connection import connect  # noqa: E402
 from tests.integration.dashboard import browser  # noqa: E402
 
 COHORT_SIZE = 10
@@ -104,12 +100,11 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--pending", type=int, default=50_000)
-    parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
+    bigstore.add_redis_arg(parser)
     args = parser.parse_args()
-    with redis_server(args.redis) as url:
-        prefix = f"bench{os.getpid()}"
-        connection = connect(url, prefix=prefix)
-        client = Client(connection=connection)
+    with bigstore.bench_store(args.redis) as bench:
+        url, prefix, client = bench.url, bench.prefix, bench.client
+        connection = client.connection
         timed(f"write {args.queues:,} ClusterQueues + LocalQueues",
               lambda: client.apply(bigstore.queues(args.queues, per_cohort=COHORT_SIZE,
                                                    nominal=10)))
@@ -127,8 +122,7 @@ def main() -> None:
         timed("server: render one ClusterQueue's page",
               lambda: render.cluster_queue_page(overview, "cq-0"))  # type: ignore[arg-type]
         print(f"overview page: {len(str(html)) / 1e6:.2f} MB of HTML")
-        env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
-        logs = Path(tempfile.mkdtemp(prefix="kuota-bench-"))
+        env, logs = bench.env, bench.logs
         # A long lease: rebuilding over 50,000 pending workloads outlasts the default 5 s
         # on a busy machine, and this measures the dashboard, not leader election.
         procs = [bigstore.kuota(["scheduler", "--identity", "bench", "--lease-ttl", "120"],

@@ -24,23 +24,18 @@ Usage: python benchmarks/huge_gang.py [--pods 10000] [--nodes 100] [--redis URL]
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import bigstore
 import redis
-from redis_throughput import redis_server
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kuota.client import Client  # noqa: E402
-from kuota.service.connection import connect  # noqa: E402
 from kuota.service.runnable import MAX_PODS  # noqa: E402
 
 
@@ -66,19 +61,17 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=MAX_PODS)
     parser.add_argument("--nodes", type=int, default=100)
-    parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
+    bigstore.add_redis_arg(parser)
     args = parser.parse_args()
     per_node = -(-args.pods // args.nodes)
-    with redis_server(args.redis) as url:
-        prefix = f"bench{os.getpid()}"
-        client = Client(connection=connect(url, prefix=prefix))
+    with bigstore.bench_store(args.redis) as bench:
+        url, client = bench.url, bench.client
         store = client.store
         client.apply(bigstore.queues(1, nominal=args.pods))
         epochs = {f"n{i}": store.nodes.register(
             f"n{i}", pool="p", capacity={"cpu": per_node * 1000}, labels={}, devices=[],
             now=time.time()) for i in range(args.nodes)}
-        env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
-        logs = Path(tempfile.mkdtemp(prefix="kuota-bench-"))
+        env, logs = bench.env, bench.logs
         scheduler = bigstore.kuota(["scheduler", "--identity", "bench"], env,
                                    logs / "scheduler.log")
         pinger = Pinger(url)

@@ -13,20 +13,15 @@ Usage: python benchmarks/leader_ready.py [--queues 1000] [--pending 50000] [--re
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import bigstore
-from redis_throughput import redis_server
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kuota.client import Client  # noqa: E402
-from kuota.service.connection import connect  # noqa: E402
 
 
 def main() -> None:
@@ -34,22 +29,20 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--pending", type=int, default=50_000)
-    parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
+    bigstore.add_redis_arg(parser)
     args = parser.parse_args()
-    with redis_server(args.redis) as url:
-        prefix = f"bench{os.getpid()}"
-        client = Client(connection=connect(url, prefix=prefix))
+    with bigstore.bench_store(args.redis) as bench:
+        client = bench.client
         client.apply(bigstore.queues(args.queues, nominal=20, borrowing=100, preemption={
             "reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}))
         started = time.monotonic()
         bigstore.fill(client, args.pending, queues_count=args.queues)
         print(f"{args.queues:,} ClusterQueues and LocalQueues, {args.pending:,} pending "
               f"workloads written in {time.monotonic() - started:.1f} s")
-        env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
-        log = Path(tempfile.mkdtemp(prefix="kuota-bench-")) / "scheduler.log"
+        log = bench.logs / "scheduler.log"
         t0 = time.monotonic()
         proc = bigstore.kuota(["scheduler", "--identity", "bench", "--log-level", "INFO"],
-                              env, log)
+                              bench.env, log)
         led = ready = admitted = None
         try:
             while time.monotonic() - t0 < 180 and admitted is None:

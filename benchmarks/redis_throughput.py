@@ -56,6 +56,7 @@ from rq.serializers import JSONSerializer
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.procstat import cpu_seconds, peak_rss  # noqa: E402
 from kuota.client import Client  # noqa: E402
 from kuota.service import submission  # noqa: E402
 from kuota.service.connection import connect  # noqa: E402
@@ -374,7 +375,7 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         if runner.failure is not None:
             sys.exit(f"the timed runner failed: {runner.failure!r}")
         figures = _baseline_figures(client.store, keys, t0, shape.classes)
-        figures.update(cpu=_cpu_seconds(scheduler), rss=_peak_rss(scheduler),
+        figures.update(cpu=cpu_seconds(scheduler), rss=peak_rss(scheduler),
                        terms=len(terms.seen))
         return figures
     finally:
@@ -398,20 +399,6 @@ class Terms:
             holder = self.store.redis.get(self.store.keys.lease)
             if holder:
                 self.seen.add(holder)
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _peak_rss(pid: int) -> int:
-    """Peak resident set of a live process (Linux VmHWM), bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def _baseline_figures(store: Store, keys: list[str], t0: float,

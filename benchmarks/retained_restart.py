@@ -14,39 +14,32 @@ Usage: python benchmarks/retained_restart.py [--finished 100000] [--redis URL]
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import bigstore
-from redis_throughput import redis_server
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kuota.client import Client  # noqa: E402
-from kuota.service.connection import connect  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--finished", type=int, default=100_000)
-    parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
+    bigstore.add_redis_arg(parser)
     args = parser.parse_args()
-    with redis_server(args.redis) as url:
-        prefix = f"bench{os.getpid()}"
-        client = Client(connection=connect(url, prefix=prefix))
+    with bigstore.bench_store(args.redis) as bench:
+        client = bench.client
         client.apply(bigstore.queues(1, nominal=4))
         started = time.monotonic()
         bigstore.fill(client, args.finished, queues_count=1, name="done", finished=True)
         print(f"{args.finished:,} finished workloads written in "
               f"{time.monotonic() - started:.1f} s")
         job = client.submit(["true"], queue="default/lq-0", name="new", requests={"cpu": 1})
-        env = {**os.environ, "REDIS_URL": url, "KUOTA_PREFIX": prefix}
-        logs = Path(tempfile.mkdtemp(prefix="kuota-bench-"))
+        env, logs = bench.env, bench.logs
         t0 = time.monotonic()
         procs = [bigstore.kuota(["scheduler", "--identity", "bench"], env,
                                 logs / "scheduler.log"),

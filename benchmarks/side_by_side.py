@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 
+from benchmarks.procstat import cpu_seconds  # noqa: E402
 from benchmarks.simulate_kueue_baseline import BASELINE, Shape  # noqa: E402
 from tests.cluster.binaries import find_binaries  # noqa: E402
 from tests.cluster.controlplane import ControlPlane  # noqa: E402
@@ -342,7 +343,7 @@ def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.P
         _wait_ready(f"http://127.0.0.1:{probes}/readyz", operator)
         runner = KuotaRunner(plane.url, _token(plane), plane.ca.cert, config)
         result = asyncio.run(runner.run())
-        result.note = f"operator CPU {_cpu(operator.pid):.1f} s"
+        result.note = f"operator CPU {cpu_seconds(operator.pid):.1f} s"
         return result
     finally:
         operator.terminate()
@@ -380,7 +381,7 @@ def run_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.P
                       {c: v["averageTimeToAdmissionMs"] / 1000 for c, v in classes.items()},
                       {c: v["count"] for c, v in classes.items()},
                       sum(v.get("totalEvictions", 0) for v in classes.values()),
-                      note=f"minimalkueue CPU {_cpu(manager.pid):.1f} s")
+                      note=f"minimalkueue CPU {cpu_seconds(manager.pid):.1f} s")
     finally:
         manager.terminate()
         manager.wait(30)
@@ -390,12 +391,6 @@ def _kueue_source() -> pathlib.Path:
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
                            check=True).stdout.strip()
     return pathlib.Path(cache) / "sigs.k8s.io" / f"kueue@{KUEUE_VERSION}"
-
-
-def _cpu(pid: int) -> float:
-    """User + system CPU seconds of a running process (from /proc)."""
-    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
