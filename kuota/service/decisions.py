@@ -13,11 +13,10 @@ module writes them to the store, in order:
 * **Evicting** (preemption, node failure, a stopped queue, a deactivation of a
   workload holding quota) — a fenced ``settle`` script that moves the workload to
   Evicting and asks its pods to stop; its quota stays held until they are gone,
-  when the leader completes the eviction (``stopped``, see
-  :meth:`kuota.service.leader.Leader.complete_stops`).
+  when the leader completes the eviction (:mod:`kuota.service.stopping`).
 * **Evicted / Deactivated / Finished** that complete such a stop, or that follow
   a change Redis made itself (a failed pod, a cancel), need no write: the keys in
-  ``Leadership.completing``. A deactivation of a waiting workload is a ``settle``.
+  ``Stops.completing``. A deactivation of a waiting workload is a ``settle``.
 * **Requeued** needs no write: a requeue after backoff leaves the stored
   workload Pending.
 
@@ -35,6 +34,7 @@ from typing import Protocol
 
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
+from kuota.service.stopping import Stops
 from queueing.store import Fenced, Store, WorkloadRecord
 from queueing.store.workloads import AdmitRequest
 from quota.lifecycle import State
@@ -63,13 +63,8 @@ class Leadership(Protocol):
     unplaced: dict[str, None]
     #: Workloads to re-read from Redis next round.
     recheck: set[str]
-    #: Workloads Evicting in the store: their quota is released once their pods are gone.
-    stopping: set[str]
-    #: Of those, the ones to try to complete next (their pods may be gone).
-    stops_due: set[str]
-    #: Workloads whose eviction or finish Redis already holds: their engine events up to
-    #: the final one (Evicted, Deactivated, Finished) are not written.
-    completing: set[str]
+    #: Workloads whose pods stop, holding their quota until they are gone.
+    stops: Stops
 
     def next_decision_id(self) -> str: ...
 
@@ -91,9 +86,9 @@ def apply(leader: Leadership, events: Sequence[WorkloadEvent], now: float) -> Ap
             continue
         _admit(leader, batch, now, applied)
         batch = []
-        if event.key in leader.completing:
+        if event.key in leader.stops.completing:
             if event.kind in (Kind.EVICTED, Kind.DEACTIVATED, Kind.FINISHED):
-                leader.completing.discard(event.key)
+                leader.stops.completing.discard(event.key)
         elif event.kind in (Kind.EVICTING, Kind.EVICTED, Kind.DEACTIVATED):
             _settle(leader, event, now, applied)
     _admit(leader, batch, now, applied)
@@ -162,8 +157,7 @@ def _settle(leader: Leadership, event: WorkloadEvent, now: float, applied: Appli
         if stop:
             # The quota stays held until the pods are gone (their placement is kept to
             # find them); the node capacity comes back as each one stops (a pod event each).
-            leader.stopping.add(event.key)
-            leader.stops_due.add(event.key)
+            leader.stops.begin(event.key, tracked.attempt, tracked.pods)
         else:
             tracked.placed, tracked.pods = (), 0
         applied.settled.append(event.key)

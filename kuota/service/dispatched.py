@@ -18,9 +18,10 @@ the engine, in the same leader loop and with the same fenced writes:
   ``POD_EXIT`` script finishes the copy (Succeeded when all pods exit 0,
   Failed past ``backoffLimit``), which is what the manager follows home.
 * **Restart in place** — a copy back in ``Pending`` (a pod failed with retries
-  left, or its node was lost) is admitted again at once with its own
-  admission, keeping its pool: **node loss re-places it in the same pool**
-  (the manager chose the pool; moving is the manager's decision, which it
+  left — once its gang mates have stopped, :mod:`kuota.service.stopping` — or
+  its node was lost) is admitted again at once with its own admission,
+  keeping its pool: **node loss re-places it in the same pool** (the manager
+  chose the pool; moving is the manager's decision, which it
   makes when the whole pool stops answering). A node lost under a placed copy
   evicts it with reason ``NodeFailures`` first (its other pods are stopped).
 * **Cancel / remove** — ``kuota cancel`` finishes it like any workload; the
@@ -98,6 +99,8 @@ class DispatchedWorkloads:
         if stored.state is State.FINISHED:
             self.copies.pop(key, None)
             return True
+        if stored.state is State.EVICTING:  # a failed pod's gang mates, or a cancel, stop
+            self.leader.stops.begin(key, stored.attempt, stored.pods)
         copy = self.copies.get(key)
         if copy is None:
             spec = self._spec(key, stored, now)

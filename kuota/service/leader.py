@@ -56,6 +56,7 @@ from kuota.service.dispatched import DispatchedWorkloads
 from kuota.service.intake import Intake
 from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
+from kuota.service.stopping import Stops
 from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
 from queueing.store.events import Event
 from queueing.store.workloads import PlaceRequest, PodPlacement
@@ -121,9 +122,8 @@ class Leader:
         self.on_events: Callable[[Leader, Sequence[WorkloadEvent]], None] | None = None
         self.unplaced: dict[str, None] = {}
         self.recheck: set[str] = set()
-        self.stopping: set[str] = set()
-        self.stops_due: set[str] = set()
-        self.completing: set[str] = set()
+        #: Workloads whose pods stop, holding their quota until they are gone.
+        self.stops = Stops(self)
         #: The last step stopped its cycles with work left (see :meth:`_cycles`).
         self.busy = False
         #: Submissions checked by shape: a job array's workloads differ only in their names.
@@ -221,7 +221,7 @@ class Leader:
         self._renew_at = now + self.timing.lease_ttl / 3
 
     def _block_ms(self, now: float) -> int:
-        if self.recheck or self.stops_due or self.busy:
+        if self.recheck or self.stops.due or self.busy:
             return 1
         until = min(self._renew_at, self._node_check_at, now + self.timing.poll)
         wakeup = self.engine.next_wakeup()
@@ -238,7 +238,7 @@ class Leader:
                 raise NeedRebuild("queue objects changed")
             if event.kind == "node":
                 self.nodes.dirty = True
-                self.stops_due |= self.stopping  # pods on a lost node are gone
+                self.stops.wake_all()  # pods on a lost node are gone
             elif event.kind == "pod":
                 self.nodes.ended(event.pod)
             if event.key:
@@ -275,7 +275,7 @@ class Leader:
             if mine is None or mine.state is State.FINISHED:
                 self._enter(stored, now)
             elif mine.state in HOLDS_QUOTA:  # a pod failed and none of the gang is left
-                self._released_in_store(key, stored, now)
+                self.stops.released_in_store(key, stored, now)
             if key in self.engine.records:  # not if it was just rejected
                 self.tracked[key] = Tracked(stored.attempt)
             return
@@ -284,64 +284,10 @@ class Leader:
                     or tracked.attempt != stored.attempt:
                 raise NeedRebuild(f"workload {key} holds quota the engine does not know of")
             if state is State.EVICTING:
-                self._stopping(key, stored, now)
+                self.stops.follow(key, stored, now)
             return
         if state is State.INACTIVE and mine is not None and mine.state is not State.INACTIVE:
             self.engine.deactivate(key, now, stored.reason or "Inactive", stored.message)
-
-    def _stopping(self, key: str, stored: WorkloadRecord, now: float) -> None:
-        """Redis says the workload's pods are stopping (a failed gang mate, a cancel, or this
-        leader's own eviction): it holds its quota until they are gone."""
-        if self.engine.records[key].state is not State.EVICTING:
-            if stored.after == "finish":
-                self.engine.finishing(key, now)
-            else:
-                self.engine.evict(key, now, stored.reason or "Evicted", "", stored.message)
-        self.unplaced.pop(key, None)
-        self.stopping.add(key)
-        self.stops_due.add(key)
-
-    def _released_in_store(self, key: str, stored: WorkloadRecord, now: float) -> None:
-        """Redis requeued a workload whose pods were all gone already: release its quota."""
-        self.completing.add(key)
-        if self.engine.records[key].state is not State.EVICTING:
-            self.engine.evict(key, now, stored.reason or "PodFailed", "", stored.message)
-        self.engine.stopped(key, now)
-        self.unplaced.pop(key, None)
-        self.stopping.discard(key)
-
-    def complete_stops(self, now: float) -> bool:
-        """Release the quota of Evicting workloads whose pods are all gone (Redis checks
-        each pod in the same atomic step); True if any was released."""
-        due = [WorkloadRecord(key, State.EVICTING, attempt=t.attempt, pods=t.pods)
-               for key in sorted(self.stops_due & self.stopping)
-               if (t := self.tracked.get(key)) is not None]
-        self.stops_due.clear()
-        if not due:
-            return False
-        released = False
-        for stored, status in zip(due, self.store.workloads.stopped_many(self.holder, due, now),
-                                  strict=True):
-            key = stored.key
-            self._check(status, f"completing the eviction of {key}")
-            if status == "running":
-                continue
-            self.stopping.discard(key)
-            record = self.engine.records.get(key)
-            if not status.startswith("ok:") or record is None \
-                    or record.state is not State.EVICTING:
-                self.recheck.add(key)
-                continue
-            with blame(key):
-                self.completing.add(key)
-                if State(status[3:]) is State.FINISHED:
-                    self.engine.finish(key, now)
-                    self._forget(key)
-                else:  # requeued, or deactivated, as the engine's eviction said
-                    self.engine.stopped(key, now)
-                    self.tracked[key].placed, self.tracked[key].pods = (), 0
-            released = True
-        return released
 
     def _enter(self, stored: WorkloadRecord, now: float) -> None:
         checked = rebuild.checked_info(stored, self._specs)
@@ -366,16 +312,16 @@ class Leader:
         self.tracked.pop(key, None)
         self.unplaced.pop(key, None)
         self._reasons.pop(key, None)
-        self.stopping.discard(key)
+        self.stops.forget(key)
 
     # -- 3. schedule -------------------------------------------------------------------
     def _schedule(self, now: float) -> None:
-        self.complete_stops(now)
+        self.stops.complete(now)
         self._cycles(now)
         if self.members is not None and self.members.retry(now):
             self._cycles(now)  # a Retry verdict requeues: it may fit elsewhere
         self._persist(now)
-        if self.complete_stops(now):  # evictions with no pod left to wait for (never placed)
+        if self.stops.complete(now):  # evictions with no pod left to wait for (never placed)
             self._cycles(now)
             self._persist(now)
         if self.members is not None:
@@ -583,7 +529,7 @@ class Leader:
     # -- 5. watch nodes -----------------------------------------------------------------
     def _watch_nodes(self, now: float) -> None:
         self._node_check_at = now + self.timing.node_check_every
-        self.stops_due |= self.stopping  # a pod event may have been missed
+        self.stops.wake_all()  # a pod event may have been missed
         redis_now = self.store.nodes.time()
         for node in self.store.nodes.all():
             if node.ready and redis_now - node.heartbeat > self.timing.node_timeout:
@@ -731,8 +677,7 @@ class Leader:
         for record in records:
             self.tracked[record.key] = Tracked(record.attempt, record.pods)
             if record.state is State.EVICTING:
-                self.stopping.add(record.key)
-                self.stops_due.add(record.key)
+                self.stops.begin(record.key, record.attempt, record.pods)
         for record in sorted((r for r in records if r.state is State.ADMITTED
                               and not r.placement), key=lambda r: r.admitted_at or 0.0):
             self.unplaced[record.key] = None

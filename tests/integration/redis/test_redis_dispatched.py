@@ -99,6 +99,28 @@ def test_dispatched_copies_run_fail_and_are_removed(redis_server_url: str,
         member.delete("default", "mine")
 
 
+@pytest.mark.parametrize("backoff_limit", [0, 1])
+def test_a_failed_pod_ends_its_gang_once_the_mates_stopped(
+        redis_server_url: str, redis_prefix: str, backoff_limit: int) -> None:
+    """Pod 0 fails at once while pod 1 would sleep: the copy is Evicting until pod 1 has
+    stopped, then retried (with a retry left) or Failed — never left Evicting."""
+    spec = pool_spec(pool="gpu", member="pool-a", origin="mgr", redis=redis_server_url,
+                     prefix=redis_prefix)
+    member = PoolMember(spec)
+    with local_cluster(redis_server_url, redis_prefix, [node("gpu", "g-1", "cpu=2")]) as cluster:
+        store: Store = cluster.connection.store
+        wait_for("the node", lambda: any(n.ready for n in store.nodes.all()))
+        member.create(job_copy("gang", ["sh", "-c", 'test "$KUOTA_POD_INDEX" = 1 || exit 3; '
+                                        "exec sleep 30"], parallelism=2,
+                               backoff_limit=backoff_limit))
+        done = wait_for("the gang to fail", lambda: (r := store.workloads.find("default/gang"))
+                        and r.state is State.FINISHED and r, timeout=30)
+    assert done.outcome.value == "Failed"
+    assert done.attempt == backoff_limit + 1
+    history = [h["event"] for h in store.workloads.history("default/gang")]
+    assert history.count("Requeued") == backoff_limit
+
+
 def test_node_loss_places_the_copy_again_in_the_same_pool(redis_server_url: str,
                                                           redis_prefix: str) -> None:
     member = PoolMember(pool_spec(pool="gpu", member="pool-a", origin="mgr",
