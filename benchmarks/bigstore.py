@@ -26,6 +26,7 @@ from redis_throughput import redis_server
 
 from kuota.client import Client
 from kuota.service.connection import connect
+from queueing.store import digests
 
 
 def queues(count: int, *, per_cohort: int = 100, nominal: int = 20,
@@ -71,9 +72,10 @@ def fill(client: Client, count: int, *, queues_count: int, cpu: int = 1, name: s
         for i in range(start, min(count, start + 5_000)):
             key, queue, at = f"default/{name}-{i}", f"lq-{i % queues_count}", now + i / 1000
             spec["metadata"]["name"], spec["spec"]["queueName"] = f"{name}-{i}", queue
+            text = digests.canonical(spec)
             pipe.hset(store.keys.workload(key), mapping={
-                **fields, "key": key, "queue": f"default/{queue}",
-                "spec": json.dumps(spec, sort_keys=True, separators=(",", ":")),
+                **fields, "key": key, "queue": f"default/{queue}", "spec": text,
+                "spec_sum": digests.digest(text), "shape": digests.shape(spec),
                 "created": at, "queued_at": at, "submission": f"bench-{i}"})
             pipe.zadd(store.keys.workloads, {key: at})
             pipe.zadd(store.keys.workloads_in("default"), {key: at})

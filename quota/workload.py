@@ -63,14 +63,19 @@ class PodSetInfo:
     #: Topology request: ("required" | "preferred", level label) or None.
     topology: tuple[str, str] | None = None
 
+    #: Hash of what makes two pod sets ask the same (computed once: the pod sets of a job
+    #: array's workloads are one object, shared).
+    shape_hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape_hash", hash((
+            self.name, self.count, self.min_count, tuple(sorted(self.requests.items())),
+            tuple(sorted(self.node_selector.items())), self.affinity_terms,
+            tuple(repr(t) for t in self.tolerations), self.topology)))
+
     def total(self, count: int | None = None) -> ResourceVector:
         n = self.count if count is None else count
         return {name: amount * n for name, amount in self.requests.items()}
-
-    def shape(self) -> tuple[object, ...]:
-        return (self.name, self.count, self.min_count, tuple(sorted(self.requests.items())),
-                tuple(sorted(self.node_selector.items())), self.affinity_terms,
-                tuple(repr(t) for t in self.tolerations), self.topology)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +90,9 @@ class WorkloadInfo:
     #: Seconds since the epoch (or virtual seconds); the FIFO key.
     created: float = 0.0
     priority_class: str | None = None
-    #: Opaque reference for adapters (the API object); never read by the core.
+    #: Opaque reference for adapters (the API object; in Redis mode the checked object of
+    #: the workload's manifest shape, shared, whose name may be another workload's: the
+    #: identity is :attr:`key`); never read by the core.
     source: Any = field(default=None, compare=False, hash=False)
     equivalence: int = field(default=0, init=False, compare=False, hash=False)
     #: ``namespace/name``, the workload's identity everywhere.
@@ -94,7 +101,7 @@ class WorkloadInfo:
     local_queue_key: str = field(default="", init=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        shapes = tuple(ps.shape() for ps in self.pod_sets)
+        shapes = tuple(ps.shape_hash for ps in self.pod_sets)
         object.__setattr__(self, "equivalence",
                            hash((self.namespace, self.queue_name, self.priority, shapes)))
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")

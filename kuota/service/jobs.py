@@ -101,7 +101,7 @@ def pod_command(workload: api.Workload, pod_set: str) -> tuple[tuple[str, ...], 
     """The argument list and environment of a pod set's pods; ValueError if there is none."""
     ps = workload.spec.pod_set(pod_set)
     if ps is None:
-        raise ValueError(f"workload {workload.metadata.name}: no podSet {pod_set!r}")
+        raise ValueError(f"no podSet {pod_set!r}")  # (the caller names the workload)
     containers = ps.template.spec.containers
     where = f"spec.podSets[{pod_set}].template.spec.containers[0]"
     if not containers:

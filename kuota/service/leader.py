@@ -111,7 +111,8 @@ class Timing:
 
 class Leader:
     def __init__(self, conn: Connection, holder: str, *, timing: Timing,
-                 config: EngineConfig, clock: Callable[[], float]) -> None:
+                 config: EngineConfig, clock: Callable[[], float],
+                 warm: tuple[rebuild.Loaded, str] | None = None) -> None:
         self.conn = conn
         self.store = conn.store
         self.holder = holder
@@ -151,11 +152,15 @@ class Leader:
         self._reasons_at = now
         self._resync_at = now + timing.resync_every
         self._round_at = now
-        # Follow the stream from before the load: what happens during it is seen twice,
-        # which re-reading makes harmless.
-        self.last_event = self.store.events.last_id()
         self.store.workloads.index_namespaces()
-        loaded = rebuild.load(self.store, config)
+        # A standby's copy (module standby), caught up after the lease was taken; or the
+        # store read now, the stream followed from before the read: what happens during it
+        # is seen twice, which re-reading makes harmless.
+        if warm is not None:
+            loaded, self.last_event = warm
+        else:
+            self.last_event = self.store.events.last_id()
+            loaded = rebuild.load(self.store, config)
         self.engine: Engine = loaded.engine
         self.intake = Intake(self.store, clock,
                              (key.partition("/")[0] for key in self.engine.cache.local_queues))
@@ -234,6 +239,8 @@ class Leader:
         keys = set(self.recheck)
         self.recheck.clear()
         for event in events:
+            if event.kind == "decision":  # this leader's own (for standbys to follow)
+                continue
             if event.kind == "config":
                 raise NeedRebuild("queue objects changed")
             if event.kind == "node":

@@ -19,7 +19,6 @@ The same rebuild serves read-only views (``kuota get clusterqueues``,
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from admission.engine import ConfigObject, Engine, Record
 from admission.errors import blame
 from kuota.service import runnable
 from kuota.service.submission import parse_workload
-from queueing.store import Store, WorkloadRecord
+from queueing.store import Store, WorkloadRecord, digests
 from queueing.store.objects import KINDS
 from quota import api, convert, lifecycle
 from quota.api.names import dns_label_error, dns_subdomain_error
@@ -69,6 +68,33 @@ class Loaded:
     #: Workloads dispatched here by a manager (not in the engine: no queue, no quota).
     dispatched: dict[str, WorkloadRecord] = field(default_factory=dict)
 
+    def put(self, record: WorkloadRecord, specs: SpecCache) -> None:
+        """Take in one stored workload as read (one not in the engine yet); the engine's
+        events are left in its outbox."""
+        if record.state in SET_ASIDE:  # finished meanwhile
+            return
+        if record.dispatched:
+            self.dispatched[record.key] = record
+            return
+        self.workloads[record.key] = record
+        checked = checked_info(record, specs)
+        if isinstance(checked, str):
+            self.invalid[record.key] = checked
+            return
+        with blame(record.key):
+            add(self.engine, record, checked)
+
+    def drop(self, key: str, now: float) -> None:
+        """Forget a workload, as if it had never been read: its quota released, out of
+        its queue (its stored record changed: :meth:`put` takes in the new one)."""
+        self.workloads.pop(key, None)
+        self.invalid.pop(key, None)
+        self.dispatched.pop(key, None)
+        record = self.engine.records.get(key)
+        if record is not None and record.state is not State.FINISHED:
+            self.engine.finish(key, now)
+        self.engine.records.pop(key, None)
+
 
 def load_configs(store: Store) -> Configs:
     """Queue objects as core configs, in dependency order (flavors first)."""
@@ -95,17 +121,19 @@ def load_configs(store: Store) -> Configs:
 
 
 class SpecCache:
-    """Workloads already checked during one rebuild, by their manifest without its name.
+    """Workloads already checked, by their manifest's shape (:mod:`queueing.store.digests`).
 
     Checking a stored manifest again (the models, every rule) is most of what a rebuild
     costs, and the workloads of one job array or one benchmark class differ only in
-    their names: a manifest equal to one checked before but for ``metadata.name`` is that
-    object with the name replaced, the name checked on its own (the only rule that reads
-    it). A rebuild keeps every shape it meets; a leader keeps the ``limit`` it met last
-    (new submissions of a job array or a sweep share a few shapes)."""
+    their names: a manifest of a shape checked before is that object with the name
+    replaced, the name checked on its own (the only rule that reads it). A record whose
+    manifest text still has the digest it was submitted with is not even parsed: its
+    stored shape names the checked object. A rebuild keeps every shape it meets; a leader
+    keeps the ``limit`` it met last (new submissions of a job array or a sweep share a
+    few shapes)."""
 
     def __init__(self, limit: int | None = None) -> None:
-        self._checked: OrderedDict[str, api.Workload] = OrderedDict()
+        self._checked: OrderedDict[str, _Shape] = OrderedDict()
         self._limit = limit
 
     def parse(self, spec: dict[str, Any], source: str,
@@ -124,25 +152,67 @@ class SpecCache:
         name: str = meta["name"]
         # Neither the name nor the namespace is part of the shape: a sweep over many
         # namespaces (one per team) shares one check.
-        shape = json.dumps({**spec, "metadata": {**meta, "name": "", "namespace": ""}},
-                           sort_keys=True, separators=(",", ":"), default=str)
-        checked = self._checked.get(shape)
-        if checked is None:
+        shape = digests.shape(spec)
+        known = self._get(shape)
+        if known is None:
             checked = parse_workload(spec, source=source)
             if check is not None:
                 check(checked)
-            self._checked[shape] = checked
-            if self._limit is not None and len(self._checked) > self._limit:
-                self._checked.popitem(last=False)
+            self._put(shape, _Shape(checked))
             return checked
-        if self._limit is not None:
-            self._checked.move_to_end(shape)
-        error = dns_subdomain_error(name)
-        if error is not None:
-            raise api.ObjectError([api.Problem(source, "Workload", name, "metadata.name",
-                                               error)])
-        return checked.model_copy(update={"metadata": checked.metadata.model_copy(
+        _check_name(name, source)
+        return known.obj.model_copy(update={"metadata": known.obj.metadata.model_copy(
             update={"name": name, "namespace": namespace})})
+
+    def info(self, record: WorkloadRecord) -> WorkloadInfo | None:
+        """The core's view of a record whose manifest is of a shape checked before and
+        unchanged since its submission, without parsing it; None otherwise."""
+        if not record.shape or not record.spec_sum:
+            return None
+        known = self._get(record.shape)
+        namespace, _, name = record.key.partition("/")
+        if known is None or dns_label_error(namespace) is not None \
+                or digests.digest(record.spec_json) != record.spec_sum:
+            return None
+        _check_name(name, f"workload {record.key}")
+        # The source is the shape's checked object, shared: its name may be another's.
+        return known.info(namespace, name, record.priority, record.queued_at)
+
+    def _get(self, shape: str) -> _Shape | None:
+        known = self._checked.get(shape)
+        if known is not None and self._limit is not None:
+            self._checked.move_to_end(shape)
+        return known
+
+    def _put(self, shape: str, known: _Shape) -> None:
+        self._checked[shape] = known
+        if self._limit is not None and len(self._checked) > self._limit:
+            self._checked.popitem(last=False)
+
+
+class _Shape:
+    """One checked manifest shape: the object, and its pod sets as the core sees them
+    (made at the first workload that needs them, then shared by all)."""
+
+    __slots__ = ("_view", "obj")
+
+    def __init__(self, obj: api.Workload) -> None:
+        self.obj = obj
+        self._view: WorkloadInfo | None = None
+
+    def info(self, namespace: str, name: str, priority: int, created: float) -> WorkloadInfo:
+        if self._view is None:
+            self._view = convert.workload(self.obj, priority=priority, created=created)
+        view = self._view
+        return WorkloadInfo(namespace=namespace, name=name, queue_name=view.queue_name,
+                            pod_sets=view.pod_sets, priority=priority, created=created,
+                            priority_class=view.priority_class, source=self.obj)
+
+
+def _check_name(name: str, source: str) -> None:
+    error = dns_subdomain_error(name)
+    if error is not None:
+        raise api.ObjectError([api.Problem(source, "Workload", name, "metadata.name", error)])
 
 
 def workload_object(record: WorkloadRecord, cache: SpecCache | None = None) -> api.Workload:
@@ -167,6 +237,10 @@ def workload_object(record: WorkloadRecord, cache: SpecCache | None = None) -> a
 
 def workload_info(record: WorkloadRecord, cache: SpecCache | None = None) -> WorkloadInfo:
     """The core's view of a stored workload, queued by its queue-order timestamp."""
+    if cache is not None:
+        known = cache.info(record)
+        if known is not None:
+            return known
     return convert.workload(workload_object(record, cache), priority=record.priority,
                             created=record.queued_at)
 
@@ -204,27 +278,12 @@ def restore(engine: Engine, info: WorkloadInfo, admission: Admission, at: float,
 def load(store: Store, config: EngineConfig | None = None) -> Loaded:
     """Everything the engine needs, from Redis; cycles are not run."""
     configs = load_configs(store)
-    engine = new_engine(configs, config or EngineConfig())
-    live: dict[str, WorkloadRecord] = {}
-    invalid: dict[str, str] = {}
-    dispatched: dict[str, WorkloadRecord] = {}
-    unfinished = store.workloads.keys_not_in(SET_ASIDE)
+    loaded = Loaded(new_engine(configs, config or EngineConfig()), configs, {}, {})
     specs = SpecCache()
-    for record in store.workloads.get_many(unfinished).values():
-        if record.state in SET_ASIDE:  # finished meanwhile
-            continue
-        if record.dispatched:
-            dispatched[record.key] = record
-            continue
-        live[record.key] = record
-        checked = checked_info(record, specs)
-        if isinstance(checked, str):
-            invalid[record.key] = checked
-            continue
-        with blame(record.key):
-            add(engine, record, checked)
-    engine.drain_outbox()
-    return Loaded(engine, configs, live, invalid, dispatched)
+    for record in store.workloads.records_not_in(SET_ASIDE).values():
+        loaded.put(record, specs)
+    loaded.engine.drain_outbox()
+    return loaded
 
 
 def add(engine: Engine, record: WorkloadRecord, info: WorkloadInfo) -> Record:

@@ -35,6 +35,7 @@ from admission.events import WorkloadEvent
 from kuota.service.connection import Connection
 from kuota.service.leader import Leader, NeedRebuild, Timing
 from kuota.service.leasekeeper import LeaseKeeper
+from kuota.service.standby import WarmCopy
 from queueing.store import Fenced
 from quota.config import EngineConfig
 
@@ -65,6 +66,7 @@ class SchedulerService:
         self.lease = conn.store.lease(self.options.identity, self.options.timing.lease_ttl)
         self.leader: Leader | None = None
         self.keeper = LeaseKeeper(self.lease)
+        self.warm = WarmCopy(conn.store, self.options.engine, self.options.clock)
         #: Times this process became leader (tests and status output).
         self.terms = 0
         #: Steps that failed for a reason not traced to one workload, or with a request Redis
@@ -94,6 +96,7 @@ class SchedulerService:
         wait = (stop or threading.Event()).wait
         try:
             if self.leader is None:
+                self._stand_by()
                 if not self.lease.acquire():
                     wait(self.options.timing.lease_ttl / 3)
                     return
@@ -101,7 +104,8 @@ class SchedulerService:
                 # Held through the rebuild, however long it takes (module leasekeeper).
                 self.keeper.start(self.lease.holder)
                 self.leader = Leader(self.conn, self.lease.holder, timing=self.options.timing,
-                                     config=self.options.engine, clock=self.options.clock)
+                                     config=self.options.engine, clock=self.options.clock,
+                                     warm=self.warm.take())
                 self.leader.on_events = self.options.on_events
                 self.terms += 1
             self.keeper.beat()
@@ -142,6 +146,18 @@ class SchedulerService:
             self.leader = None
             wait(self._backoff)
             self._backoff = min(self._backoff * 2, 2.0)
+
+    def _stand_by(self) -> None:
+        """Keep the store loaded while not leading, so that taking over costs only what
+        changed (module standby). A failure costs only that: a leader reads the store."""
+        try:
+            self.warm.refresh()
+        except (redis.ConnectionError, redis.TimeoutError):
+            raise
+        except Exception:
+            log.warning("standing by without a copy of the store; a new leader reads it "
+                        "whole", exc_info=True)
+            self.warm.give_up()
 
     def _tell_observers(self) -> None:
         for observe in self.options.observers:

@@ -57,6 +57,23 @@ class EventStream:
                                     fields.get("pod", ""), fields.get("node", "")))
         return events
 
+    def read_all(self, after: str, count: int = 5000) -> list[Event]:
+        """Every entry after ``after`` up to the newest one when called (entries added
+        meanwhile are left for the next read)."""
+        end = _id_tuple(self.last_id())
+        found: list[Event] = []
+        while True:
+            read = self.read(after, block_ms=None, count=count)
+            found += [e for e in read if _id_tuple(e.id) <= end]
+            if not read or _id_tuple(read[-1].id) >= end:
+                return found
+            after = read[-1].id
+
+    def rolled_back(self, after: str) -> bool:
+        """True if the stream ends before ``after``: Redis lost writes it had answered (a
+        restart without the last second of its log, a failover to a lagging replica)."""
+        return _id_tuple(self.last_id()) < _id_tuple(after)
+
     def missed(self, after: str) -> bool:
         """True if entries after ``after`` were trimmed away before being read."""
         if after == START:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from queueing.store.events import EVENTS_MAXLEN
 from quota.lifecycle import HOLDS_QUOTA, TRANSITIONS
 
 
@@ -45,7 +46,7 @@ def _lifecycle_table() -> str:
     return f"local TRANSITIONS = {{{rows}}}\nlocal HOLDS_QUOTA = {{{holds}}}\n"
 
 
-PROLOGUE: Final = _lifecycle_table() + r"""
+PROLOGUE: Final = _lifecycle_table() + f"local EVENTS_MAXLEN = {EVENTS_MAXLEN}\n" + r"""
 local unpack = unpack or table.unpack
 local function step(state, event)
   return TRANSITIONS[(state or "") .. "|" .. event]
@@ -62,6 +63,11 @@ local function note(history, entry)
 end
 local function emit(stream, maxlen, ...)
   redis.call("XADD", stream, "MAXLEN", "~", maxlen, "*", ...)
+end
+-- The scheduler changed a workload: the leader skips these entries (it made the change);
+-- standbys follow them to keep their copy of the store current (kuota.service.standby).
+local function decided(stream, key)
+  emit(stream, EVENTS_MAXLEN, "kind", "decision", "key", key)
 end
 -- Ask every live pod among the keys from `first` on to stop (its worker terminates it);
 -- true if there was one.
@@ -106,7 +112,7 @@ return "ok"
 
 ADMIT: Final = r"""
 -- Persist an admission decided by the scheduler (quota reserved and admitted).
--- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
 -- ARGV[1] lease holder  ARGV[2] expected attempt  ARGV[3] admission JSON
 -- ARGV[4] ClusterQueue  ARGV[5] now  ARGV[6] pod count  ARGV[7] decision id
 -- ARGV[8] "1" to admit, "0" to only reserve quota (admission checks pending)
@@ -123,6 +129,7 @@ if w[1] == "QuotaReserved" and ARGV[8] == "1" then
              "message", "", "decision", ARGV[7])
   note(KEYS[3], {at = tonumber(ARGV[5]), event = target, clusterQueue = ARGV[4],
                  attempt = tonumber(w[2])})
+  decided(KEYS[4], redis.call("HGET", KEYS[2], "key"))
   return "ok:" .. w[2]
 end
 local reserved = step(w[1], "reserve")
@@ -135,13 +142,14 @@ redis.call("HSET", KEYS[2], "state", admitted, "admission", ARGV[3], "cq", ARGV[
            "pods_done", 0, "reason", "", "message", "", "decision", ARGV[7])
 note(KEYS[3], {at = tonumber(ARGV[5]), event = admitted, clusterQueue = ARGV[4],
                attempt = attempt})
+decided(KEYS[4], redis.call("HGET", KEYS[2], "key"))
 return "ok:" .. attempt
 """
 
 PLACE: Final = r"""
 -- Persist where every pod of an admitted gang runs: all pods or none.
--- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history
--- then per pod i (0-based): KEYS[4+3i] pod hash  KEYS[5+3i] node hash  KEYS[6+3i] node pods set
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
+-- then per pod i (0-based): KEYS[5+3i] pod hash  KEYS[6+3i] node hash  KEYS[7+3i] node pods set
 -- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] placement JSON  ARGV[4] now
 -- then per pod i: ARGV[5+5i] pod id  ARGV[6+5i] node  ARGV[7+5i] pod set
 -- ARGV[8+5i] requests JSON  ARGV[9+5i] the node epoch the placement was computed for
@@ -154,22 +162,23 @@ if w[3] and w[3] ~= "" then
   if w[3] == ARGV[3] then return "ok:again" end
   return "placed"
 end
-local pods = (#KEYS - 3) / 3
+local pods = (#KEYS - 4) / 3
 local workload = redis.call("HGET", KEYS[2], "key")
 for i = 0, pods - 1 do
-  local node = redis.call("HMGET", KEYS[5 + 3 * i], "state", "epoch")
+  local node = redis.call("HMGET", KEYS[6 + 3 * i], "state", "epoch")
   if node[1] ~= "Ready" or node[2] ~= ARGV[9 + 5 * i] then return "node:" .. ARGV[6 + 5 * i] end
 end
 for i = 0, pods - 1 do
-  redis.call("HSET", KEYS[4 + 3 * i], "workload", workload,
+  redis.call("HSET", KEYS[5 + 3 * i], "workload", workload,
              "attempt", ARGV[2], "index", i, "node", ARGV[6 + 5 * i], "epoch", ARGV[9 + 5 * i],
              "pod_set", ARGV[7 + 5 * i], "requests", ARGV[8 + 5 * i], "state", "Placed",
              "stop", "0", "placed_at", ARGV[4])
-  redis.call("SADD", KEYS[6 + 3 * i], ARGV[5 + 5 * i])
+  redis.call("SADD", KEYS[7 + 3 * i], ARGV[5 + 5 * i])
 end
 redis.call("HSET", KEYS[2], "placement", ARGV[3], "reason", "", "message", "")
 note(KEYS[3], {at = tonumber(ARGV[4]), event = "Placed", nodes = cjson.decode(ARGV[3]),
                attempt = tonumber(ARGV[2])})
+decided(KEYS[4], workload)
 return "ok"
 """
 
@@ -181,7 +190,8 @@ SETTLE: Final = r"""
 -- ``evict`` requeues at once (a dispatched copy, whose quota its manager holds);
 -- ``deactivate`` takes a waiting workload out; ``activate`` gives an Inactive one its
 -- chance back.
--- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4..] pod hashes of the attempt
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
+-- KEYS[5..] pod hashes of the attempt
 -- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] event  ARGV[4] reason  ARGV[5] message
 -- ARGV[6] now  ARGV[7] queue-order timestamp after the change  ARGV[8] after a stop
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
@@ -192,7 +202,7 @@ if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
 if ARGV[3] == "stop" and w[1] == "Evicting" then return "ok:again" end
 local target = step(w[1], ARGV[3])
 if not target then return "state:" .. w[1] end
-if HOLDS_QUOTA[w[1]] then stop_pods(4) end
+if HOLDS_QUOTA[w[1]] then stop_pods(5) end
 redis.call("HSET", KEYS[2], "state", target, "queued_at", ARGV[7], "reason", ARGV[4],
            "message", ARGV[5])
 if ARGV[3] == "stop" then
@@ -205,6 +215,7 @@ if ARGV[3] == "deactivate" then event = "Deactivated" end
 if ARGV[3] == "activate" then event = "Activated" end
 note(KEYS[3], {at = tonumber(ARGV[6]), event = event, reason = ARGV[4],
                message = ARGV[5], attempt = tonumber(ARGV[2])})
+decided(KEYS[4], redis.call("HGET", KEYS[2], "key"))
 return "ok"
 """
 
@@ -245,7 +256,7 @@ return "ok:" .. target
 
 REJECT: Final = r"""
 -- Finish a workload the scheduler cannot read (invalid spec written around the client).
--- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history
+-- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
 -- ARGV[1] lease holder  ARGV[2] message  ARGV[3] now
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
 local state = redis.call("HGET", KEYS[2], "state")
@@ -255,6 +266,7 @@ if not target then return "state:" .. state end
 redis.call("HSET", KEYS[2], "state", target, "outcome", "Rejected", "reason", "Invalid",
            "message", ARGV[2], "finished_at", ARGV[3])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Rejected", message = ARGV[2]})
+decided(KEYS[4], redis.call("HGET", KEYS[2], "key"))
 return "ok"
 """
 
@@ -475,6 +487,28 @@ emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok:deleted"
 """
 
+READ_LIVE: Final = r"""
+-- Read the workloads that are not in one of some states, the rest skipped in Redis (a
+-- scheduler taking over reads its queue; the finished workloads a pool keeps are never
+-- sent). One answer per key: the fields asked for, or nothing (skipped or gone).
+-- KEYS[1], KEYS[2], ... workload hashes
+-- ARGV[1] how many states follow  ARGV[2..] the states to skip, then the fields to read
+local skip = {}
+local n = tonumber(ARGV[1])
+for i = 2, n + 1 do skip[ARGV[i]] = true end
+local fields = {unpack(ARGV, n + 2)}
+local out = {}
+for i, key in ipairs(KEYS) do
+  local state = redis.call("HGET", key, "state")
+  if state and not skip[state] then
+    out[i] = redis.call("HMGET", key, unpack(fields))
+  else
+    out[i] = false
+  end
+end
+return out
+"""
+
 PURGE_FINISHED: Final = r"""
 -- Retention: forget a workload that finished before a cutoff -- its record, history,
 -- and every attempt's pods and logs. Anything not Finished, or finished later, stays.
@@ -659,7 +693,7 @@ SCRIPTS: Final = {
     "pod_start": POD_START, "pod_exit": POD_EXIT,
     "register_node": REGISTER_NODE, "node_scheduling": NODE_SCHEDULING,
     "node_remove": NODE_REMOVE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
-    "purge_finished": PURGE_FINISHED,
+    "purge_finished": PURGE_FINISHED, "read_live": READ_LIVE,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
 }
 

@@ -149,6 +149,10 @@ class WorkloadRecord:
     #: While Evicting: what follows once its pods are gone — ``requeue``, ``deactivate`` or
     #: ``finish`` (a cancel, or a failure past its retries).
     after: str = ""
+    #: Digests of the manifest as submitted (:mod:`queueing.store.digests`); "" when the
+    #: record was written without them.
+    shape: str = ""
+    spec_sum: str = ""
 
     #: Why the stored hash could not be read ("" when it could): a record written around
     #: kuota. Such a record carries only its key and state (Pending when the state itself is
@@ -189,7 +193,8 @@ class WorkloadRecord:
             pods=_int(h, "pods"), pods_done=_int(h, "pods_done"), failures=_int(h, "failures"),
             backoff_limit=_int(h, "backoff_limit"), finished_at=_float(h, "finished_at"),
             submission=h.get("submission", ""), dispatch_json=h.get("dispatch", ""),
-            origin=h.get("origin", ""), after=h.get("after", ""))
+            origin=h.get("origin", ""), after=h.get("after", ""), shape=h.get("shape", ""),
+            spec_sum=h.get("spec_sum", ""))
 
     def spec(self) -> dict[str, Any]:
         """The Workload manifest as submitted."""

@@ -21,6 +21,10 @@ class Scripts:
         """Run script ``name`` now and return its status string."""
         return _text(self._scripts[name](keys=list(keys), args=[_arg(a) for a in args]))
 
+    def read(self, name: str, keys: Sequence[str], args: Sequence[object]) -> Any:
+        """Run a script that reads (its answer as Redis gives it)."""
+        return self._scripts[name](keys=list(keys), args=[_arg(a) for a in args])
+
     def queue(self, name: str, keys: Sequence[str], args: Sequence[object], pipe: Any) -> None:
         """Add a call to a pipeline; read its answer from ``pipe.execute()``."""
         self._scripts[name](keys=list(keys), args=[_arg(a) for a in args], client=pipe)

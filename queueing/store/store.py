@@ -46,6 +46,14 @@ class Store:
     def prefix(self) -> str:
         return self.keys.prefix
 
+    def server_id(self) -> str:
+        """The Redis server process's identity (``run_id``): new after every restart; ""
+        where ``INFO`` is refused (some managed services and emulators)."""
+        try:
+            return str(self.redis.info("server").get("run_id", ""))
+        except redis_py.ResponseError:
+            return ""
+
     def lease(self, identity: str, ttl: float) -> Lease:
         return Lease(self.scripts, self.keys, identity, ttl)
 

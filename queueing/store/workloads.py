@@ -25,6 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from queueing.store import digests
 from queueing.store.errors import Conflict, NotFound, outcome
 from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.keys import Keys, PodRef
@@ -44,7 +45,7 @@ PURGED_KEPT: Final = 100_000
 _STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "attempt",
                   "outcome", "reason", "message", "cq", "admission", "admitted_at", "placement",
                   "pods", "pods_done", "failures", "backoff_limit", "finished_at", "submission",
-                  "origin", "after")
+                  "origin", "after", "shape", "spec_sum")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +110,9 @@ class WorkloadStore:
         return self._batch("submit", [self._submit_call(r, now) for r in requests])
 
     def _submit_call(self, r: SubmitRequest, now: float) -> tuple[list[str], list[object]]:
+        text = digests.canonical(r.spec)
         fields: list[object] = [
-            "spec", json.dumps(dict(r.spec), sort_keys=True, separators=(",", ":")),
+            "spec", text, "spec_sum", digests.digest(text), "shape", digests.shape(r.spec),
             "queue", r.queue, "priority", r.priority, "backoff_limit", r.backoff_limit,
             "reason", "Pending", "message", "waiting for the scheduler", "outcome", "",
             "admission", "", "cq", "", "placement", "", "decision", "",
@@ -197,20 +199,24 @@ class WorkloadStore:
         pipe.execute()
         return len(entries)
 
-    def keys_not_in(self, states: Collection[str], *, chunk: int = 10_000) -> list[str]:
-        """Every workload key whose state is not one of ``states``, oldest first. Reads only
-        the ``state`` field: a scheduler's rebuild need not read (and parse) the specs of
-        the many finished workloads a pool retains."""
+    def records_not_in(self, states: Collection[str], *,
+                       chunk: int = 2_000) -> dict[str, WorkloadRecord]:
+        """Every workload whose state is not one of ``states``, spec included, oldest
+        first. The states are compared in Redis: a scheduler's rebuild never receives the
+        many finished workloads a pool retains. Each call reads ``chunk`` hashes, so Redis
+        is never held for long."""
         keys = self.keys()
-        wanted: list[str] = []
+        fields = [*_STATUS_FIELDS, "spec"]
+        found: dict[str, WorkloadRecord] = {}
         for start in range(0, len(keys), chunk):
             part = keys[start:start + chunk]
-            pipe = self._r.pipeline(transaction=False)
-            for key in part:
-                pipe.hget(self._keys.workload(key), "state")
-            wanted += [key for key, state in zip(part, pipe.execute(), strict=True)
-                       if state not in states]
-        return wanted
+            answers = self._scripts.read("read_live", [self._keys.workload(k) for k in part],
+                                         [len(states), *states, *fields])
+            for key, values in zip(part, answers, strict=True):
+                if values:
+                    found[key] = WorkloadRecord.from_hash(key, {
+                        f: v for f, v in zip(fields, values, strict=True) if v is not None})
+        return found
 
     def history(self, key: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self._r.lrange(self._keys.history(key), 0, -1)]
@@ -221,7 +227,7 @@ class WorkloadStore:
         """Persist admissions; one status per request (``ok:<attempt>`` when stored)."""
         k = self._keys
         return self._batch("admit", [
-            ([k.lease, k.workload(r.key), k.history(r.key)],
+            ([k.lease, k.workload(r.key), k.history(r.key), k.events],
              [holder, r.attempt, admission_to_json(r.admission), r.admission.cluster_queue, now,
               r.pods, r.decision, r.admit])
             for r in requests])
@@ -232,7 +238,7 @@ class WorkloadStore:
         k = self._keys
         calls = []
         for r in requests:
-            keys = [k.lease, k.workload(r.key), k.history(r.key)]
+            keys = [k.lease, k.workload(r.key), k.history(r.key), k.events]
             args: list[object] = [holder, r.attempt,
                                   json.dumps([p.node for p in r.pods], separators=(",", ":")), now]
             for p in r.pods:
@@ -254,7 +260,7 @@ class WorkloadStore:
             raise ValueError(f"settle: after must be requeue or deactivate, got {after!r}")
         k = self._keys
         return self._scripts.run(
-            "settle", [k.lease, k.workload(record.key), k.history(record.key),
+            "settle", [k.lease, k.workload(record.key), k.history(record.key), k.events,
                        *(k.pod(ref) for ref in record.pod_refs())],
             [holder, record.attempt, event, reason, message, now, queued_at, after])
 
@@ -271,7 +277,7 @@ class WorkloadStore:
 
     def reject(self, holder: str, key: str, *, message: str, now: float) -> str:
         k = self._keys
-        return self._scripts.run("reject", [k.lease, k.workload(key), k.history(key)],
+        return self._scripts.run("reject", [k.lease, k.workload(key), k.history(key), k.events],
                                  [holder, message, now])
 
     def quarantine(self, holder: str, key: str, *, message: str, now: float,

@@ -7,6 +7,7 @@ import pytest
 from store_builders import new_store, submit
 
 from kuota.service import rebuild
+from queueing.store import WorkloadRecord
 
 
 def test_the_rebuild_reads_no_finished_or_invalid_record(
@@ -18,24 +19,25 @@ def test_the_rebuild_reads_no_finished_or_invalid_record(
     submit(store, "ns/bad")
     store.redis.hset(store.keys.workload("ns/bad"), "state", "Invalid")
     submit(store, "ns/waiting")
-    read: list[str] = []
-    get_many = store.workloads.get_many
+    parsed: list[str] = []
+    from_hash = WorkloadRecord.from_hash
 
-    def recording(keys, **kw):  # type: ignore[no-untyped-def]
-        keys = list(keys)
-        read.extend(keys)
-        return get_many(keys, **kw)
+    def recording(key, h):  # type: ignore[no-untyped-def]
+        parsed.append(key)
+        return from_hash(key, h)
 
-    monkeypatch.setattr(store.workloads, "get_many", recording)
+    monkeypatch.setattr(WorkloadRecord, "from_hash", recording)
     loaded = rebuild.load(store)
-    assert read == ["ns/waiting"]
+    assert parsed == ["ns/waiting"], "finished and invalid records never leave Redis"
     assert list(loaded.workloads) == ["ns/waiting"]
 
 
-def test_keys_not_in_keeps_submission_order_across_chunks() -> None:
+def test_records_not_in_keep_submission_order_across_chunks() -> None:
     store = new_store()
     for i in range(7):
         submit(store, f"ns/w{i}", now=float(i))
     store.redis.hset(store.keys.workload("ns/w3"), "state", "Finished")
-    assert store.workloads.keys_not_in({"Finished"}, chunk=2) == [
-        "ns/w0", "ns/w1", "ns/w2", "ns/w4", "ns/w5", "ns/w6"]
+    store.redis.delete(store.keys.workload("ns/w5"))  # purged between the reads
+    found = store.workloads.records_not_in({"Finished"}, chunk=2)
+    assert list(found) == ["ns/w0", "ns/w1", "ns/w2", "ns/w4", "ns/w6"]
+    assert found["ns/w4"] == store.workloads.get("ns/w4"), "the whole record, spec included"
