@@ -107,21 +107,37 @@ class _Oracle:
     topology: TopologyView | None = None
     evicting: AbstractSet[str] = frozenset()
 
+    #: Victim searches answered while the tree's usage is unchanged: flavor assignment asks
+    #: whether a cell could be freed, then nomination asks for the victims of the same
+    #: request (one search, not two).
+    _found: dict[tuple[object, ...], tuple[int, list[preemption.Target]]] = field(
+        default_factory=dict)
+
     def targets(self, cq: ClusterQueueConfig, info: WorkloadInfo,
                 usage: Mapping[FlavorResource, Amount],
                 contested: set[FlavorResource]) -> list[preemption.Target]:
+        tree = self.snapshot.tree
+        key = (cq.name, info.key, frozenset(usage.items()), frozenset(contested))
+        found = self._found.get(key)
+        if found is not None and found[0] == tree.version:
+            return list(found[1])
         find = fairsharing.fair_targets if self.fair_sharing else preemption.classical_targets
-        return find(self.snapshot, cq, info, dict(usage), contested, evicting=self.evicting)
+        targets = find(self.snapshot, cq, info, dict(usage), contested, evicting=self.evicting)
+        # (the search leaves the usage as it found it: its version after is what it answered)
+        self._found[key] = (tree.version, targets)
+        return list(targets)
 
     def can_preempt_for(self, cq: ClusterQueueConfig, info: WorkloadInfo,
                         fr: FlavorResource, amount: Amount) -> tuple[bool, int, bool]:
         targets = self.targets(cq, info, {fr: amount}, {fr})
-        node = self.snapshot.tree.queues[cq.name]
+        tree = self.snapshot.tree
+        version, node = tree.version, tree.queues[cq.name]
         for t in targets:
             self.snapshot.remove(t.cluster_queue, t.victim.admission)
         height = qt.borrowing_height(node, fr, amount)
         for t in targets:
             self.snapshot.add(t.cluster_queue, t.victim.admission)
+        tree.version = version  # the same usage again
         return bool(targets), height, all(t.cluster_queue != cq.name for t in targets)
 
 

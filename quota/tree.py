@@ -190,6 +190,9 @@ class QuotaTree:
     #: Cohorts inside a parent loop, with the loop spelled out; their trees admit nothing.
     broken: dict[str, str] = field(default_factory=dict)
     _queue_names: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: Counts usage changes (:meth:`add`, :meth:`remove`): an answer computed from the
+    #: tree holds while it is unchanged.
+    version: int = 0
 
     @classmethod
     def build(
@@ -256,11 +259,13 @@ class QuotaTree:
 
     def add(self, queue: str, usage: Mapping[FlavorResource, Amount]) -> None:
         node = self.queues[queue]
+        self.version += 1
         for fr, amount in usage.items():
             add_usage(node, fr, amount)
 
     def remove(self, queue: str, usage: Mapping[FlavorResource, Amount]) -> None:
         node = self.queues[queue]
+        self.version += 1
         for fr, amount in usage.items():
             remove_usage(node, fr, amount)
 
