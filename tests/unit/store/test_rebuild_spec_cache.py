@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from kuota.service import submission
-from kuota.service.rebuild import SpecCache, workload_object
-from queueing.store import WorkloadRecord
+from kuota.service.rebuild import SpecCache, checked_info, workload_object
+from queueing.store import WorkloadRecord, digests
 from quota import api
 from quota.lifecycle import State
+from quota.workload import WorkloadInfo
 
 
 def manifest(name: str, cpu: int = 1, label: str = "a") -> dict[str, Any]:
@@ -88,3 +89,59 @@ def test_what_a_pool_cannot_run_is_refused_for_every_workload_of_the_shape() -> 
         record = WorkloadRecord(f"team/{name}", State.PENDING, spec_json=json.dumps(doc))
         with pytest.raises(api.ObjectError, match=f"workload team/{name}: .*NUL byte"):
             workload_object(record, cache)
+
+
+def stored(name: str, doc: dict[str, Any], *, priority: int = 0,
+           text: str | None = None) -> WorkloadRecord:
+    """A record as a submission stores it: the manifest's text and its digests."""
+    canonical = digests.canonical(doc)
+    return WorkloadRecord(f"team/{name}", State.PENDING, spec_json=canonical if text is None
+                          else text, priority=priority, queued_at=float(len(name)),
+                          shape=digests.shape(doc), spec_sum=digests.digest(canonical))
+
+
+def full_check(record: WorkloadRecord) -> WorkloadInfo | str:
+    return checked_info(record)  # no cache: every manifest parsed and checked
+
+
+@pytest.mark.parametrize("records", [
+    pytest.param([stored("w-1", manifest("w-1")), stored("w-2", manifest("w-2"), priority=5)],
+                 id="shape mates"),
+    pytest.param([stored("w-1", manifest("w-1")), stored("Bad_Name", manifest("Bad_Name"))],
+                 id="a mate with an invalid name"),
+    pytest.param([stored("w-1", manifest("w-1")),
+                  stored("w-2", manifest("w-2"), text=json.dumps(manifest("w-2", cpu=0)))],
+                 id="a mate whose text was rewritten around kuota"),
+    pytest.param([stored("w-1", manifest("w-1")),
+                  stored("w-2", manifest("w-2"), text="{not json")],
+                 id="a mate whose text is no longer JSON"),
+])
+def test_a_record_of_a_known_shape_reads_as_a_full_check(records: list[WorkloadRecord]
+                                                         ) -> None:
+    cache = SpecCache()
+    for record in records:
+        got, want = checked_info(record, cache), full_check(record)
+        if isinstance(want, str):
+            assert got == want
+            continue
+        assert isinstance(got, WorkloadInfo)
+        assert (got.key, got.queue_name, got.pod_sets, got.priority, got.created,
+                got.priority_class, got.equivalence) == (
+            want.key, want.queue_name, want.pod_sets, want.priority, want.created,
+            want.priority_class, want.equivalence)
+
+
+def test_shape_mates_are_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    real = submission.parse_workload
+
+    def counting(doc: dict[str, Any], source: str) -> api.Workload:
+        parsed.append(doc["metadata"]["name"])
+        return real(doc, source=source)
+
+    monkeypatch.setattr("kuota.service.rebuild.parse_workload", counting)
+    cache = SpecCache()
+    infos = [checked_info(stored(f"w-{i}", manifest(f"w-{i}")), cache) for i in range(5)]
+    assert parsed == ["w-0"]
+    assert [i.key for i in infos if isinstance(i, WorkloadInfo)] == [
+        f"team/w-{i}" for i in range(5)]
