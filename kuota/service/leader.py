@@ -40,7 +40,6 @@ change), and every other workload goes on.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -251,12 +250,12 @@ class Leader:
             if event.key:
                 keys.add(event.key)
         if keys:
-            records = self.store.workloads.get_many(sorted(keys), spec=False)
-            # Only workloads new to the engine need their (large) spec.
-            new = [k for k, r in records.items() if r.state is State.PENDING and (
-                k not in self.engine.records or self.engine.records[k].state is State.FINISHED)]
-            for key, text in self.store.workloads.specs(new).items():
-                records[key] = dataclasses.replace(records[key], spec_json=text)
+            # What the engine (or the dispatched copies) holds is read without its admission
+            # and spec; a workload new to them is read whole, spec included.
+            known = {k for k in keys if k in self.dispatched.copies or (
+                k in self.engine.records and self.engine.records[k].state is not State.FINISHED)}
+            records = self.store.workloads.get_many(known, spec=False, admission=False)
+            records.update(self.store.workloads.get_many(keys - known))
             for key in sorted(keys):
                 with blame(key):
                     self._reconcile(key, records.get(key), now)

@@ -46,6 +46,9 @@ _STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "
                   "outcome", "reason", "message", "cq", "admission", "admitted_at", "placement",
                   "pods", "pods_done", "failures", "backoff_limit", "finished_at", "submission",
                   "origin", "after", "shape", "spec_sum")
+#: What changes while a workload lives, for a reader that knows it already.
+_CHANGE_FIELDS = tuple(f for f in _STATUS_FIELDS
+                       if f not in ("admission", "created", "shape", "spec_sum"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,19 +150,22 @@ class WorkloadStore:
             raise NotFound(f"workload {key}: not found")
         return record
 
-    def get_many(self, keys: Iterable[str], *, spec: bool = True) -> dict[str, WorkloadRecord]:
+    def get_many(self, keys: Iterable[str], *, spec: bool = True,
+                 admission: bool = True) -> dict[str, WorkloadRecord]:
         """The named workloads that exist, in one round trip; ``spec=False`` leaves the
-        (largest) field out."""
+        (largest) field out, ``admission=False`` the admission too (a reader that holds it
+        already need not decode it again)."""
         keys = list(keys)
+        fields = _STATUS_FIELDS if admission else _CHANGE_FIELDS
         pipe = self._r.pipeline(transaction=False)
         for key in keys:
             if spec:
                 pipe.hgetall(self._keys.workload(key))
             else:
-                pipe.hmget(self._keys.workload(key), _STATUS_FIELDS)
+                pipe.hmget(self._keys.workload(key), fields)
         found: dict[str, WorkloadRecord] = {}
         for key, answer in zip(keys, pipe.execute(), strict=True):
-            h = answer if spec else {f: v for f, v in zip(_STATUS_FIELDS, answer, strict=True)
+            h = answer if spec else {f: v for f, v in zip(fields, answer, strict=True)
                                      if v is not None}
             if h:
                 found[key] = WorkloadRecord.from_hash(key, h)
