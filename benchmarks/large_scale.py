@@ -18,7 +18,8 @@ with 1k / 10k / 50k workloads pending at once (everything arriving at t=0).
 submitted at their arrival times to a running ``kuota scheduler`` (default 5 s lease),
 pods finished by a runner after their run time (benchmarks/redis_throughput.py's
 harness); prints wall, admissions/s, mean time to admission per class, min usage,
-the scheduler's CPU seconds and peak RSS, and how many lease terms there were.
+the scheduler's CPU seconds and peak RSS, how many lease terms there were, and the
+leader's longest step (from its /metrics).
 
 Usage: python benchmarks/large_scale.py [--no-preemption] [--scaling]
            [--realtime [--realtime-scale S]]
@@ -103,6 +104,8 @@ def realtime(scale: float, preemption: bool, url: str | None) -> None:
     print(f"  min ClusterQueue usage   {100 * r['min_usage']:.1f} %")
     print(f"  scheduler CPU            {r['cpu']:.1f} s, peak RSS {r['rss'] / 2**20:.0f} MiB")
     print(f"  lease terms              {r['terms']} (1: the lease was never lost)")
+    print(f"  leader steps             {r['steps']:,.0f}, the longest {r['longest_step']:.2f} s "
+          "(lease/3 = 1.67 s)")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 import traceback
+import urllib.request
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -87,9 +88,7 @@ def redis_server(url: str | None) -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         sys.exit("redis-server is not installed; give --redis URL")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     workdir = tempfile.mkdtemp(prefix="kuota-bench-")
     proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                              "--appendonly", "no", "--dir", workdir],
@@ -342,9 +341,10 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
     arrivals.sort(key=lambda a: (a[0], a[1].key))
     runner = TimedRunner(url, client.store, "bench-node", runtimes)
     children = Children(url, prefix)
+    metrics_port = free_port()
     try:
         children.kuota("scheduler", "scheduler", "--log-level", "WARNING", "--batch", str(batch),
-                       *scheduler_args)
+                       "--metrics-listen", f"127.0.0.1:{metrics_port}", *scheduler_args)
         wait_until("a leader", lambda: client.store.redis.get(client.store.keys.lease), 60)
         scheduler = children.procs[-1].pid
         terms = Terms(client.store)
@@ -376,12 +376,27 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
             sys.exit(f"the timed runner failed: {runner.failure!r}")
         figures = _baseline_figures(client.store, keys, t0, shape.classes)
         figures.update(cpu=cpu_seconds(scheduler), rss=peak_rss(scheduler),
-                       terms=len(terms.seen))
+                       terms=len(terms.seen), **step_figures(metrics_port))
         return figures
     finally:
         runner.close()
         children.stop()
         client.store.reset()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def step_figures(port: int) -> dict[str, float]:
+    """The scheduler's leader steps, from its /metrics: how many, and the longest."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        samples = dict(line.rsplit(" ", 1) for line in answer.read().decode().splitlines()
+                       if line and not line.startswith("#"))
+    return {"steps": float(samples["kuota_scheduler_step_duration_seconds_count"]),
+            "longest_step": float(samples["kuota_scheduler_step_longest_seconds"])}
 
 
 class Terms:

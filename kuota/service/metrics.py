@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from prometheus_client import Gauge, start_http_server
+from prometheus_client import Gauge, Histogram, start_http_server
 
 from kuota.operator.metrics import Metrics
 
@@ -51,7 +51,16 @@ class SchedulerMetrics:
                              "1 while this scheduler holds the lease", registry=self.registry)
         self.terms = Gauge("kuota_scheduler_terms", "Times this scheduler became leader",
                            registry=self.registry)
+        self.steps = Histogram(
+            "kuota_scheduler_step_duration_seconds",
+            "How long each leader step took (read events, decide, persist, place)",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+            registry=self.registry)
+        self.longest = Gauge("kuota_scheduler_step_longest_seconds",
+                             "The longest leader step since this scheduler started",
+                             registry=self.registry)
         self._next = 0.0
+        self._steps = 0
 
     def observe_events(self, leader: Leader, events: Sequence[WorkloadEvent]) -> None:
         """Admissions, reservations and evictions, counted as the operator counts them
@@ -64,6 +73,10 @@ class SchedulerMetrics:
 
     def observe(self, service: SchedulerService) -> None:
         """The gauges, at most every ``interval`` seconds (a ``SchedulerService`` observer)."""
+        if service.leader is not None and service.steps != self._steps:
+            self._steps = service.steps
+            self.steps.observe(service.last_step)
+            self.longest.set(service.longest_step)
         now = self.clock()
         if now < self._next:
             return

@@ -73,6 +73,11 @@ class SchedulerService:
         #: refused (logged; tests assert none happen).
         self.failures = 0
         self._backoff = 0.1
+        #: The last leader step's duration and the longest since the start, in seconds
+        #: (metrics; a step is bounded by ``Timing.cycle_budget``, see Leader._cycles).
+        self.last_step = self.longest_step = 0.0
+        #: Leader steps taken (all terms).
+        self.steps = 0
 
     @property
     def leading(self) -> bool:
@@ -111,7 +116,9 @@ class SchedulerService:
             self.keeper.beat()
             if self.keeper.lost.is_set():
                 raise Fenced(f"lease of {self.lease.holder} was lost")
+            started = time.monotonic()
             self.leader.step()
+            self._stepped(time.monotonic() - started)
             self._backoff = 0.1
         except Fenced as exc:
             log.warning("stepping down: %s", exc)
@@ -146,6 +153,15 @@ class SchedulerService:
             self.leader = None
             wait(self._backoff)
             self._backoff = min(self._backoff * 2, 2.0)
+
+    def _stepped(self, seconds: float) -> None:
+        self.steps += 1
+        self.last_step = seconds
+        self.longest_step = max(self.longest_step, seconds)
+        if seconds > self.options.timing.lease_ttl / 3:
+            # The lease is renewed between steps: a longer step risks losing it.
+            log.warning("slow step: %.2f s, more than a third of the %.1f s lease", seconds,
+                        self.options.timing.lease_ttl)
 
     def _stand_by(self) -> None:
         """Keep the store loaded while not leading, so that taking over costs only what

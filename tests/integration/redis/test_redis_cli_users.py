@@ -256,6 +256,8 @@ def test_status_and_metrics_of_a_live_and_a_dead_scheduler(
         assert samples['kueue_admission_wait_time_seconds_count{cluster_queue="cq"}'] == 1.0
         assert samples['kueue_pending_workloads{cluster_queue="cq",status="active"}'] == 0.0
         assert samples["kuota_scheduler_leading"] == 1.0
+        assert samples["kuota_scheduler_step_duration_seconds_count"] > 0
+        assert 0 < samples["kuota_scheduler_step_longest_seconds"] < 5
         blocker = client.submit(["sleep", "30"], queue="default/lq-cq", name="big",
                                 requests={"cpu": "2"})
         wait_for("usage to show", lambda: scrape(port).get(
