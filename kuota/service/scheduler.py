@@ -1,8 +1,9 @@
 """``kuota scheduler``: one active scheduler per store, the others standing by.
 
-Every scheduler process loops: without the lease it tries to take it (every
-third of the TTL); with it, it builds a :class:`~kuota.service.leader.Leader`
-from Redis and steps it. Leadership ends — and all in-memory state is dropped
+Every scheduler process loops: without the lease it keeps a warm copy of the
+store (:mod:`kuota.service.standby`) and tries to take the lease (every third
+of the TTL); with it, it builds a :class:`~kuota.service.leader.Leader` from
+that copy, caught up, and steps it. Leadership ends — and all in-memory state is dropped
 — when a write comes back *fenced*, the lease cannot be renewed, the
 leader asks for a rebuild, or Redis cannot be reached; the next loop
 re-acquires (keeping the token if the lease is still ours) and rebuilds. Redis
@@ -74,7 +75,7 @@ class SchedulerService:
         self.failures = 0
         self._backoff = 0.1
         #: The last leader step's duration and the longest since the start, in seconds
-        #: (metrics; a step is bounded by ``Timing.cycle_budget``, see Leader._cycles).
+        #: (metrics; a step outlasting a third of the lease is logged).
         self.last_step = self.longest_step = 0.0
         #: Leader steps taken (all terms).
         self.steps = 0
