@@ -66,6 +66,9 @@ from quota.workload import Admission
 
 log = logging.getLogger(__name__)
 
+#: Events followed at a time (see :meth:`Leader._follow_some`).
+FOLLOW_SLICE = 500
+
 #: Live workloads whose pending reasons are looked over per second, at most.
 REASONS_PER_SECOND = 20_000
 
@@ -97,6 +100,9 @@ class Timing:
     batch: float = 0.01
     #: Longest a step runs scheduling cycles before persisting them and reading events again.
     cycle_budget: float = 0.05
+    #: Longest a step follows events (in slices of :data:`FOLLOW_SLICE`) before deciding;
+    #: the rest is read again by the next step.
+    follow_budget: float = 0.2
 
     @property
     def node_check_every(self) -> float:
@@ -126,6 +132,8 @@ class Leader:
         self.stops = Stops(self)
         #: The last step stopped its cycles with work left (see :meth:`_cycles`).
         self.busy = False
+        #: The last step left events unfollowed (see :meth:`_follow_some`).
+        self.behind = False
         #: Submissions checked by shape: a job array's workloads differ only in their names.
         self._specs = rebuild.SpecCache(limit=1024)
         self.nodes = NodeView(self.store)
@@ -191,7 +199,7 @@ class Leader:
     # -- the loop ----------------------------------------------------------------
     def step(self) -> None:
         now = self.clock()
-        if now < self._round_at and not self.busy:
+        if now < self._round_at and not (self.busy or self.behind):
             time.sleep(self._round_at - now)
             now = self.clock()
         self._round_at = now + self.timing.batch
@@ -199,10 +207,8 @@ class Leader:
             self._renew(now)
         self.intake.step(now)
         events = self.store.events.read(self.last_event, block_ms=self._block_ms(now))
-        if events:
-            self.last_event = events[-1].id
         now = self.clock()
-        self._follow(events, now)
+        self._follow_some(events, now)
         if self._feeds_nodes() and (self.nodes.dirty or (
                 self.members is not None and self.members.dispatcher.waiting
                 and any(e.kind == "pod" for e in events))):
@@ -225,7 +231,7 @@ class Leader:
         self._renew_at = now + self.timing.lease_ttl / 3
 
     def _block_ms(self, now: float) -> int:
-        if self.recheck or self.stops.due or self.busy:
+        if self.recheck or self.stops.due or self.busy or self.behind:
             return 1
         until = min(self._renew_at, self._node_check_at, now + self.timing.poll)
         wakeup = self.engine.next_wakeup()
@@ -234,6 +240,25 @@ class Leader:
         return max(1, int((until - now) * 1000))
 
     # -- 2. follow Redis -------------------------------------------------------------
+    def _follow_some(self, events: Sequence[Event], now: float) -> None:
+        """Follow the events read, slice by slice, for at most ``Timing.follow_budget``: a
+        burst of thousands of submissions must not hold back the decisions (and the lease's
+        renewal) for long. What is left is read again by the next step, which comes at once."""
+        deadline = time.monotonic() + self.timing.follow_budget
+        self.behind = False
+        done = 0
+        while True:
+            part = events[done:done + FOLLOW_SLICE]
+            self._follow(part, now)  # (with no events too: the rechecks)
+            done += len(part)
+            if part:
+                self.last_event = part[-1].id
+            if done >= len(events):
+                return
+            if time.monotonic() >= deadline:
+                self.behind = True
+                return
+
     def _follow(self, events: Iterable[Event], now: float) -> None:
         keys = set(self.recheck)
         self.recheck.clear()
