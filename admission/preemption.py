@@ -233,10 +233,11 @@ def _cohort_candidates(snapshot: Snapshot, cq: ClusterQueueConfig, preemptor: Wo
 def _borrowing_leaves(root: qt.QuotaNode, *, skip: qt.QuotaNode | None, preemptor: qt.QuotaNode,
                       contested: set[FlavorResource]) -> Iterator[qt.QuotaNode]:
     """ClusterQueues under ``root`` (not under ``skip``) that use more than they own."""
-    for child in root.children:
+    over: dict[qt.QuotaNode, None] = {}
+    for fr in contested:
+        over.update(root.borrowers.get(fr, {}))
+    for child in over:
         if child is skip or child is preemptor:
-            continue
-        if within_nominal(child, contested):
             continue
         if child.is_cohort:
             yield from _borrowing_leaves(child, skip=skip, preemptor=preemptor,

@@ -57,6 +57,10 @@ class QuotaNode:
     usage: FRVector = field(default_factory=dict)
     #: The cells that have a lendingLimit (most have none: keep ``local`` cheap).
     lending: Mapping[FlavorResource, Amount] = field(default_factory=dict)
+    #: Per cell, the children using more of it than their subtree's quota (kept by
+    #: :func:`add_usage` and :func:`remove_usage`): a victim search in a cohort of
+    #: hundreds of queues visits only those that borrow.
+    borrowers: dict[FlavorResource, dict[QuotaNode, None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.lending = {fr: c.lending_limit for fr, c in self.quotas.items()
@@ -119,6 +123,7 @@ def add_usage(node: QuotaNode, fr: FlavorResource, amount: Amount) -> None:
     while amount > 0:
         spill = amount - node.local_available(fr)
         node.usage[fr] = node.usage.get(fr, 0) + amount
+        _track(node, fr)
         if node.parent is None or spill <= 0:
             return
         node, amount = node.parent, spill
@@ -129,9 +134,25 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, amount: Amount) -> None:
     while amount > 0:
         stored_in_parent = node.usage.get(fr, 0) - node.local(fr)
         node.usage[fr] = node.usage.get(fr, 0) - amount
+        _track(node, fr)
         if node.parent is None or stored_in_parent <= 0:
             return
         node, amount = node.parent, min(amount, stored_in_parent)
+
+
+def _track(node: QuotaNode, fr: FlavorResource) -> None:
+    """Keep ``node`` in its parent's :attr:`~QuotaNode.borrowers` of ``fr`` exactly while
+    it uses more of ``fr`` than its subtree's quota."""
+    parent = node.parent
+    if parent is None:
+        return
+    members = parent.borrowers.get(fr)
+    if node.usage.get(fr, 0) > node.subtree.get(fr, 0):
+        if members is None:
+            members = parent.borrowers[fr] = {}
+        members[node] = None
+    elif members:
+        members.pop(node, None)
 
 
 def borrowing_height(node: QuotaNode, fr: FlavorResource, request: Amount) -> int:
@@ -244,6 +265,9 @@ class QuotaTree:
         clone = QuotaTree(broken=self.broken)
         clone.cohorts = {name: twin(node) for name, node in self.cohorts.items()}
         clone.queues = {name: twin(node) for name, node in self.queues.items()}
+        for node in twins.values():
+            for fr in node.usage:
+                _track(node, fr)
         return clone
 
     def in_broken_tree(self, queue: str) -> str | None:
@@ -295,6 +319,7 @@ def _link(parent: QuotaNode, child: QuotaNode) -> None:
 def _recompute_subtree(node: QuotaNode) -> None:
     node.subtree = {fr: cell.nominal for fr, cell in node.quotas.items()}
     node.usage = {}
+    node.borrowers = {}
     for child in node.children:
         _recompute_subtree(child)
         for fr, amount in child.subtree.items():

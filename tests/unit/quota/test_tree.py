@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from quota.resources import FlavorResource
 from quota.tree import CellQuota, QuotaTree, available, borrowing_height, potential_available
@@ -120,3 +122,34 @@ def test_parent_loop_is_reported_and_isolated() -> None:
     assert "x -> y -> x" in (tree.in_broken_tree("a") or "") or \
         "y -> x -> y" in (tree.in_broken_tree("a") or "")
     assert tree.in_broken_tree("ok") is None
+
+
+def borrowing_children(tree: QuotaTree) -> dict[str, list[str]]:
+    """Each cohort's children using more than their subtree's quota: the tree's index, and
+    the same found by looking at every child."""
+    return {name: sorted(c.name for c in node.borrowers.get(FR, {})) for name, node in
+            tree.cohorts.items()}
+
+
+def scanned(tree: QuotaTree) -> dict[str, list[str]]:
+    return {name: sorted(c.name for c in node.children
+                         if c.usage.get(FR, 0) > c.subtree.get(FR, 0))
+            for name, node in tree.cohorts.items()}
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(1, 9), st.booleans()),
+                max_size=40))
+def test_the_borrowers_index_is_what_a_scan_finds(steps: list[tuple[str, int, bool]]) -> None:
+    tree = QuotaTree.build(
+        queues={"a": ("team", cell(4)), "b": ("team", cell(6, lending=2)),
+                "c": ("other", cell(5, borrowing=3)), "d": ("org", cell(2))},
+        cohorts={"team": ("org", cell(1)), "other": ("org", {}), "org": (None, cell(3))})
+    held: dict[str, list[int]] = {q: [] for q in "abcd"}
+    for queue, amount, add in steps:
+        if add or not held[queue]:
+            tree.add(queue, {FR: amount})
+            held[queue].append(amount)
+        else:
+            tree.remove(queue, {FR: held[queue].pop()})
+        assert borrowing_children(tree) == scanned(tree)
+        assert borrowing_children(tree.clone()) == scanned(tree)
