@@ -162,6 +162,14 @@ class PendingQueue:
             return self.held
         return self.blocked.get(info.equivalence)
 
+    def blocked_count(self) -> int:
+        """How many waiting workloads :meth:`why_blocked` names a reason for (metrics)."""
+        if self.held is not None:
+            return len(self._items)
+        if not self.blocked:
+            return 0
+        return sum(1 for item in self._items.values() if item.info.equivalence in self.blocked)
+
     def ordered(self) -> Iterator[WorkloadInfo]:
         """Every waiting workload in admission order (for positions and listings)."""
         for item in sorted(self._items.values(), key=lambda i: i.key):

@@ -106,9 +106,7 @@ class Metrics:
         for name, cq in cache.cluster_queues.items():
             queue = engine.queues.queues.get(name)
             waiting = len(queue) if queue is not None else 0
-            blocked = 0
-            if queue is not None:
-                blocked = sum(1 for info in queue.ordered() if queue.why_blocked(info))
+            blocked = queue.blocked_count() if queue is not None else 0
             self.pending.labels(name, "active").set(waiting - blocked)
             self.pending.labels(name, "inadmissible").set(blocked)
             holding = cache.workloads.get(name, {})

@@ -40,8 +40,10 @@ def test_best_effort_sets_a_whole_class_aside() -> None:
     q.block(big1, "WaitingForQuota", "no room")
     assert q.head() == small, "the equal big2 must not be tried again"
     assert q.why_blocked(big2) == ("WaitingForQuota", "no room")
+    assert q.blocked_count() == 2, "big1 and big2, not small"
     q.unblock()
     assert q.head() == big1
+    assert q.blocked_count() == 0
 
 
 def test_strict_fifo_head_holds_the_queue() -> None:
@@ -50,6 +52,7 @@ def test_strict_fifo_head_holds_the_queue() -> None:
     push_all(q, big, small)
     q.block(big, "WaitingForQuota", "no room")
     assert q.head() is None
+    assert q.blocked_count() == 2, "the held queue: every workload waits"
     q.unblock()
     assert q.head() == big
 
