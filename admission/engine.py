@@ -466,9 +466,12 @@ class Engine:
                 snapshot.tree.add(cq, usage)
         for key in tried:
             self._claims.pop(key, None)
-        result = schedule(snapshot, heads, self.cache.namespace_labels,
-                          fair_sharing=self.config.fair_sharing, topology=view,
-                          evicting=frozenset(self._evicting))
+        try:
+            result = schedule(snapshot, heads, self.cache.namespace_labels,
+                              fair_sharing=self.config.fair_sharing, topology=view,
+                              evicting=frozenset(self._evicting))
+        finally:
+            snapshot.tree.dismantle()  # the cycle's copy is done with: no cyclic garbage
         for preemption in result.preempted:  # (a victim already Evicting stays as it is)
             target, preemptor = preemption.target, preemption.preemptor
             self.evict(target.key, now, "Preempted", target.reason,

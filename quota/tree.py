@@ -248,27 +248,45 @@ class QuotaTree:
         return tree
 
     def clone(self) -> QuotaTree:
-        """A copy with private usage and shared quotas: one scheduling cycle's snapshot."""
+        """A copy with private usage and shared quotas: one scheduling cycle's snapshot.
+
+        Each node's children keep the order of the original's first visit (cohorts, then
+        queues, each from its topmost missing ancestor down). No closure refers to itself
+        here: a recursive helper would leave a reference cycle holding the copy after
+        every cycle (see :meth:`dismantle`).
+        """
         twins: dict[int, QuotaNode] = {}
-
-        def twin(node: QuotaNode) -> QuotaNode:
-            copy = twins.get(id(node))
-            if copy is None:
-                copy = twins[id(node)] = QuotaNode(
-                    node.name, node.is_cohort, node.quotas, None, [], node.subtree,
-                    dict(node.usage))
-                if node.parent is not None:
-                    copy.parent = twin(node.parent)
+        for start in [*self.cohorts.values(), *self.queues.values()]:
+            missing: list[QuotaNode] = []
+            node: QuotaNode | None = start
+            while node is not None and id(node) not in twins:
+                missing.append(node)
+                node = node.parent
+            for original in reversed(missing):  # the topmost first: parents before children
+                copy = twins[id(original)] = QuotaNode(
+                    original.name, original.is_cohort, original.quotas, None, [],
+                    original.subtree, dict(original.usage))
+                if original.parent is not None:
+                    copy.parent = twins[id(original.parent)]
                     copy.parent.children.append(copy)
-            return copy
-
         clone = QuotaTree(broken=self.broken)
-        clone.cohorts = {name: twin(node) for name, node in self.cohorts.items()}
-        clone.queues = {name: twin(node) for name, node in self.queues.items()}
+        clone.cohorts = {name: twins[id(node)] for name, node in self.cohorts.items()}
+        clone.queues = {name: twins[id(node)] for name, node in self.queues.items()}
         for node in twins.values():
             for fr in node.usage:
                 _track(node, fr)
         return clone
+
+    def dismantle(self) -> None:
+        """Unlink a snapshot that is no longer used (parents and children refer to each
+        other): freed at once by reference counting, instead of by the cyclic garbage
+        collector, whose passes over the copies of hundreds of cycles a second stalled the
+        operator (30–130 ms every 1.5 s, 200–500 ms every 20 s at Kueue's baseline shape)."""
+        for node in [*self.cohorts.values(), *self.queues.values()]:
+            node.parent = None
+            node.children = []
+            node.borrowers = {}
+        self.cohorts, self.queues = {}, {}
 
     def in_broken_tree(self, queue: str) -> str | None:
         """The loop message when ``queue`` hangs below a cohort loop."""

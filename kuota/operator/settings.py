@@ -19,6 +19,9 @@ class Options:
     status_interval: float = 1.0
     #: Writes in flight at once.
     write_concurrency: int = 32
+    #: Waiting workloads whose reason (why they wait) is written per status interval, at
+    #: most: these writes inform, and must not take the API server from the decisions.
+    reason_writes: int = 10
     #: Re-reads after a 409 Conflict before a write is given up.
     conflict_retries: int = 5
     #: How the API client repeats a request through transient failures (429, 5xx, no answer).

@@ -102,8 +102,8 @@ class Writer:
         options = controller.options
         self._slots = asyncio.Semaphore(options.write_concurrency)
         # Why a waiting workload waits is worth a write, but never ahead of a decision: these
-        # writes have their own few slots, so thousands of them queued by one status sync do
-        # not stand between an admission (or an eviction) and the API server.
+        # writes have their own few slots, and each status sync starts only a few of them
+        # (:meth:`sync_statuses`).
         self._reason_slots = asyncio.Semaphore(max(1, options.write_concurrency // 8))
         self._event_slots = asyncio.Semaphore(4)
         self._chains: dict[str, asyncio.Task[None]] = {}
@@ -512,7 +512,13 @@ class Writer:
             return
         now = controller.clock()
         writes: list[Awaitable[None]] = []
-        for record in list(engine.records.values()):
+        # Why a workload waits is news for whoever looks, never for a decision: at most
+        # ``reason_writes`` of these are started per sync (oldest workloads first), and none
+        # while the decisions' writes take every slot. Written all at once, the thousands a
+        # burst of arrivals leaves waiting took the API server from the admissions (a
+        # ×0.2 side-by-side run: 2,600 reason writes in 18 s, admissions at 15/s meanwhile).
+        budget = 0 if self._slots.locked() else controller.options.reason_writes
+        for record in list(engine.records.values()) if budget > 0 else ():
             key = record.info.key
             why = (record.pending_reason or "", record.pending_message or "")
             if record.state is not State.PENDING or not why[0] or why[0] in _UNINFORMATIVE \
@@ -521,6 +527,9 @@ class Writer:
             self._pending_written[key] = why
             self._chain(key, functools.partial(self._write_pending, key, why),
                         slots=self._reason_slots)
+            budget -= 1
+            if budget <= 0:
+                break
         for body in controller.objects.all("ClusterQueue"):
             name = key_of(body)
             patch = status.cluster_queue_status(

@@ -85,6 +85,30 @@ class TestWaiting:
             wl = h.workload_of(cluster, "second")
             assert wl["status"]["admission"]["podSetAssignments"][0]["count"] == 2
 
+    def test_reasons_are_written_a_few_per_status_sync_oldest_first(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster, cpu=1)
+        with h.Running(cluster, certs, status_interval=1.0, reason_writes=2):
+            call(cluster.url, "POST", JOBS, h.job("first"))
+            h.wait(cluster, lambda: h.running(cluster, "first"), "the first Job to start")
+            waiting = [f"wait-{i}" for i in range(6)]
+            for name in waiting:
+                call(cluster.url, "POST", JOBS, h.job(name))
+
+            def told() -> list[str]:
+                out = []
+                for name in waiting:
+                    found = h.condition(h.workload_of(cluster, name), "QuotaReserved") or {}
+                    if found.get("status") == "False" and found.get("reason") != "Pending":
+                        out.append(name)
+                return out
+
+            first = h.wait(cluster, told, "a waiting Workload to say why it waits")
+            assert len(first) <= 2, first  # one sync's share; the next is a second away
+            assert set(first) <= {"wait-0", "wait-1", "wait-2"}, first
+            h.wait(cluster, lambda: len(told()) == len(waiting),
+                   "every waiting Workload to say why, a few per sync")
+
     def test_deleting_a_running_job_frees_its_quota(self, cluster: Emulator,
                                                     certs: pathlib.Path) -> None:
         setup_queues(cluster, cpu=2)

@@ -153,3 +153,24 @@ def test_the_borrowers_index_is_what_a_scan_finds(steps: list[tuple[str, int, bo
             tree.remove(queue, {FR: held[queue].pop()})
         assert borrowing_children(tree) == scanned(tree)
         assert borrowing_children(tree.clone()) == scanned(tree)
+
+
+def test_clone_copies_nested_cohorts_in_the_same_order_and_dismantles() -> None:
+    tree = QuotaTree.build(
+        queues={"q1": ("team", cell(2)), "q2": ("org", cell(3)), "q3": ("team", cell(1)),
+                "solo": (None, cell(1))},
+        cohorts={"team": ("org", cell(4)), "org": (None, {}), "other": (None, cell(5))})
+    tree.add("q1", {FR: 3})
+
+    def shape(t: QuotaTree) -> dict[str, tuple[str | None, list[str], dict]]:
+        return {n.name: (n.parent.name if n.parent else None, [c.name for c in n.children],
+                         dict(n.usage))
+                for n in [*t.cohorts.values(), *t.queues.values()]}
+
+    snap = tree.clone()
+    assert shape(snap) == shape(tree)
+    assert all(snap.queues[n] is not tree.queues[n] for n in tree.queues)
+    snap.dismantle()
+    assert snap.queues == {} and snap.cohorts == {}
+    assert shape(tree.clone()) == shape(tree)  # the original is untouched
+    assert available(tree.queues["q2"], FR) == 7  # org: 10 cpu, 3 used by q1
