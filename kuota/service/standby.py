@@ -83,8 +83,8 @@ class WarmCopy:
 
     def _catch_up(self) -> bool:
         """Put back every workload named by an event since the last look; False (the copy
-        dropped) when it cannot be caught up: queue objects changed, or entries it had not
-        read were trimmed from the stream."""
+        dropped) when it cannot be caught up: queue objects changed, Redis restarted or lost
+        writes, or entries it had not read were trimmed from the stream."""
         assert self.loaded is not None
         try:
             keys = self._changed()
