@@ -22,8 +22,8 @@ def register(subparsers: Any) -> None:
         description="Run admission in real time against the Redis store: rebuild from Redis, "
                     "admit workloads into their ClusterQueues' quota, place admitted gangs on "
                     "pool nodes and send their pods to the workers. Run several for high "
-                    "availability: one holds the lease and works, the others take over within "
-                    "one --lease-ttl when it dies.")
+                    "availability: one holds the lease and works, the others keep a copy of the "
+                    "store current and take over within one --lease-ttl when it dies.")
     parser.add_argument("--node-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="a node silent this long is lost; its workloads are requeued "
                              "(default 30)")
