@@ -92,7 +92,8 @@ class WarmCopy:
                 self.loaded = None
                 return False
             now = self.clock()
-            records = self.store.workloads.get_many(keys)
+            # (finished ones are only dropped: never sent)
+            records = self.store.workloads.records_not_in(rebuild.SET_ASIDE, keys)
             for key in keys:
                 self.loaded.drop(key, now)
                 record = records.get(key)

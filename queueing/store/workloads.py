@@ -205,13 +205,13 @@ class WorkloadStore:
         pipe.execute()
         return len(entries)
 
-    def records_not_in(self, states: Collection[str], *,
+    def records_not_in(self, states: Collection[str], keys: Sequence[str] | None = None, *,
                        chunk: int = 2_000) -> dict[str, WorkloadRecord]:
-        """Every workload whose state is not one of ``states``, spec included, oldest
-        first. The states are compared in Redis: a scheduler's rebuild never receives the
-        many finished workloads a pool retains. Each call reads ``chunk`` hashes, so Redis
-        is never held for long."""
-        keys = self.keys()
+        """The workloads (every one, oldest first, or those of ``keys``) whose state is not
+        one of ``states``, spec included. The states are compared in Redis: a scheduler's
+        rebuild never receives the many finished workloads a pool retains. Each call reads
+        ``chunk`` hashes, so Redis is never held for long."""
+        keys = self.keys() if keys is None else keys
         fields = [*_STATUS_FIELDS, "spec"]
         found: dict[str, WorkloadRecord] = {}
         for start in range(0, len(keys), chunk):
