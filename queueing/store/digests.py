@@ -32,12 +32,8 @@ def digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def shape_text(doc: Mapping[str, Any]) -> str:
-    """The canonical text of ``doc`` without its name and namespace."""
+def shape(doc: Mapping[str, Any]) -> str:
+    """The digest of ``doc``'s canonical text without its name and namespace."""
     meta = doc.get("metadata")
     meta = {**meta, "name": "", "namespace": ""} if isinstance(meta, dict) else meta
-    return canonical({**doc, "metadata": meta})
-
-
-def shape(doc: Mapping[str, Any]) -> str:
-    return digest(shape_text(doc))
+    return digest(canonical({**doc, "metadata": meta}))

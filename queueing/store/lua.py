@@ -66,8 +66,8 @@ local function emit(stream, maxlen, ...)
 end
 -- The scheduler changed a workload: the leader skips these entries (it made the change);
 -- standbys follow them to keep their copy of the store current (kuota.service.standby).
-local function decided(stream, key)
-  emit(stream, EVENTS_MAXLEN, "kind", "decision", "key", key)
+local function decided(stream, workload)
+  emit(stream, EVENTS_MAXLEN, "kind", "decision", "key", redis.call("HGET", workload, "key"))
 end
 -- Ask every live pod among the keys from `first` on to stop (its worker terminates it);
 -- true if there was one.
@@ -129,7 +129,7 @@ if w[1] == "QuotaReserved" and ARGV[8] == "1" then
              "message", "", "decision", ARGV[7])
   note(KEYS[3], {at = tonumber(ARGV[5]), event = target, clusterQueue = ARGV[4],
                  attempt = tonumber(w[2])})
-  decided(KEYS[4], redis.call("HGET", KEYS[2], "key"))
+  decided(KEYS[4], KEYS[2])
   return "ok:" .. w[2]
 end
 local reserved = step(w[1], "reserve")
@@ -142,7 +142,7 @@ redis.call("HSET", KEYS[2], "state", admitted, "admission", ARGV[3], "cq", ARGV[
            "pods_done", 0, "reason", "", "message", "", "decision", ARGV[7])
 note(KEYS[3], {at = tonumber(ARGV[5]), event = admitted, clusterQueue = ARGV[4],
                attempt = attempt})
-decided(KEYS[4], redis.call("HGET", KEYS[2], "key"))
+decided(KEYS[4], KEYS[2])
 return "ok:" .. attempt
 """
 
@@ -178,7 +178,7 @@ end
 redis.call("HSET", KEYS[2], "placement", ARGV[3], "reason", "", "message", "")
 note(KEYS[3], {at = tonumber(ARGV[4]), event = "Placed", nodes = cjson.decode(ARGV[3]),
                attempt = tonumber(ARGV[2])})
-decided(KEYS[4], workload)
+decided(KEYS[4], KEYS[2])
 return "ok"
 """
 
@@ -215,7 +215,7 @@ if ARGV[3] == "deactivate" then event = "Deactivated" end
 if ARGV[3] == "activate" then event = "Activated" end
 note(KEYS[3], {at = tonumber(ARGV[6]), event = event, reason = ARGV[4],
                message = ARGV[5], attempt = tonumber(ARGV[2])})
-decided(KEYS[4], redis.call("HGET", KEYS[2], "key"))
+decided(KEYS[4], KEYS[2])
 return "ok"
 """
 
@@ -266,7 +266,7 @@ if not target then return "state:" .. state end
 redis.call("HSET", KEYS[2], "state", target, "outcome", "Rejected", "reason", "Invalid",
            "message", ARGV[2], "finished_at", ARGV[3])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Rejected", message = ARGV[2]})
-decided(KEYS[4], redis.call("HGET", KEYS[2], "key"))
+decided(KEYS[4], KEYS[2])
 return "ok"
 """
 

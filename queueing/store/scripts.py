@@ -19,7 +19,7 @@ class Scripts:
 
     def run(self, name: str, keys: Sequence[str], args: Sequence[object]) -> str:
         """Run script ``name`` now and return its status string."""
-        return _text(self._scripts[name](keys=list(keys), args=[_arg(a) for a in args]))
+        return _text(self.read(name, keys, args))
 
     def read(self, name: str, keys: Sequence[str], args: Sequence[object]) -> Any:
         """Run a script that reads (its answer as Redis gives it)."""

@@ -165,8 +165,7 @@ class WorkloadStore:
                 pipe.hmget(self._keys.workload(key), fields)
         found: dict[str, WorkloadRecord] = {}
         for key, answer in zip(keys, pipe.execute(), strict=True):
-            h = answer if spec else {f: v for f, v in zip(fields, answer, strict=True)
-                                     if v is not None}
+            h = answer if spec else _named(fields, answer)
             if h:
                 found[key] = WorkloadRecord.from_hash(key, h)
         return found
@@ -220,8 +219,7 @@ class WorkloadStore:
                                          [len(states), *states, *fields])
             for key, values in zip(part, answers, strict=True):
                 if values:
-                    found[key] = WorkloadRecord.from_hash(key, {
-                        f: v for f, v in zip(fields, values, strict=True) if v is not None})
+                    found[key] = WorkloadRecord.from_hash(key, _named(fields, values))
         return found
 
     def history(self, key: str) -> list[dict[str, Any]]:
@@ -363,6 +361,11 @@ class WorkloadStore:
         for keys, args in calls:
             self._scripts.queue(script, keys, args, pipe)
         return [text(status) for status in pipe.execute()]
+
+
+def _named(fields: Sequence[str], values: Sequence[str | None]) -> dict[str, str]:
+    """An ``HMGET`` answer as the hash it read (missing fields left out)."""
+    return {f: v for f, v in zip(fields, values, strict=True) if v is not None}
 
 
 def _spec_pods(record: WorkloadRecord) -> int:

@@ -63,16 +63,21 @@ def test_the_cache_answers_as_a_full_check(docs: list[dict[str, Any]],
             assert got.metadata.name == doc["metadata"]["name"]
 
 
-def test_a_leaders_cache_keeps_only_the_shapes_it_met_last(monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
-    checks: list[str] = []
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the manifests the rebuild parses and checks in full, in order."""
+    names: list[str] = []
     real = submission.parse_workload
 
     def counting(doc: dict[str, Any], source: str) -> api.Workload:
-        checks.append(doc["metadata"]["name"])
+        names.append(doc["metadata"]["name"])
         return real(doc, source=source)
 
     monkeypatch.setattr("kuota.service.rebuild.parse_workload", counting)
+    return names
+
+
+def test_a_leaders_cache_keeps_only_the_shapes_it_met_last(checks: list[str]) -> None:
     cache = SpecCache(limit=2)
     for doc in (manifest("a-1", 1), manifest("b-1", 2), manifest("a-2", 1),
                 manifest("c-1", 3), manifest("a-3", 1), manifest("b-2", 2)):
@@ -131,17 +136,9 @@ def test_a_record_of_a_known_shape_reads_as_a_full_check(records: list[WorkloadR
             want.priority_class, want.equivalence)
 
 
-def test_shape_mates_are_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    parsed: list[str] = []
-    real = submission.parse_workload
-
-    def counting(doc: dict[str, Any], source: str) -> api.Workload:
-        parsed.append(doc["metadata"]["name"])
-        return real(doc, source=source)
-
-    monkeypatch.setattr("kuota.service.rebuild.parse_workload", counting)
+def test_shape_mates_are_parsed_once(checks: list[str]) -> None:
     cache = SpecCache()
     infos = [checked_info(stored(f"w-{i}", manifest(f"w-{i}")), cache) for i in range(5)]
-    assert parsed == ["w-0"]
+    assert checks == ["w-0"]
     assert [i.key for i in infos if isinstance(i, WorkloadInfo)] == [
         f"team/w-{i}" for i in range(5)]
