@@ -18,6 +18,7 @@ Logs are kept in Redis as a list of chunks per pod (the newest
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from queueing.store.events import EVENTS_MAXLEN
@@ -29,6 +30,29 @@ from queueing.store.scripts import Scripts
 LOG_CHUNKS: Final = 4096
 
 
+@dataclass(frozen=True)
+class PodStart:
+    """A worker's request to start one pod (see :meth:`PodStore.start`)."""
+
+    ref: PodRef
+    node: str
+    epoch: int
+    devices: str = ""
+
+
+@dataclass(frozen=True)
+class PodExit:
+    """How one pod's process ended (see :meth:`PodStore.exit`)."""
+
+    ref: PodRef
+    node: str
+    pod_count: int
+    exit_code: int
+    stopped: bool = False
+    message: str = ""
+    pid: int = 0
+
+
 class PodStore:
     def __init__(self, redis: Any, keys: Keys, scripts: Scripts) -> None:
         self._r = redis
@@ -37,23 +61,35 @@ class PodStore:
 
     def start(self, ref: PodRef, *, node: str, epoch: int, devices: str, now: float) -> str:
         """``ok``: run it; ``stopped``: never run it; or ``state:…``, ``wrong-node``."""
+        return self.start_many([PodStart(ref, node, epoch, devices)], now)[0]
+
+    def start_many(self, starts: Sequence[PodStart], now: float) -> list[str]:
+        """:meth:`start` for many pods in one round trip (each checked on its own): what a
+        runner hosting many pods sends when a start job hands it a round of them."""
         k = self._keys
-        return self._scripts.run(
-            "pod_start",
-            [k.pod(ref), k.workload(ref.workload), k.node(node), k.node_pods(node), k.events],
-            [ref.id, ref.attempt, node, epoch, now, devices, EVENTS_MAXLEN])
+        return self._scripts.batch("pod_start", [
+            ([k.pod(s.ref), k.workload(s.ref.workload), k.node(s.node), k.node_pods(s.node),
+              k.events],
+             [s.ref.id, s.ref.attempt, s.node, s.epoch, now, s.devices, EVENTS_MAXLEN])
+            for s in starts])
 
     def exit(self, ref: PodRef, *, node: str, pod_count: int, exit_code: int, stopped: bool,
              message: str, pid: int, now: float) -> str:
         """Record the end of the pod's process; ``ok:<phase>`` or ``ok:<earlier phase>``."""
+        return self.exit_many([PodExit(ref, node, pod_count, exit_code, stopped, message, pid)],
+                              now)[0]
+
+    def exit_many(self, exits: Sequence[PodExit], now: float) -> list[str]:
+        """:meth:`exit` for many pods in one round trip, applied in order."""
         k = self._keys
-        others = [k.pod(PodRef(ref.workload, ref.attempt, i))
-                  for i in range(pod_count) if i != ref.index]
-        return self._scripts.run(
-            "pod_exit",
-            [k.pod(ref), k.workload(ref.workload), k.node_pods(node), k.history(ref.workload),
-             k.events, *others],
-            [ref.id, ref.attempt, exit_code, now, stopped, EVENTS_MAXLEN, message, pid])
+        return self._scripts.batch("pod_exit", [
+            ([k.pod(e.ref), k.workload(e.ref.workload), k.node_pods(e.node),
+              k.history(e.ref.workload), k.events,
+              *(k.pod(PodRef(e.ref.workload, e.ref.attempt, i))
+                for i in range(e.pod_count) if i != e.ref.index)],
+             [e.ref.id, e.ref.attempt, e.exit_code, now, e.stopped, EVENTS_MAXLEN, e.message,
+              e.pid])
+            for e in exits])
 
     def on_node(self, node: str) -> list[PodRef]:
         """The pods holding ``node``'s capacity (placed or running there)."""

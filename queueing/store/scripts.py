@@ -15,6 +15,7 @@ from queueing.store import lua
 
 class Scripts:
     def __init__(self, redis: Any) -> None:
+        self._redis = redis
         self._scripts = {name: redis.register_script(lua.source(name)) for name in lua.SCRIPTS}
 
     def run(self, name: str, keys: Sequence[str], args: Sequence[object]) -> str:
@@ -28,6 +29,18 @@ class Scripts:
     def queue(self, name: str, keys: Sequence[str], args: Sequence[object], pipe: Any) -> None:
         """Add a call to a pipeline; read its answer from ``pipe.execute()``."""
         self._scripts[name](keys=list(keys), args=[_arg(a) for a in args], client=pipe)
+
+
+    def batch(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
+              ) -> list[str]:
+        """Run script ``name`` once per ``(keys, args)`` call, all in one round trip (a
+        pipeline, not a transaction: each call is atomic on its own); their statuses."""
+        if len(calls) == 1:
+            return [self.run(name, *calls[0])]
+        pipe = self._redis.pipeline(transaction=False)
+        for keys, args in calls:
+            self.queue(name, keys, args, pipe)
+        return [_text(status) for status in pipe.execute()]
 
 
 def _arg(value: object) -> str | int | float:

@@ -110,7 +110,7 @@ class WorkloadStore:
     def submit_many(self, requests: Sequence[SubmitRequest], now: float) -> list[str]:
         """Store many new workloads in one pipeline (a job array, a benchmark's arrivals);
         one status each: ``ok``, ``ok:again`` or ``exists:<State>``."""
-        return self._batch("submit", [self._submit_call(r, now) for r in requests])
+        return self._scripts.batch("submit", [self._submit_call(r, now) for r in requests])
 
     def _submit_call(self, r: SubmitRequest, now: float) -> tuple[list[str], list[object]]:
         text = digests.canonical(r.spec)
@@ -230,7 +230,7 @@ class WorkloadStore:
                    now: float) -> list[str]:
         """Persist admissions; one status per request (``ok:<attempt>`` when stored)."""
         k = self._keys
-        return self._batch("admit", [
+        return self._scripts.batch("admit", [
             ([k.lease, k.workload(r.key), k.history(r.key), k.events],
              [holder, r.attempt, admission_to_json(r.admission), r.admission.cluster_queue, now,
               r.pods, r.decision, r.admit])
@@ -249,7 +249,7 @@ class WorkloadStore:
                 keys += [k.pod(p.ref), k.node(p.node), k.node_pods(p.node)]
                 args += [p.ref.id, p.node, p.pod_set, vector_to_json(p.requests), p.epoch]
             calls.append((keys, args))
-        return self._batch("place", calls)
+        return self._scripts.batch("place", calls)
 
     def settle(self, holder: str, record: WorkloadRecord, *, event: str, reason: str,
                message: str, queued_at: float, now: float, after: str = "requeue") -> str:
@@ -274,7 +274,7 @@ class WorkloadStore:
         each: ``ok:<state>`` (Pending, Inactive or Finished: the quota is released),
         ``running`` (a pod still holds its node), ``state:``/``stale:``/``missing``."""
         k = self._keys
-        return self._batch("stopped", [
+        return self._scripts.batch("stopped", [
             ([k.lease, k.workload(r.key), k.history(r.key), k.events,
               *(k.pod(ref) for ref in r.pod_refs())],
              [holder, r.attempt, now, r.key, EVENTS_MAXLEN]) for r in records])
@@ -309,8 +309,9 @@ class WorkloadStore:
                      decisions: Sequence[tuple[str, int, str]]) -> list[str]:
         """(key, attempt, decision JSON) for workloads holding quota; one status each."""
         k = self._keys
-        return self._batch("set_dispatch", [([k.lease, k.workload(key)], [holder, attempt, doc])
-                                            for key, attempt, doc in decisions])
+        return self._scripts.batch("set_dispatch", [
+            ([k.lease, k.workload(key)], [holder, attempt, doc])
+            for key, attempt, doc in decisions])
 
     def purge_finished(self, holder: str, keys: Iterable[str], *,
                        before: float) -> dict[str, str]:
@@ -334,7 +335,7 @@ class WorkloadStore:
                            *(name for ref in refs for name in (k.pod(ref), k.log(ref)))],
                           [holder, key, before, PURGED_KEPT]))
             purged.append(key)
-        return dict(zip(purged, self._batch("purge_finished", calls), strict=True))
+        return dict(zip(purged, self._scripts.batch("purge_finished", calls), strict=True))
 
     def lookup(self, wanted: Sequence[tuple[str, str]]) -> list[str]:
         """What became of each (workload key, submission id): ``held`` (the store has that
@@ -353,14 +354,6 @@ class WorkloadStore:
             out.append("held" if held == submission else "replaced" if held is not None
                        else "purged" if purged is not None else "unknown")
         return out
-
-    def _batch(self, script: str, calls: Sequence[tuple[list[str], list[object]]]) -> list[str]:
-        if not calls:
-            return []
-        pipe = self._r.pipeline(transaction=False)
-        for keys, args in calls:
-            self._scripts.queue(script, keys, args, pipe)
-        return [text(status) for status in pipe.execute()]
 
 
 def _named(fields: Sequence[str], values: Sequence[str | None]) -> dict[str, str]:

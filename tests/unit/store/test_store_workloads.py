@@ -14,6 +14,7 @@ from queueing.store import (
     PodRef,
     WorkloadRecord,
 )
+from queueing.store.pods import PodExit, PodStart
 from quota.lifecycle import State
 
 
@@ -226,6 +227,21 @@ class TestPodReports:
         admit(store, holder, attempt=1, decision="d2")
         epoch = store.nodes.get("n0").epoch
         assert store.pods.start(refs[0], node="n0", epoch=epoch, devices="", now=6.0) == "stopped"
+
+    def test_starts_and_exits_sent_together_are_each_checked_on_their_own(self) -> None:
+        store = new_store()
+        _, refs = running_gang(store, pods=2, start=False)
+        n0, n1 = store.nodes.get("n0").epoch, store.nodes.get("n1").epoch
+        never_placed = PodRef("ns/w", 0, 0)
+        assert store.pods.start_many([PodStart(refs[0], "n0", n0), PodStart(never_placed, "n0", n0),
+                                      PodStart(refs[1], "n1", n1)], now=4.0) == [
+            "ok", "missing", "ok"]
+        assert store.pods.exit_many([PodExit(refs[0], "n0", 2, 0),
+                                     PodExit(refs[1], "n1", 2, 0)], now=5.0) == [
+            "ok:Succeeded", "ok:Succeeded"]
+        record = store.workloads.get("ns/w")
+        assert (record.state, record.outcome) == (State.FINISHED, Outcome.SUCCEEDED)
+        assert store.pods.start_many([], now=6.0) == []
 
     @pytest.mark.parametrize(("asked_to_stop", "want_status", "want_phase"), [
         # Redis lost the pod's start and it was placed again under the same id (the
