@@ -393,6 +393,8 @@ if ARGV[5] == "1" then phase = "Stopped" elseif code == 0 then phase = "Succeede
 redis.call("HSET", KEYS[1], "state", phase, "exit_code", ARGV[3], "finished_at", ARGV[4],
            "pid", ARGV[8])
 redis.call("SREM", KEYS[3], ARGV[1])
+-- One entry says it all: the node has this pod's room back, and the workload (which this
+-- same script may finish, requeue or stop below) is to be looked at again.
 emit(KEYS[5], ARGV[6], "kind", "pod", "key", p[2], "pod", ARGV[1])
 local w = redis.call("HMGET", KEYS[2], "state", "attempt", "pods", "failures", "backoff_limit")
 if w[1] ~= "Admitted" or w[2] ~= ARGV[2] or phase == "Stopped" then return "ok:" .. phase end
@@ -403,7 +405,6 @@ if phase == "Succeeded" then
     redis.call("HSET", KEYS[2], "state", step(w[1], "finish"), "outcome", "Succeeded",
                "reason", "Succeeded", "message", "all pods exited 0", "finished_at", ARGV[4])
     note(KEYS[4], {at = now, event = "Finished", outcome = "Succeeded"})
-    emit(KEYS[5], ARGV[6], "kind", "workload", "key", p[2])
   end
   return "ok:" .. phase
 end
@@ -433,7 +434,6 @@ else
   redis.call("HSET", KEYS[2], "state", step(w[1], "finish"), "finished_at", ARGV[4])
   note(KEYS[4], {at = now, event = "Finished", outcome = "Failed", message = message})
 end
-emit(KEYS[5], ARGV[6], "kind", "workload", "key", p[2])
 return "ok:" .. phase
 """
 
