@@ -33,6 +33,7 @@ _CELL = ("cohort", "cluster_queue", "flavor", "resource")
 
 class Metrics:
     def __init__(self) -> None:
+        self._per_cq: dict[str, tuple[Counter, Histogram]] = {}
         self.registry = CollectorRegistry()
         r = self.registry
         self.pending = Gauge("kueue_pending_workloads", "Workloads waiting, per ClusterQueue",
@@ -89,14 +90,24 @@ class Metrics:
         cq = event.admission.cluster_queue if event.admission is not None else ""
         if event.kind is Kind.ADMITTED and engine is not None:
             record = engine.records.get(event.key)
-            self.admitted.labels(cq).inc()
+            admitted, wait = self._admission_children(cq)
+            admitted.inc()
             if record is not None:
-                self.wait.labels(cq).observe(max(0.0, event.at - record.info.created))
+                wait.observe(max(0.0, event.at - record.info.created))
         elif event.kind is Kind.QUOTA_RESERVED:
             self.reserved.labels(cq).inc()
         elif event.kind is Kind.EVICTED:
             where = engine.queues.cluster_queue_of(event.key) if engine is not None else None
             self.evicted.labels(where or "", event.reason).inc()
+
+    def _admission_children(self, cq: str) -> tuple[Counter, Histogram]:
+        """The admission counter and wait histogram of ``cq``, looked up once: ``labels()``
+        costs more than the increment, and a busy scheduler counts thousands a second.
+        (These two are never cleared, so a child kept here is always the exported one.)"""
+        children = self._per_cq.get(cq)
+        if children is None:
+            children = self._per_cq[cq] = (self.admitted.labels(cq), self.wait.labels(cq))
+        return children
 
     def observe_queues(self, controller: Controller) -> None:
         engine = controller.engine
