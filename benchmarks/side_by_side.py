@@ -64,6 +64,8 @@ KUEUE_BIN = pathlib.Path(os.environ.get("KUOTA_CACHE", pathlib.Path.home() / ".c
     / "kueue" / KUEUE_VERSION / "bin"
 CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
 RUNTIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
+#: Tries of the runner's update marking a Workload Finished before it gives up on it.
+FINISH_TRIES = 5
 #: Kueue's published figures for this shape (its CI, rangespec averages), for reference.
 KUEUE_CI = {"wall": 351.1, "small": 215.5, "medium": 76.8, "large": 6.7}
 
@@ -255,18 +257,30 @@ class KuotaRunner:
     async def _finish(self, key: str) -> None:
         seen = self.seen[key]
         seen.finishing = False
-        if not seen.running:  # evicted meanwhile: it runs again from its next admission
-            return
         ns, name = key.split("/")
-        patch = [{"op": "add", "path": "/status/conditions/-", "value": {
-            "type": "Finished", "status": "True", "reason": "ByTest",
-            "message": "By test runner", "lastTransitionTime":
-                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}]
         path = f"/apis/{self.api}/namespaces/{ns}/workloads/{name}/status"
-        async with self.http.patch(path, data=json.dumps(patch), headers={
-                "Content-Type": "application/json-patch+json"}) as answer:
-            if answer.status >= 300:  # retried at its next change (or next admission)
-                print(f"finish {key}: {answer.status} {await answer.text()}", file=sys.stderr)
+        # Retried a few times, as Kueue's runner retries its update: a Workload that is not
+        # marked Finished keeps its quota, and the run would wait for it forever.
+        for attempt in range(FINISH_TRIES):
+            if not seen.running:  # evicted meanwhile: it runs again from its next admission
+                return
+            patch = [{"op": "add", "path": "/status/conditions/-", "value": {
+                "type": "Finished", "status": "True", "reason": "ByTest",
+                "message": "By test runner", "lastTransitionTime":
+                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}]
+            try:
+                async with self.http.patch(path, data=json.dumps(patch), headers={
+                        "Content-Type": "application/json-patch+json"}) as answer:
+                    if answer.status < 300:
+                        return
+                    if answer.status == 404:  # deleted: nothing left to finish
+                        return
+                    failure = f"{answer.status} {await answer.text()}"
+            except aiohttp.ClientError as exc:
+                failure = repr(exc)
+            print(f"finish {key} (try {attempt + 1} of {FINISH_TRIES}): {failure}",
+                  file=sys.stderr)
+            await asyncio.sleep(0.5 * (attempt + 1))
 
 
 # -- diagnostics ------------------------------------------------------------------------------
