@@ -2,7 +2,8 @@
 
 Each script lists its ``KEYS[]`` and ``ARGV[]`` in a header; keys come only
 from :mod:`queueing.store.keys`. Scripts answer with a status string rather
-than raising, so a pipeline of many calls never aborts half-way:
+than raising, so a pipeline of many calls never aborts half-way (``admit`` and
+``place`` carry many requests and answer a list, one status per request):
 
 ``ok`` / ``ok:<value>``   done (or had already been done by the same request)
 ``fenced``                the caller no longer holds the scheduler lease
@@ -111,75 +112,109 @@ return "ok"
 """
 
 ADMIT: Final = r"""
--- Persist an admission decided by the scheduler (quota reserved and admitted).
--- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
--- ARGV[1] lease holder  ARGV[2] expected attempt  ARGV[3] admission JSON
--- ARGV[4] ClusterQueue  ARGV[5] now  ARGV[6] pod count  ARGV[7] decision id
--- ARGV[8] "1" to admit, "0" to only reserve quota (admission checks pending)
-if fenced(KEYS[1], ARGV[1]) then return "fenced" end
-local w = redis.call("HMGET", KEYS[2], "state", "attempt", "decision")
-if not w[1] then return "missing" end
-if w[3] == ARGV[7] then return "ok:" .. w[2] end
-if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
--- The admission checks of a stored reservation passed: admitted in the same attempt
--- (the admission may now name the member cluster dispatch chose).
-if w[1] == "QuotaReserved" and ARGV[8] == "1" then
-  local target = step(w[1], "admit")
-  redis.call("HSET", KEYS[2], "state", target, "admission", ARGV[3], "reason", "",
-             "message", "", "decision", ARGV[7])
-  note(KEYS[3], {at = tonumber(ARGV[5]), event = target, clusterQueue = ARGV[4],
-                 attempt = tonumber(w[2])})
-  decided(KEYS[4], KEYS[2])
-  return "ok:" .. w[2]
+-- Persist admissions decided by the scheduler (quota reserved, and admitted unless only
+-- reserved), one after the other in one atomic call; one status per request.
+-- KEYS[1] lease  KEYS[2] events
+-- then per request i (0-based): KEYS[3+2i] workload hash  KEYS[4+2i] history
+-- ARGV[1] lease holder  ARGV[2] now
+-- then per request i, from b = 3+6i: ARGV[b] expected attempt  ARGV[b+1] admission JSON
+-- ARGV[b+2] ClusterQueue  ARGV[b+3] pod count  ARGV[b+4] decision id
+-- ARGV[b+5] "1" to admit, "0" to only reserve quota (admission checks pending)
+local n = (#KEYS - 2) / 2
+local out = {}
+if fenced(KEYS[1], ARGV[1]) then
+  for i = 1, n do out[i] = "fenced" end
+  return out
 end
-local reserved = step(w[1], "reserve")
-local admitted = reserved
-if reserved and ARGV[8] == "1" then admitted = step(reserved, "admit") end
-if not admitted then return "state:" .. w[1] end
-local attempt = tonumber(w[2]) + 1
-redis.call("HSET", KEYS[2], "state", admitted, "admission", ARGV[3], "cq", ARGV[4],
-           "admitted_at", ARGV[5], "attempt", attempt, "placement", "", "pods", ARGV[6],
-           "pods_done", 0, "reason", "", "message", "", "decision", ARGV[7])
-note(KEYS[3], {at = tonumber(ARGV[5]), event = admitted, clusterQueue = ARGV[4],
-               attempt = attempt})
-decided(KEYS[4], KEYS[2])
-return "ok:" .. attempt
+local now = tonumber(ARGV[2])
+local function admit(workload, history, b)
+  local w = redis.call("HMGET", workload, "state", "attempt", "decision")
+  if not w[1] then return "missing" end
+  if w[3] == ARGV[b + 4] then return "ok:" .. w[2] end
+  if w[2] ~= ARGV[b] then return "stale:" .. w[2] end
+  -- The admission checks of a stored reservation passed: admitted in the same attempt
+  -- (the admission may now name the member cluster dispatch chose).
+  if w[1] == "QuotaReserved" and ARGV[b + 5] == "1" then
+    local target = step(w[1], "admit")
+    redis.call("HSET", workload, "state", target, "admission", ARGV[b + 1], "reason", "",
+               "message", "", "decision", ARGV[b + 4])
+    note(history, {at = now, event = target, clusterQueue = ARGV[b + 2],
+                   attempt = tonumber(w[2])})
+    decided(KEYS[2], workload)
+    return "ok:" .. w[2]
+  end
+  local reserved = step(w[1], "reserve")
+  local admitted = reserved
+  if reserved and ARGV[b + 5] == "1" then admitted = step(reserved, "admit") end
+  if not admitted then return "state:" .. w[1] end
+  local attempt = tonumber(w[2]) + 1
+  redis.call("HSET", workload, "state", admitted, "admission", ARGV[b + 1],
+             "cq", ARGV[b + 2], "admitted_at", ARGV[2], "attempt", attempt, "placement", "",
+             "pods", ARGV[b + 3], "pods_done", 0, "reason", "", "message", "",
+             "decision", ARGV[b + 4])
+  note(history, {at = now, event = admitted, clusterQueue = ARGV[b + 2], attempt = attempt})
+  decided(KEYS[2], workload)
+  return "ok:" .. attempt
+end
+for i = 0, n - 1 do
+  out[i + 1] = admit(KEYS[3 + 2 * i], KEYS[4 + 2 * i], 3 + 6 * i)
+end
+return out
 """
 
 PLACE: Final = r"""
--- Persist where every pod of an admitted gang runs: all pods or none.
--- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
--- then per pod i (0-based): KEYS[5+3i] pod hash  KEYS[6+3i] node hash  KEYS[7+3i] node pods set
--- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] placement JSON  ARGV[4] now
--- then per pod i: ARGV[5+5i] pod id  ARGV[6+5i] node  ARGV[7+5i] pod set
--- ARGV[8+5i] requests JSON  ARGV[9+5i] the node epoch the placement was computed for
-if fenced(KEYS[1], ARGV[1]) then return "fenced" end
-local w = redis.call("HMGET", KEYS[2], "state", "attempt", "placement")
-if not w[1] then return "missing" end
-if w[1] ~= "Admitted" then return "state:" .. w[1] end
-if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
-if w[3] and w[3] ~= "" then
-  if w[3] == ARGV[3] then return "ok:again" end
-  return "placed"
+-- Persist where every pod of admitted gangs runs, gang after gang in one atomic call: all
+-- pods of a gang or none; one status per gang.
+-- KEYS[1] lease  KEYS[2] events
+-- then per gang: its workload hash, its history, then per pod its pod hash, node hash and
+-- node pods set
+-- ARGV[1] lease holder  ARGV[2] now
+-- then per gang: its attempt, placement JSON and pod count, then per pod its pod id, node,
+-- pod set, requests JSON and the node epoch the placement was computed for
+local out = {}
+local k, a = 3, 3  -- where the next gang's keys and arguments begin
+local function place(workload, history, pods_at, pods)
+  local w = redis.call("HMGET", workload, "state", "attempt", "placement")
+  if not w[1] then return "missing" end
+  if w[1] ~= "Admitted" then return "state:" .. w[1] end
+  if w[2] ~= ARGV[a] then return "stale:" .. w[2] end
+  if w[3] and w[3] ~= "" then
+    if w[3] == ARGV[a + 1] then return "ok:again" end
+    return "placed"
+  end
+  for i = 0, pods - 1 do
+    local node = redis.call("HMGET", KEYS[pods_at + 1 + 3 * i], "state", "epoch")
+    if node[1] ~= "Ready" or node[2] ~= ARGV[a + 7 + 5 * i] then
+      return "node:" .. ARGV[a + 4 + 5 * i]
+    end
+  end
+  local key = redis.call("HGET", workload, "key")
+  for i = 0, pods - 1 do
+    local p = a + 3 + 5 * i
+    redis.call("HSET", KEYS[pods_at + 3 * i], "workload", key,
+               "attempt", ARGV[a], "index", i, "node", ARGV[p + 1], "epoch", ARGV[p + 4],
+               "pod_set", ARGV[p + 2], "requests", ARGV[p + 3], "state", "Placed",
+               "stop", "0", "placed_at", ARGV[2])
+    redis.call("SADD", KEYS[pods_at + 2 + 3 * i], ARGV[p])
+  end
+  redis.call("HSET", workload, "placement", ARGV[a + 1], "reason", "", "message", "")
+  note(history, {at = tonumber(ARGV[2]), event = "Placed", nodes = cjson.decode(ARGV[a + 1]),
+                 attempt = tonumber(ARGV[a])})
+  decided(KEYS[2], workload)
+  return "ok"
 end
-local pods = (#KEYS - 4) / 3
-local workload = redis.call("HGET", KEYS[2], "key")
-for i = 0, pods - 1 do
-  local node = redis.call("HMGET", KEYS[6 + 3 * i], "state", "epoch")
-  if node[1] ~= "Ready" or node[2] ~= ARGV[9 + 5 * i] then return "node:" .. ARGV[6 + 5 * i] end
+local fenced_out = fenced(KEYS[1], ARGV[1])
+while k <= #KEYS do
+  local pods = tonumber(ARGV[a + 2])
+  if fenced_out then
+    out[#out + 1] = "fenced"
+  else
+    out[#out + 1] = place(KEYS[k], KEYS[k + 1], k + 2, pods)
+  end
+  k = k + 2 + 3 * pods
+  a = a + 3 + 5 * pods
 end
-for i = 0, pods - 1 do
-  redis.call("HSET", KEYS[5 + 3 * i], "workload", workload,
-             "attempt", ARGV[2], "index", i, "node", ARGV[6 + 5 * i], "epoch", ARGV[9 + 5 * i],
-             "pod_set", ARGV[7 + 5 * i], "requests", ARGV[8 + 5 * i], "state", "Placed",
-             "stop", "0", "placed_at", ARGV[4])
-  redis.call("SADD", KEYS[7 + 3 * i], ARGV[5 + 5 * i])
-end
-redis.call("HSET", KEYS[2], "placement", ARGV[3], "reason", "", "message", "")
-note(KEYS[3], {at = tonumber(ARGV[4]), event = "Placed", nodes = cjson.decode(ARGV[3]),
-               attempt = tonumber(ARGV[2])})
-decided(KEYS[4], KEYS[2])
-return "ok"
+return out
 """
 
 SETTLE: Final = r"""

@@ -30,17 +30,28 @@ class Scripts:
         """Add a call to a pipeline; read its answer from ``pipe.execute()``."""
         self._scripts[name](keys=list(keys), args=[_arg(a) for a in args], client=pipe)
 
-
-    def batch(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
-              ) -> list[str]:
+    def answers(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
+                ) -> list[Any]:
         """Run script ``name`` once per ``(keys, args)`` call, all in one round trip (a
-        pipeline, not a transaction: each call is atomic on its own); their statuses."""
+        pipeline, not a transaction: each call is atomic on its own); their answers as
+        Redis gives them."""
         if len(calls) == 1:
-            return [self.run(name, *calls[0])]
+            return [self.read(name, *calls[0])]
         pipe = self._redis.pipeline(transaction=False)
         for keys, args in calls:
             self.queue(name, keys, args, pipe)
-        return [_text(status) for status in pipe.execute()]
+        return list(pipe.execute())
+
+    def batch(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
+              ) -> list[str]:
+        """:meth:`answers` of a script answering a status; the statuses."""
+        return [_text(status) for status in self.answers(name, calls)]
+
+    def batch_lists(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
+                    ) -> list[str]:
+        """:meth:`answers` of a script answering a list of statuses (one per request its
+        call carried); every call's statuses, in order, as one list."""
+        return [_text(status) for answer in self.answers(name, calls) for status in answer]
 
 
 def _arg(value: object) -> str | int | float:

@@ -14,8 +14,11 @@ that acts on pods names the attempt it read, so a report or a decision about
 an earlier run can never touch a later one.
 
 Decisions are batched: :meth:`WorkloadStore.admit_many` and
-:meth:`WorkloadStore.place_many` send one pipeline of script calls per
-scheduling round; each call is atomic on its own and answers separately.
+:meth:`WorkloadStore.place_many` persist a scheduling round's decisions with one
+script call per chunk of requests (:data:`CHUNK` of them, or as many gangs as
+hold :data:`CHUNK_PODS` pods; the chunks in one pipeline). A call is atomic and
+checks the lease once; it applies its requests one after the other, each with the
+checks and the answer it would have on its own.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ from quota.workload import Admission
 MESSAGE_MAX: Final = 2000
 #: Purged submission ids kept per namespace, to tell them from lost ones.
 PURGED_KEPT: Final = 100_000
+#: Most requests one admit or place call carries (each call holds Redis a few ms at most).
+CHUNK: Final = 250
+#: Most pods one place call carries, unless one gang alone has more (never split).
+CHUNK_PODS: Final = 500
 
 #: Every field but ``spec``: what a status read needs.
 _STATUS_FIELDS = ("key", "state", "queue", "priority", "created", "queued_at", "attempt",
@@ -230,26 +237,37 @@ class WorkloadStore:
                    now: float) -> list[str]:
         """Persist admissions; one status per request (``ok:<attempt>`` when stored)."""
         k = self._keys
-        return self._scripts.batch("admit", [
-            ([k.lease, k.workload(r.key), k.history(r.key), k.events],
-             [holder, r.attempt, admission_to_json(r.admission), r.admission.cluster_queue, now,
-              r.pods, r.decision, r.admit])
-            for r in requests])
+        calls = []
+        for start in range(0, len(requests), CHUNK):
+            keys = [k.lease, k.events]
+            args: list[object] = [holder, now]
+            for r in requests[start:start + CHUNK]:
+                keys += [k.workload(r.key), k.history(r.key)]
+                args += [r.attempt, admission_to_json(r.admission), r.admission.cluster_queue,
+                         r.pods, r.decision, r.admit]
+            calls.append((keys, args))
+        return self._scripts.batch_lists("admit", calls)
 
     def place_many(self, holder: str, requests: Sequence[PlaceRequest],
                    now: float) -> list[str]:
         """Persist gang placements (all pods of a gang or none); one status per request."""
         k = self._keys
-        calls = []
+        calls: list[tuple[list[str], list[object]]] = []
+        gangs = pods = 0
         for r in requests:
-            keys = [k.lease, k.workload(r.key), k.history(r.key), k.events]
-            args: list[object] = [holder, r.attempt,
-                                  json.dumps([p.node for p in r.pods], separators=(",", ":")), now]
+            if not calls or gangs == CHUNK or (pods and pods + len(r.pods) > CHUNK_PODS):
+                calls.append(([k.lease, k.events], [holder, now]))
+                gangs = pods = 0
+            keys, args = calls[-1]
+            keys += [k.workload(r.key), k.history(r.key)]
+            args += [r.attempt, json.dumps([p.node for p in r.pods], separators=(",", ":")),
+                     len(r.pods)]
             for p in r.pods:
                 keys += [k.pod(p.ref), k.node(p.node), k.node_pods(p.node)]
                 args += [p.ref.id, p.node, p.pod_set, vector_to_json(p.requests), p.epoch]
-            calls.append((keys, args))
-        return self._scripts.batch("place", calls)
+            gangs += 1
+            pods += len(r.pods)
+        return self._scripts.batch_lists("place", calls)
 
     def settle(self, holder: str, record: WorkloadRecord, *, event: str, reason: str,
                message: str, queued_at: float, now: float, after: str = "requeue") -> str:
