@@ -181,7 +181,11 @@ def _restore(snapshot: Snapshot, chosen: list[_Candidate]) -> None:
 
 def uses(entry: AdmittedWorkload, contested: Iterable[FlavorResource]) -> bool:
     cells = entry.admission.usage()
-    return any(cells.get(fr, 0) > 0 for fr in contested)
+    # A loop, not any(<generator>): called for every candidate of every victim search.
+    for fr in contested:
+        if cells.get(fr, 0) > 0:
+            return True
+    return False
 
 
 def _same_queue(snapshot: Snapshot, cq: ClusterQueueConfig, preemptor: WorkloadInfo,
