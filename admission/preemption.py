@@ -182,7 +182,7 @@ def _restore(snapshot: Snapshot, chosen: list[_Candidate]) -> None:
 def uses(entry: AdmittedWorkload, contested: Iterable[FlavorResource]) -> bool:
     cells = entry.admission.usage()
     # A loop, not any(<generator>): called for every candidate of every victim search.
-    for fr in contested:
+    for fr in contested:  # noqa: SIM110
         if cells.get(fr, 0) > 0:
             return True
     return False

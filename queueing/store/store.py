@@ -30,7 +30,8 @@ class Store:
         self.keys = Keys(prefix)
         self.scripts = Scripts(redis)
         self.objects = ObjectStore(redis, self.keys)
-        self.workloads = WorkloadStore(redis, self.keys, self.scripts)
+        self.workloads = WorkloadStore(redis, self.keys, self.scripts,
+                                       refused=redis_py.exceptions.NoPermissionError)
         self.dispatched = DispatchedStore(redis, self.keys, self.scripts, self.workloads)
         self.nodes = NodeStore(redis, self.keys, self.scripts)
         self.pods = PodStore(redis, self.keys, self.scripts)

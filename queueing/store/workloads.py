@@ -36,8 +36,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from redis.exceptions import NoPermissionError
-
 from queueing.store import digests
 from queueing.store.errors import Conflict, NotFound, outcome
 from queueing.store.events import EVENTS_MAXLEN
@@ -111,10 +109,15 @@ class PlaceRequest:
 
 
 class WorkloadStore:
-    def __init__(self, redis: Any, keys: Keys, scripts: Scripts) -> None:
+    def __init__(self, redis: Any, keys: Keys, scripts: Scripts, *,
+                 refused: type[Exception] = PermissionError) -> None:
         self._r = redis
         self._keys = keys
         self._scripts = scripts
+        #: What the client raises when Redis refuses this user a command (redis-py's
+        #: NoPermissionError, passed in by :class:`~queueing.store.store.Store`: only that
+        #: module of the package imports redis).
+        self._refused = refused
         #: False once Redis refused this user a read script (see :meth:`_read`).
         self._scripted_reads = True
 
@@ -215,7 +218,7 @@ class WorkloadStore:
                     hashes = [self._keys.workload(k) for k in keys[start:start + READ_CHUNK]]
                     answers += self._scripts.read("read_many", hashes, fields)
                 return answers
-            except NoPermissionError:
+            except self._refused:
                 self._scripted_reads = False
         pipe = self._r.pipeline(transaction=False)
         for key in keys:
