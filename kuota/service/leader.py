@@ -7,7 +7,8 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
 1. **Renew** the lease when a third of its TTL has passed.
 2. **Read events** from the stream (blocking briefly when idle) and re-read
    each named workload from Redis; the engine follows what Redis says
-   (submitted, cancelled, finished, requeued by a failed pod).
+   (submitted, cancelled, finished, requeued by a failed pod):
+   :mod:`kuota.service.following`.
 3. **Schedule**: run cycles until idle (or for at most ``Timing.cycle_budget``:
    a backlog is admitted in slices, each persisted before the next), retry
    workloads waiting for a member cluster, then persist the outbox
@@ -52,12 +53,13 @@ from kuota.service import decisions, jobs, pinning, placing, rebuild, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
 from kuota.service.dispatched import DispatchedWorkloads
+from kuota.service.following import Follower
+from kuota.service.following import NeedRebuild as NeedRebuild  # (the service catches it)
 from kuota.service.intake import Intake
 from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from kuota.service.stopping import Stops
 from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
-from queueing.store.events import Event
 from queueing.store.workloads import PlaceRequest, PodPlacement
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
@@ -66,18 +68,11 @@ from quota.workload import Admission
 
 log = logging.getLogger(__name__)
 
-#: Events followed at a time (see :meth:`Leader._follow_some`).
-FOLLOW_SLICE = 500
-
 #: Live workloads whose pending reasons are looked over per second, at most.
 REASONS_PER_SECOND = 20_000
 
 #: Reason of a workload taken out of scheduling because no node can ever hold it.
 INADMISSIBLE = "Inadmissible"
-
-
-class NeedRebuild(Exception):
-    """The leader's view cannot be patched (config changed, events lost): start over."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,8 @@ class Timing:
     batch: float = 0.01
     #: Longest a step runs scheduling cycles before persisting them and reading events again.
     cycle_budget: float = 0.05
-    #: Longest a step follows events (in slices of :data:`FOLLOW_SLICE`) before deciding;
+    #: Longest a step follows events (in slices of
+    #: :data:`~kuota.service.following.FOLLOW_SLICE`) before deciding;
     #: the rest is read again by the next step.
     follow_budget: float = 0.2
 
@@ -132,10 +128,6 @@ class Leader:
         self.stops = Stops(self)
         #: The last step stopped its cycles with work left (see :meth:`_cycles`).
         self.busy = False
-        #: The last step left events unfollowed (see :meth:`_follow_some`).
-        self.behind = False
-        #: Submissions checked by shape: a job array's workloads differ only in their names.
-        self._specs = rebuild.SpecCache(limit=1024)
         self.nodes = NodeView(self.store)
         #: Workloads dispatched here by a manager: placed and run outside the engine.
         self.dispatched = DispatchedWorkloads(self)
@@ -164,10 +156,12 @@ class Leader:
         # store read now, the stream followed from before the read: what happens during it
         # is seen twice, which re-reading makes harmless.
         if warm is not None:
-            loaded, self.last_event = warm
+            loaded, last_event = warm
         else:
-            self.last_event = self.store.events.last_id()
+            last_event = self.store.events.last_id()
             loaded = rebuild.load(self.store, config)
+        #: Step 2: the events followed, the engine made to agree with Redis.
+        self.follower = Follower(self, last_event)
         self.engine: Engine = loaded.engine
         self.intake = Intake(self.store, clock,
                              (key.partition("/")[0] for key in self.engine.cache.local_queues))
@@ -199,16 +193,16 @@ class Leader:
     # -- the loop ----------------------------------------------------------------
     def step(self) -> None:
         now = self.clock()
-        if now < self._round_at and not (self.busy or self.behind):
+        if now < self._round_at and not (self.busy or self.follower.behind):
             time.sleep(self._round_at - now)
             now = self.clock()
         self._round_at = now + self.timing.batch
         if now >= self._renew_at:
             self._renew(now)
         self.intake.step(now)
-        events = self.store.events.read(self.last_event, block_ms=self._block_ms(now))
+        events = self.store.events.read(self.follower.last_event, block_ms=self._block_ms(now))
         now = self.clock()
-        self._follow_some(events, now)
+        self.follower.follow_some(events, now)
         if self._feeds_nodes() and (self.nodes.dirty or (
                 self.members is not None and self.members.dispatcher.waiting
                 and any(e.kind == "pod" for e in events))):
@@ -231,7 +225,7 @@ class Leader:
         self._renew_at = now + self.timing.lease_ttl / 3
 
     def _block_ms(self, now: float) -> int:
-        if self.recheck or self.stops.due or self.busy or self.behind:
+        if self.recheck or self.stops.due or self.busy or self.follower.behind:
             return 1
         until = min(self._renew_at, self._node_check_at, now + self.timing.poll)
         wakeup = self.engine.next_wakeup()
@@ -239,94 +233,7 @@ class Leader:
             until = min(until, wakeup)
         return max(1, int((until - now) * 1000))
 
-    # -- 2. follow Redis -------------------------------------------------------------
-    def _follow_some(self, events: Sequence[Event], now: float) -> None:
-        """Follow the events read, slice by slice, for at most ``Timing.follow_budget``: a
-        burst of thousands of submissions must not hold back the decisions (and the lease's
-        renewal) for long. What is left is read again by the next step, which comes at once."""
-        deadline = time.monotonic() + self.timing.follow_budget
-        self.behind = False
-        done = 0
-        while True:
-            part = events[done:done + FOLLOW_SLICE]
-            self._follow(part, now)  # (with no events too: the rechecks)
-            done += len(part)
-            if part:
-                self.last_event = part[-1].id
-            if done >= len(events):
-                return
-            if time.monotonic() >= deadline:
-                self.behind = True
-                return
-
-    def _follow(self, events: Iterable[Event], now: float) -> None:
-        keys = set(self.recheck)
-        self.recheck.clear()
-        for event in events:
-            if event.kind == "decision":  # this leader's own (for standbys to follow)
-                continue
-            if event.kind == "config":
-                raise NeedRebuild("queue objects changed")
-            if event.kind == "node":
-                self.nodes.dirty = True
-                self.stops.wake_all()  # pods on a lost node are gone
-            elif event.kind == "pod":
-                self.nodes.ended(event.pod)
-            if event.key:
-                keys.add(event.key)
-        if keys:
-            # What the engine (or the dispatched copies) holds is read without its admission
-            # and spec; a workload new to them is read whole, spec included.
-            known = {k for k in keys if k in self.dispatched.copies or (
-                k in self.engine.records and self.engine.records[k].state is not State.FINISHED)}
-            records = self.store.workloads.get_many(known, spec=False, admission=False)
-            records.update(self.store.workloads.get_many(keys - known))
-            for key in sorted(keys):
-                with blame(key):
-                    self._reconcile(key, records.get(key), now)
-        mirrored = self.engine.drain_outbox()  # these mirror Redis: nothing to write back
-        if self.members is not None and self.members.observe(mirrored):
-            self.members.refresh(self.nodes, self.unplaced, now)
-
-    def _reconcile(self, key: str, stored: WorkloadRecord | None, now: float) -> None:
-        if self.dispatched.follow(key, stored, now):
-            return
-        mine = self.engine.records.get(key)
-        state = stored.state if stored is not None else State.FINISHED
-        if stored is not None and stored.corrupt and state not in rebuild.SET_ASIDE:
-            raise ValueError(stored.corrupt)  # blamed on the workload: it is quarantined
-        if state in rebuild.SET_ASIDE:
-            if mine is not None and mine.state is not State.FINISHED:
-                self.engine.finish(key, now)
-            self._forget(key)
-            return
-        assert stored is not None
-        tracked = self.tracked.get(key)
-        if state is State.PENDING:
-            if mine is None or mine.state is State.FINISHED:
-                self._enter(stored, now)
-            elif mine.state in HOLDS_QUOTA:  # a pod failed and none of the gang is left
-                self.stops.released_in_store(key, stored, now)
-            if key in self.engine.records:  # not if it was just rejected
-                self.tracked[key] = Tracked(stored.attempt)
-            return
-        if state in HOLDS_QUOTA:
-            if mine is None or mine.state not in HOLDS_QUOTA or tracked is None \
-                    or tracked.attempt != stored.attempt:
-                raise NeedRebuild(f"workload {key} holds quota the engine does not know of")
-            if state is State.EVICTING:
-                self.stops.follow(key, stored, now)
-            return
-        if state is State.INACTIVE and mine is not None and mine.state is not State.INACTIVE:
-            self.engine.deactivate(key, now, stored.reason or "Inactive", stored.message)
-
-    def _enter(self, stored: WorkloadRecord, now: float) -> None:
-        checked = rebuild.checked_info(stored, self._specs)
-        if isinstance(checked, str):  # never entered the engine: nothing to undo
-            self.quarantine(stored.key, checked, now, stored.pod_refs())
-            return
-        rebuild.add(self.engine, stored, checked)
-
+    # -- 2. follow Redis (kuota.service.following): what it calls back ---------------
     def quarantine(self, key: str, message: str, now: float, pods: Iterable[PodRef] = ()) -> None:
         """Set a workload aside as Invalid (its pods asked to stop): a spec the scheduler
         cannot read or run, or one that made a step raise. It is never scheduled again."""
@@ -580,7 +487,7 @@ class Leader:
         self._sent_at = {k: at for k, at in self._sent_at.items() if k in self.tracked}
         self._resend([k for k, at in self._sent_at.items()
                       if now - at >= self.timing.resend_after], now)
-        if self.store.events.missed(self.last_event):
+        if self.store.events.missed(self.follower.last_event):
             raise NeedRebuild("events were trimmed before being read")
         if now >= self._resync_at:
             self._resync_at = now + self.timing.resync_every

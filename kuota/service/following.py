@@ -1,0 +1,175 @@
+"""Step 2 of the leader: follow Redis — the engine made to agree with the stored workloads.
+
+Writers other than the leader (submit, cancel, pod exits, node registration,
+config changes) append an entry to the event stream (:mod:`queueing.store.events`)
+naming what changed. **An event means "look again"**, nothing more: the
+:class:`Follower` re-reads each named workload's record and makes the engine
+agree with what Redis holds *now* (:meth:`Follower._reconcile`), whatever
+happened in between. Handling an entry twice — a standby's copy caught up
+past it, a rebuild that already read its effect — or seeing one entry for
+several changes therefore changes nothing. The same holds for the keys in
+:attr:`Leader.recheck <kuota.service.leader.Leader.recheck>`: a write of the
+leader's that Redis refused (the workload changed under it), a placement
+that failed, a stop that could not be completed, a differing state found by
+the leader's periodic resync; they are looked at with the next events, or
+alone when none came. Of the other kinds, ``decision`` entries are the
+leader's own (for standbys) and skipped; ``node`` entries mark the node view
+stale and wake every stop (pods on a lost node are gone); ``pod`` entries
+free what an ended pod held in the node view.
+
+**Known workloads are re-read without spec and admission.** A workload the
+engine (or the dispatched copies) holds live has its checked spec there
+already, and the admission it was given; what can change under it in Redis
+— state, attempt, reason, placement, pods, what follows a stop — is in the
+other fields. The spec is the largest field, and decoding it and the
+admission is most of what a re-read costs, so only a workload new to the
+engine (or finished there) is read whole and checked as any submission is
+(:func:`kuota.service.rebuild.checked_info`, with a cache of checked shapes)
+before it enters.
+
+**Slices with a time budget.** A burst of thousands of submissions must not
+hold back the decisions, nor the lease's renewal, for long: the events read
+are followed :data:`FOLLOW_SLICE` at a time, for at most
+``Timing.follow_budget``, the position in the stream advancing past each
+slice done. What is left is read again by the next step, which comes at once
+(:attr:`Follower.behind`: no batching pause, no blocking read).
+
+**Quarantine.** A new workload whose spec cannot be read, or fails the
+submission checks, is set aside as ``Invalid``
+(:meth:`~kuota.service.leader.Leader.quarantine`) before it enters the engine:
+there is nothing to undo. A record that cannot be read at all (not finished
+or set aside) raises instead, as does anything unforeseen, under
+:func:`admission.errors.blame`: the service quarantines that workload and
+rebuilds, the engine being possibly half-way through a change.
+
+**NeedRebuild.** Some changes cannot be patched into the leader's view: queue
+objects changed (``config`` entries), a workload holds quota in Redis that the
+engine does not hold under the same attempt, or the stream was trimmed past
+the last entry read (checked by the leader's node watch). :class:`NeedRebuild`
+ends the leader; the service builds a new one from Redis.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from admission.errors import blame
+from kuota.service import rebuild
+from kuota.service.decisions import Tracked
+from queueing.store import WorkloadRecord
+from queueing.store.events import Event
+from quota.lifecycle import HOLDS_QUOTA, State
+
+if TYPE_CHECKING:
+    from kuota.service.leader import Leader
+
+#: Events followed at a time (see :meth:`Follower.follow_some`).
+FOLLOW_SLICE = 500
+
+
+class NeedRebuild(Exception):
+    """The leader's view cannot be patched (config changed, events lost): start over."""
+
+
+class Follower:
+    def __init__(self, leader: Leader, last_event: str) -> None:
+        self.leader = leader
+        #: Id of the last event followed: the next read starts after it.
+        self.last_event = last_event
+        #: The last step left events unfollowed (see :meth:`follow_some`).
+        self.behind = False
+        #: Submissions checked by shape: a job array's workloads differ only in their names.
+        self._specs = rebuild.SpecCache(limit=1024)
+
+    def follow_some(self, events: Sequence[Event], now: float) -> None:
+        """Follow the events read, slice by slice, for at most ``Timing.follow_budget``: a
+        burst of thousands of submissions must not hold back the decisions (and the lease's
+        renewal) for long. What is left is read again by the next step, which comes at once."""
+        deadline = time.monotonic() + self.leader.timing.follow_budget
+        self.behind = False
+        done = 0
+        while True:
+            part = events[done:done + FOLLOW_SLICE]
+            self._follow(part, now)  # (with no events too: the rechecks)
+            done += len(part)
+            if part:
+                self.last_event = part[-1].id
+            if done >= len(events):
+                return
+            if time.monotonic() >= deadline:
+                self.behind = True
+                return
+
+    def _follow(self, events: Iterable[Event], now: float) -> None:
+        leader = self.leader
+        keys = set(leader.recheck)
+        leader.recheck.clear()
+        for event in events:
+            if event.kind == "decision":  # this leader's own (for standbys to follow)
+                continue
+            if event.kind == "config":
+                raise NeedRebuild("queue objects changed")
+            if event.kind == "node":
+                leader.nodes.dirty = True
+                leader.stops.wake_all()  # pods on a lost node are gone
+            elif event.kind == "pod":
+                leader.nodes.ended(event.pod)
+            if event.key:
+                keys.add(event.key)
+        if keys:
+            # What the engine (or the dispatched copies) holds is read without its admission
+            # and spec; a workload new to them is read whole, spec included.
+            engine = leader.engine
+            known = {k for k in keys if k in leader.dispatched.copies or (
+                k in engine.records and engine.records[k].state is not State.FINISHED)}
+            records = leader.store.workloads.get_many(known, spec=False, admission=False)
+            records.update(leader.store.workloads.get_many(keys - known))
+            for key in sorted(keys):
+                with blame(key):
+                    self._reconcile(key, records.get(key), now)
+        mirrored = leader.engine.drain_outbox()  # these mirror Redis: nothing to write back
+        if leader.members is not None and leader.members.observe(mirrored):
+            leader.members.refresh(leader.nodes, leader.unplaced, now)
+
+    def _reconcile(self, key: str, stored: WorkloadRecord | None, now: float) -> None:
+        leader = self.leader
+        if leader.dispatched.follow(key, stored, now):
+            return
+        engine = leader.engine
+        mine = engine.records.get(key)
+        state = stored.state if stored is not None else State.FINISHED
+        if stored is not None and stored.corrupt and state not in rebuild.SET_ASIDE:
+            raise ValueError(stored.corrupt)  # blamed on the workload: it is quarantined
+        if state in rebuild.SET_ASIDE:
+            if mine is not None and mine.state is not State.FINISHED:
+                engine.finish(key, now)
+            leader._forget(key)
+            return
+        assert stored is not None
+        tracked = leader.tracked.get(key)
+        if state is State.PENDING:
+            if mine is None or mine.state is State.FINISHED:
+                self._enter(stored, now)
+            elif mine.state in HOLDS_QUOTA:  # a pod failed and none of the gang is left
+                leader.stops.released_in_store(key, stored, now)
+            if key in engine.records:  # not if it was just rejected
+                leader.tracked[key] = Tracked(stored.attempt)
+            return
+        if state in HOLDS_QUOTA:
+            if mine is None or mine.state not in HOLDS_QUOTA or tracked is None \
+                    or tracked.attempt != stored.attempt:
+                raise NeedRebuild(f"workload {key} holds quota the engine does not know of")
+            if state is State.EVICTING:
+                leader.stops.follow(key, stored, now)
+            return
+        if state is State.INACTIVE and mine is not None and mine.state is not State.INACTIVE:
+            engine.deactivate(key, now, stored.reason or "Inactive", stored.message)
+
+    def _enter(self, stored: WorkloadRecord, now: float) -> None:
+        checked = rebuild.checked_info(stored, self._specs)
+        if isinstance(checked, str):  # never entered the engine: nothing to undo
+            self.leader.quarantine(stored.key, checked, now, stored.pod_refs())
+            return
+        rebuild.add(self.leader.engine, stored, checked)
