@@ -20,7 +20,7 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
    admitted gangs on pool nodes — on the nodes admission pinned, in
    the pool dispatch chose (:mod:`kuota.service.pinning`) — and send their
    pods to the nodes' rq queues (:mod:`kuota.service.placing`,
-   :mod:`kuota.service.jobs`).
+   :mod:`kuota.service.jobs`): :mod:`kuota.service.placer`.
 5. **Watch nodes** every few seconds: declare silent nodes lost and evict
    what ran on them (``ClusterLost`` for a pool member with no node left,
    else ``NodeFailures``); re-read all workload states cheaply to catch
@@ -47,9 +47,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from admission.engine import Engine
-from admission.errors import blame
 from admission.events import WorkloadEvent
-from kuota.service import decisions, jobs, pinning, placing, rebuild, topofeed
+from kuota.service import decisions, rebuild, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
 from kuota.service.dispatched import DispatchedWorkloads
@@ -58,21 +57,16 @@ from kuota.service.following import NeedRebuild as NeedRebuild  # (the service c
 from kuota.service.intake import Intake
 from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
+from kuota.service.placer import Placer
 from kuota.service.stopping import Stops
-from queueing.store import Fenced, PodPhase, PodRef, WorkloadRecord
-from queueing.store.workloads import PlaceRequest, PodPlacement
+from queueing.store import Fenced, PodRef, WorkloadRecord
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
-from quota.resources import format_vector
-from quota.workload import Admission
 
 log = logging.getLogger(__name__)
 
 #: Live workloads whose pending reasons are looked over per second, at most.
 REASONS_PER_SECOND = 20_000
-
-#: Reason of a workload taken out of scheduling because no node can ever hold it.
-INADMISSIBLE = "Inadmissible"
 
 
 @dataclass(frozen=True)
@@ -131,20 +125,10 @@ class Leader:
         self.nodes = NodeView(self.store)
         #: Workloads dispatched here by a manager: placed and run outside the engine.
         self.dispatched = DispatchedWorkloads(self)
-        #: Placed workloads whose pods were sent but may not all have started -> when sent.
-        self._sent_at: dict[str, float] = {}
+        #: Step 4: admitted gangs placed on nodes, their pods sent (and sent again).
+        self.placer = Placer(self)
         self._decisions = 0
-        #: Unplaced gangs by kind (what they ask of nodes), in admission order.
-        self._by_kind: dict[tuple[int, str], dict[str, None]] = {}
-        self._kind_of: dict[str, tuple[int, str]] = {}
-        #: Why the first gang of a kind did not fit, this round.
-        self._waiting_why: dict[tuple[int, str], str] = {}
         self._reasons: dict[str, tuple[str, str]] = {}
-        #: Workloads set aside because no node could ever hold them -> the Ready nodes then
-        #: (names and epochs); given another chance when the nodes differ.
-        self._inadmissible: dict[str, tuple[tuple[str, int, bool], ...] | None] = {}
-        #: Kinds of gang found to fit these nodes were they empty (so they only wait).
-        self._could_fit: dict[tuple[int, str], tuple[tuple[str, int, bool], ...]] = {}
         now = clock()
         self._renew_at = now + timing.lease_ttl / 3
         self._node_check_at = now
@@ -174,8 +158,7 @@ class Leader:
         for key, message in loaded.invalid.items():
             self.quarantine(key, message, now, loaded.workloads[key].pod_refs())
         self._resume([r for k, r in loaded.workloads.items() if k not in loaded.invalid], now)
-        self._inadmissible = {k: None for k, r in loaded.workloads.items()
-                              if r.state is State.INACTIVE and r.reason == INADMISSIBLE}
+        self.placer.resume(loaded.workloads.values())
         self.dispatched.resume(list(loaded.dispatched.values()), now)
         self._read_nodes(now)
         if self.members is not None:
@@ -209,9 +192,7 @@ class Leader:
             self._read_nodes(now)
         self._schedule(now)
         self.dispatched.step(now)
-        self._place(now)
-        if self._inadmissible:
-            self._retry_inadmissible(now)
+        self.placer.step(now)
         if now >= self._node_check_at:
             self._watch_nodes(now)
         if now >= self._reasons_at:
@@ -313,157 +294,6 @@ class Leader:
         if self.members is not None:
             self.members.refresh(self.nodes, self.unplaced, now)
 
-    # -- 4. place ----------------------------------------------------------------------
-    def _place(self, now: float) -> None:
-        if not self.unplaced:
-            return
-        pools = self.nodes.pools()
-        requests: list[PlaceRequest] = []
-        pods_of: dict[str, list[placing.GangPod]] = {}
-        for key in [k for k in self.unplaced if k not in self._kind_of]:
-            record = self.engine.records.get(key)
-            if record is None or record.admission is None or key not in self.tracked:
-                self.unplaced.pop(key)
-                continue
-            # Pinned nodes and a dispatched pool decide where a gang may go, too.
-            where = pinning.placement_key(record.admission, self.members.pools()
-                                          if self.members is not None else {})
-            kind = (record.info.equivalence, repr(record.admission.flavor_summary()) + where)
-            self._kind_of[key] = kind
-            self._by_kind.setdefault(kind, {})[key] = None
-        # Gangs of one kind (same pod sets, same flavors) fit or fail alike: each kind is
-        # tried in admission order until one does not fit, so a backlog costs one failed
-        # try per kind and round, not one per waiting gang.
-        for kind, keys in list(self._by_kind.items()):
-            for key in list(keys):
-                if key not in self.unplaced:  # placed, evicted or finished meanwhile
-                    del keys[key]
-                    self._kind_of.pop(key, None)
-                    continue
-                record, tracked = self.engine.records[key], self.tracked[key]
-                assert record.admission is not None
-                with blame(key):
-                    pods = placing.gang_pods(record.info, record.admission,
-                                             self.engine.cache.flavors)
-                    pool = (self.members.pool_for(record.admission)
-                            if self.members is not None else None)
-                    result = pinning.place(pods, record.admission, pools, pool=pool)
-                if isinstance(result, placing.Unplaceable):
-                    nodes_now = self._ready_nodes()
-                    with blame(key):
-                        # Judged once per kind and set of nodes: a gang that waits for busy
-                        # nodes costs no second placement every round.
-                        never = None if self._could_fit.get(kind) == nodes_now else \
-                            self._never_fits(pods, record.admission, pool)
-                    if never is None:
-                        self._could_fit[kind] = nodes_now
-                    if never is not None:  # waiting would hold its quota forever
-                        log.warning("workload %s can never be placed: %s", key, never)
-                        self.engine.deactivate(key, now, INADMISSIBLE, never)
-                        self._inadmissible[key] = nodes_now
-                        self.unplaced.pop(key, None)
-                        del keys[key]
-                        self._kind_of.pop(key, None)
-                        continue
-                    self._waiting_why[kind] = result.reason
-                    break
-                # Later gangs of this round see these pods on their nodes.
-                self.nodes.update(result.updated)
-                pools[result.pool] = [result.updated.get(n.name, n) for n in pools[result.pool]]
-                pods_of[key] = pods
-                requests.append(PlaceRequest(key, tracked.attempt, tuple(
-                    PodPlacement(PodRef(key, tracked.attempt, p.index), node, p.pod_set,
-                                 p.requests, self.nodes.epoch(node))
-                    for p, node in zip(pods, result.nodes, strict=True))))
-            else:
-                self._waiting_why.pop(kind, None)
-            if not keys:
-                del self._by_kind[kind]
-                self._could_fit.pop(kind, None)
-        if not requests:
-            return
-        statuses = self.store.workloads.place_many(self.holder, requests, now)
-        to_send: list[jobs.PodJob] = []
-        for request, status in zip(requests, statuses, strict=True):
-            self._check(status, f"placing {request.key}")
-            if status.startswith("ok"):
-                self.unplaced.pop(request.key, None)
-                placed = tuple((p.node, p.epoch) for p in request.pods)
-                self.tracked[request.key].placed = placed
-                self.nodes.placed(request.pods)
-                record = self.engine.records[request.key]
-                record.pending_reason = record.pending_message = None
-                with blame(request.key):
-                    to_send += self._pod_jobs(request.key, request.attempt, placed,
-                                              pods_of[request.key])
-            else:  # a node went away, or the workload changed: look again
-                log.info("placement of %s not stored (%s)", request.key, status)
-                self.nodes.dirty = True
-                if not status.startswith("node:"):
-                    self.recheck.add(request.key)
-        jobs.enqueue(self.conn.raw, self.store.keys, to_send)
-        for job in to_send:
-            self._sent_at[PodRef.parse(job.pod_id).workload] = now
-
-    def _never_fits(self, pods: list[placing.GangPod], admission: Admission,
-                    pool: str | None) -> str | None:
-        """Why no Ready node could hold the gang even with nothing else on it, or None when
-        it could (it waits) — or when that cannot be told yet: no node has registered, the
-        pool dispatch chose has none, or topology-aware admission pinned its nodes."""
-        empty = self.nodes.empty_pools()
-        if not empty or (pool is not None and pool not in empty) or pinning.pinned(admission):
-            return None
-        if isinstance(pinning.place(pods, admission, empty, pool=pool), placing.Placed):
-            return None
-        shapes = "; ".join(
-            f"pool {name}: " + ", ".join(f"{n.name} ({format_vector(n.allocatable)})"
-                                         for n in sorted(nodes, key=lambda n: n.name)[:3])
-            + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
-            for name, nodes in sorted(empty.items()) if pool is None or name == pool)
-        asks = "; ".join(sorted({f"{p.pod_set}: {format_vector(p.requests)} per pod"
-                                 for p in pods}))
-        return (f"no node can ever hold this gang of {len(pods)} pod(s) ({asks}), even with "
-                f"nothing else running: the Ready nodes are {shapes}")
-
-    def _ready_nodes(self) -> tuple[tuple[str, int, bool], ...]:
-        """Which nodes there are to place on (a node that registers again, or is cordoned or
-        uncordoned, changes it)."""
-        return tuple(sorted((n.name, n.epoch, n.cordoned)
-                            for n in self.nodes.records.values() if n.ready))
-
-    def _retry_inadmissible(self, now: float) -> None:
-        """Give gangs no node could hold another chance once the Ready nodes change (a
-        bigger node may have registered): back to Pending, in their old place in line."""
-        if self.nodes.dirty:
-            self.nodes.refresh()
-        nodes = self._ready_nodes()
-        for key in [k for k, seen in self._inadmissible.items() if seen != nodes]:
-            del self._inadmissible[key]
-            record, tracked = self.engine.records.get(key), self.tracked.get(key)
-            if record is None or record.state is not State.INACTIVE or tracked is None:
-                continue
-            status = self.store.workloads.settle(
-                self.holder, WorkloadRecord(key, State.INACTIVE, attempt=tracked.attempt),
-                event="activate", reason="Pending", message="nodes changed: trying again",
-                queued_at=record.info.created, now=now)
-            self._check(status, f"activating {key}")
-            if status == "ok":
-                self.engine.activate(key, now)
-            else:
-                self.recheck.add(key)
-
-    def _pod_jobs(self, key: str, attempt: int, placed: tuple[tuple[str, int], ...],
-                  pods: list[placing.GangPod]) -> list[jobs.PodJob]:
-        obj = self.engine.records[key].info.source
-        peers = tuple(node for node, _ in placed)
-        out = []
-        for pod, (node, epoch) in zip(pods, placed, strict=True):
-            command, env = jobs.pod_command(obj, pod.pod_set)
-            out.append(jobs.PodJob(self.store.prefix, PodRef(key, attempt, pod.index).id, node,
-                                   epoch, len(placed), pod.pod_set, peers, command, env,
-                                   pod.requests, jobs.working_dir(obj, pod.pod_set)))
-        return out
-
     # -- 5. watch nodes -----------------------------------------------------------------
     def _watch_nodes(self, now: float) -> None:
         self._node_check_at = now + self.timing.node_check_every
@@ -484,9 +314,7 @@ class Leader:
         self._evict_from_lost_nodes(now)
         self._evict_from_drained_nodes(now)
         self._persist(now)
-        self._sent_at = {k: at for k, at in self._sent_at.items() if k in self.tracked}
-        self._resend([k for k, at in self._sent_at.items()
-                      if now - at >= self.timing.resend_after], now)
+        self.placer.resend_overdue(now)
         if self.store.events.missed(self.follower.last_event):
             raise NeedRebuild("events were trimmed before being read")
         if now >= self._resync_at:
@@ -590,11 +418,12 @@ class Leader:
         if self.members is not None:
             self.members.reasons()
         changed: list[tuple[str, int, str, str]] = []
+        waiting_why = self.placer.waiting_why
         for key, record in self.engine.records.items():
-            kind = self._kind_of.get(key)
-            if kind is not None and kind in self._waiting_why and key in self.unplaced:
+            waiting = waiting_why(key)
+            if waiting is not None:
                 record.pending_reason = "WaitingForNodes"
-                record.pending_message = self._waiting_why[kind]
+                record.pending_message = waiting
             if record.state is State.FINISHED or record.pending_reason is None:
                 continue
             why = (record.pending_reason, record.pending_message or "")
@@ -624,36 +453,7 @@ class Leader:
                 (node, by_ref[ref].epoch if ref in by_ref else -1)
                 for node, ref in zip(record.placement, record.pod_refs(), strict=False))
         # The previous leader may have stored placements it never sent.
-        self._resend([r.key for r in placed], now)
-
-    def _resend(self, keys: list[str], now: float) -> None:
-        """Send again the start jobs of pods still Placed: a start job can be lost (a leader
-        died between placing and sending, a worker died holding the job, Redis restarted).
-        Starting a pod is a compare-and-set, so a pod sent twice still runs once."""
-        refs = {key: [PodRef(key, t.attempt, i) for i in range(len(t.placed))]
-                for key in keys if (t := self.tracked.get(key)) is not None and t.placed}
-        for key in set(keys) - refs.keys():  # evicted or finished: nothing to send
-            self._sent_at.pop(key, None)
-        pods = self.store.pods.get_many([ref for rs in refs.values() for ref in rs])
-        placed = {p.ref for p in pods if p is not None and p.state is PodPhase.PLACED}
-        to_send: list[jobs.PodJob] = []
-        for key, key_refs in refs.items():
-            unsent = [i for i, ref in enumerate(key_refs) if ref in placed]
-            record = self.engine.records.get(key)
-            if not unsent or record is None or record.state is not State.ADMITTED \
-                    or record.admission is None:
-                self._sent_at.pop(key, None)
-                continue
-            tracked = self.tracked[key]
-            with blame(key):
-                gang = placing.gang_pods(record.info, record.admission,
-                                         self.engine.cache.flavors)
-                all_jobs = self._pod_jobs(key, tracked.attempt, tracked.placed, gang)
-            to_send += [all_jobs[i] for i in unsent]
-            self._sent_at[key] = now
-        if to_send:
-            log.info("sending %d pod(s) again that were placed but not started", len(to_send))
-            jobs.enqueue(self.conn.raw, self.store.keys, to_send)
+        self.placer.resend([r.key for r in placed], now)
 
     @staticmethod
     def _check(status: str, what: str) -> None:

@@ -1,0 +1,293 @@
+"""Step 4 of the leader: place admitted gangs on pool nodes and send their pods.
+
+An admitted gang is *unplaced* (:attr:`Leader.unplaced
+<kuota.service.leader.Leader.unplaced>`, in admission order) until the
+:class:`Placer` finds nodes for all its pods — on the nodes topology-aware
+admission pinned, in the pool dispatch chose (:mod:`kuota.service.pinning`,
+:mod:`kuota.service.placing`) — and Redis has stored the placement.
+
+**Gangs of one kind fit or fail alike.** A gang's kind is what it asks of
+nodes: its pod sets (the workload's equivalence), its flavors, and where it
+may go (pinned nodes, the dispatched pool). Each kind is tried in admission
+order until one gang does not fit; the rest of that kind wait behind it
+(``WaitingForNodes``, with the placer's reason: :meth:`Placer.waiting_why`).
+A backlog thus costs one failed try per kind and round, not one per waiting
+gang, and a later gang of one kind never overtakes an earlier one.
+
+**Inadmissible.** A gang that does not fit is asked whether it could were the
+Ready nodes empty (a kind found to fit is not asked again until those nodes
+change). If no node could ever hold it, waiting would hold its quota forever:
+it is deactivated (state ``Inactive``, reason :data:`INADMISSIBLE`, a message
+naming what it asks and the node shapes there are) and its quota goes to the
+others. Whenever the
+Ready nodes change — a node registers again, leaves, is cordoned or
+uncordoned — it is given another chance: back to Pending, in its old place in
+line. Nothing is judged before a node has registered, in a pool dispatch
+chose that has none, or for a gang whose nodes admission pinned.
+
+**All or nothing, one start job per node.** The placements of a round are
+written in one call (:meth:`queueing.store.workloads.WorkloadStore.place_many`),
+each gang's all-or-nothing: a gang Redis refuses (a node went away, the
+workload changed) stays unplaced, the nodes or the workload read again. Then
+the pods of every placed gang are sent as one rq start job per node
+(:func:`kuota.service.jobs.enqueue`).
+
+**Resending.** A start job can be lost (a leader died between placing and
+sending, a worker died holding the job, Redis restarted). Pods still
+``Placed`` ``Timing.resend_after`` after being sent, and those a new leader
+finds placed, are sent again; starting a pod is a compare-and-set, so a pod
+sent twice still runs once.
+
+The lines logged here are the leader's (logger ``kuota.service.leader``), as
+they were before this step had its own module.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from admission.errors import blame
+from kuota.service import jobs, pinning, placing
+from queueing.store import PodPhase, PodRef, WorkloadRecord
+from queueing.store.workloads import PlaceRequest, PodPlacement
+from quota.lifecycle import State
+from quota.resources import format_vector
+from quota.workload import Admission
+
+if TYPE_CHECKING:
+    from kuota.service.leader import Leader
+
+#: The leader's logger: what is logged here is grepped for under that name.
+log = logging.getLogger("kuota.service.leader")
+
+#: Reason of a workload taken out of scheduling because no node can ever hold it.
+INADMISSIBLE = "Inadmissible"
+
+#: What a gang asks of nodes: (equivalence of its pod sets, its flavors and where it may go).
+Kind = tuple[int, str]
+#: The Ready nodes: (name, epoch, cordoned) each, sorted.
+ReadyNodes = tuple[tuple[str, int, bool], ...]
+
+
+class Placer:
+    def __init__(self, leader: Leader) -> None:
+        self.leader = leader
+        #: Placed workloads whose pods were sent but may not all have started -> when sent.
+        self._sent_at: dict[str, float] = {}
+        #: Unplaced gangs by kind (what they ask of nodes), in admission order.
+        self._by_kind: dict[Kind, dict[str, None]] = {}
+        self._kind_of: dict[str, Kind] = {}
+        #: Why the first gang of a kind did not fit, this round.
+        self._waiting_why: dict[Kind, str] = {}
+        #: Workloads set aside because no node could ever hold them -> the Ready nodes then
+        #: (names and epochs); given another chance when the nodes differ.
+        self._inadmissible: dict[str, ReadyNodes | None] = {}
+        #: Kinds of gang found to fit these nodes were they empty (so they only wait).
+        self._could_fit: dict[Kind, ReadyNodes] = {}
+
+    def resume(self, records: Iterable[WorkloadRecord]) -> None:
+        """Set aside as Inadmissible by an earlier leader: tried again at the first step."""
+        self._inadmissible = {r.key: None for r in records
+                              if r.state is State.INACTIVE and r.reason == INADMISSIBLE}
+
+    def step(self, now: float) -> None:
+        self._place(now)
+        if self._inadmissible:
+            self._retry_inadmissible(now)
+
+    def waiting_why(self, key: str) -> str | None:
+        """Why an unplaced gang waits for nodes (the first of its kind did not fit), or None."""
+        kind = self._kind_of.get(key)
+        if kind is not None and kind in self._waiting_why and key in self.leader.unplaced:
+            return self._waiting_why[kind]
+        return None
+
+    def _place(self, now: float) -> None:
+        leader = self.leader
+        if not leader.unplaced:
+            return
+        pools = leader.nodes.pools()
+        requests: list[PlaceRequest] = []
+        pods_of: dict[str, list[placing.GangPod]] = {}
+        for key in [k for k in leader.unplaced if k not in self._kind_of]:
+            record = leader.engine.records.get(key)
+            if record is None or record.admission is None or key not in leader.tracked:
+                leader.unplaced.pop(key)
+                continue
+            # Pinned nodes and a dispatched pool decide where a gang may go, too.
+            where = pinning.placement_key(record.admission, leader.members.pools()
+                                          if leader.members is not None else {})
+            kind = (record.info.equivalence, repr(record.admission.flavor_summary()) + where)
+            self._kind_of[key] = kind
+            self._by_kind.setdefault(kind, {})[key] = None
+        # Each kind is tried in admission order until one does not fit (module doc).
+        for kind, keys in list(self._by_kind.items()):
+            for key in list(keys):
+                if key not in leader.unplaced:  # placed, evicted or finished meanwhile
+                    del keys[key]
+                    self._kind_of.pop(key, None)
+                    continue
+                record, tracked = leader.engine.records[key], leader.tracked[key]
+                assert record.admission is not None
+                with blame(key):
+                    pods = placing.gang_pods(record.info, record.admission,
+                                             leader.engine.cache.flavors)
+                    pool = (leader.members.pool_for(record.admission)
+                            if leader.members is not None else None)
+                    result = pinning.place(pods, record.admission, pools, pool=pool)
+                if isinstance(result, placing.Unplaceable):
+                    nodes_now = self._ready_nodes()
+                    with blame(key):
+                        # Judged once per kind and set of nodes: a gang that waits for busy
+                        # nodes costs no second placement every round.
+                        never = None if self._could_fit.get(kind) == nodes_now else \
+                            self._never_fits(pods, record.admission, pool)
+                    if never is None:
+                        self._could_fit[kind] = nodes_now
+                    if never is not None:  # waiting would hold its quota forever
+                        log.warning("workload %s can never be placed: %s", key, never)
+                        leader.engine.deactivate(key, now, INADMISSIBLE, never)
+                        self._inadmissible[key] = nodes_now
+                        leader.unplaced.pop(key, None)
+                        del keys[key]
+                        self._kind_of.pop(key, None)
+                        continue
+                    self._waiting_why[kind] = result.reason
+                    break
+                # Later gangs of this round see these pods on their nodes.
+                leader.nodes.update(result.updated)
+                pools[result.pool] = [result.updated.get(n.name, n) for n in pools[result.pool]]
+                pods_of[key] = pods
+                requests.append(PlaceRequest(key, tracked.attempt, tuple(
+                    PodPlacement(PodRef(key, tracked.attempt, p.index), node, p.pod_set,
+                                 p.requests, leader.nodes.epoch(node))
+                    for p, node in zip(pods, result.nodes, strict=True))))
+            else:
+                self._waiting_why.pop(kind, None)
+            if not keys:
+                del self._by_kind[kind]
+                self._could_fit.pop(kind, None)
+        if not requests:
+            return
+        statuses = leader.store.workloads.place_many(leader.holder, requests, now)
+        to_send: list[jobs.PodJob] = []
+        for request, status in zip(requests, statuses, strict=True):
+            leader._check(status, f"placing {request.key}")
+            if status.startswith("ok"):
+                leader.unplaced.pop(request.key, None)
+                placed = tuple((p.node, p.epoch) for p in request.pods)
+                leader.tracked[request.key].placed = placed
+                leader.nodes.placed(request.pods)
+                record = leader.engine.records[request.key]
+                record.pending_reason = record.pending_message = None
+                with blame(request.key):
+                    to_send += self._pod_jobs(request.key, request.attempt, placed,
+                                              pods_of[request.key])
+            else:  # a node went away, or the workload changed: look again
+                log.info("placement of %s not stored (%s)", request.key, status)
+                leader.nodes.dirty = True
+                if not status.startswith("node:"):
+                    leader.recheck.add(request.key)
+        jobs.enqueue(leader.conn.raw, leader.store.keys, to_send)
+        for job in to_send:
+            self._sent_at[PodRef.parse(job.pod_id).workload] = now
+
+    def _never_fits(self, pods: list[placing.GangPod], admission: Admission,
+                    pool: str | None) -> str | None:
+        """Why no Ready node could hold the gang even with nothing else on it, or None when
+        it could (it waits) — or when that cannot be told yet: no node has registered, the
+        pool dispatch chose has none, or topology-aware admission pinned its nodes."""
+        empty = self.leader.nodes.empty_pools()
+        if not empty or (pool is not None and pool not in empty) or pinning.pinned(admission):
+            return None
+        if isinstance(pinning.place(pods, admission, empty, pool=pool), placing.Placed):
+            return None
+        shapes = "; ".join(
+            f"pool {name}: " + ", ".join(f"{n.name} ({format_vector(n.allocatable)})"
+                                         for n in sorted(nodes, key=lambda n: n.name)[:3])
+            + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+            for name, nodes in sorted(empty.items()) if pool is None or name == pool)
+        asks = "; ".join(sorted({f"{p.pod_set}: {format_vector(p.requests)} per pod"
+                                 for p in pods}))
+        return (f"no node can ever hold this gang of {len(pods)} pod(s) ({asks}), even with "
+                f"nothing else running: the Ready nodes are {shapes}")
+
+    def _ready_nodes(self) -> ReadyNodes:
+        """Which nodes there are to place on (a node that registers again, or is cordoned or
+        uncordoned, changes it)."""
+        return tuple(sorted((n.name, n.epoch, n.cordoned)
+                            for n in self.leader.nodes.records.values() if n.ready))
+
+    def _retry_inadmissible(self, now: float) -> None:
+        """Give gangs no node could hold another chance once the Ready nodes change (a
+        bigger node may have registered): back to Pending, in their old place in line."""
+        leader = self.leader
+        if leader.nodes.dirty:
+            leader.nodes.refresh()
+        nodes = self._ready_nodes()
+        for key in [k for k, seen in self._inadmissible.items() if seen != nodes]:
+            del self._inadmissible[key]
+            record, tracked = leader.engine.records.get(key), leader.tracked.get(key)
+            if record is None or record.state is not State.INACTIVE or tracked is None:
+                continue
+            status = leader.store.workloads.settle(
+                leader.holder, WorkloadRecord(key, State.INACTIVE, attempt=tracked.attempt),
+                event="activate", reason="Pending", message="nodes changed: trying again",
+                queued_at=record.info.created, now=now)
+            leader._check(status, f"activating {key}")
+            if status == "ok":
+                leader.engine.activate(key, now)
+            else:
+                leader.recheck.add(key)
+
+    def _pod_jobs(self, key: str, attempt: int, placed: tuple[tuple[str, int], ...],
+                  pods: list[placing.GangPod]) -> list[jobs.PodJob]:
+        obj = self.leader.engine.records[key].info.source
+        peers = tuple(node for node, _ in placed)
+        out = []
+        for pod, (node, epoch) in zip(pods, placed, strict=True):
+            command, env = jobs.pod_command(obj, pod.pod_set)
+            out.append(jobs.PodJob(self.leader.store.prefix, PodRef(key, attempt, pod.index).id,
+                                   node, epoch, len(placed), pod.pod_set, peers, command, env,
+                                   pod.requests, jobs.working_dir(obj, pod.pod_set)))
+        return out
+
+    # -- resending -----------------------------------------------------------------------
+    def resend_overdue(self, now: float) -> None:
+        """Send again the pods of live workloads sent ``Timing.resend_after`` ago or more."""
+        leader = self.leader
+        self._sent_at = {k: at for k, at in self._sent_at.items() if k in leader.tracked}
+        self.resend([k for k, at in self._sent_at.items()
+                     if now - at >= leader.timing.resend_after], now)
+
+    def resend(self, keys: list[str], now: float) -> None:
+        """Send again the start jobs of pods still Placed: a start job can be lost (a leader
+        died between placing and sending, a worker died holding the job, Redis restarted).
+        Starting a pod is a compare-and-set, so a pod sent twice still runs once."""
+        leader = self.leader
+        refs = {key: [PodRef(key, t.attempt, i) for i in range(len(t.placed))]
+                for key in keys if (t := leader.tracked.get(key)) is not None and t.placed}
+        for key in set(keys) - refs.keys():  # evicted or finished: nothing to send
+            self._sent_at.pop(key, None)
+        pods = leader.store.pods.get_many([ref for rs in refs.values() for ref in rs])
+        placed = {p.ref for p in pods if p is not None and p.state is PodPhase.PLACED}
+        to_send: list[jobs.PodJob] = []
+        for key, key_refs in refs.items():
+            unsent = [i for i, ref in enumerate(key_refs) if ref in placed]
+            record = leader.engine.records.get(key)
+            if not unsent or record is None or record.state is not State.ADMITTED \
+                    or record.admission is None:
+                self._sent_at.pop(key, None)
+                continue
+            tracked = leader.tracked[key]
+            with blame(key):
+                gang = placing.gang_pods(record.info, record.admission,
+                                         leader.engine.cache.flavors)
+                all_jobs = self._pod_jobs(key, tracked.attempt, tracked.placed, gang)
+            to_send += [all_jobs[i] for i in unsent]
+            self._sent_at[key] = now
+        if to_send:
+            log.info("sending %d pod(s) again that were placed but not started", len(to_send))
+            jobs.enqueue(leader.conn.raw, leader.store.keys, to_send)
