@@ -190,8 +190,12 @@ class Leader:
                 self.members is not None and self.members.dispatcher.waiting
                 and any(e.kind == "pod" for e in events))):
             self._read_nodes(now)
+        # Decisions and placements carry the time they are made: following a burst of
+        # events can take a good part of a step (up to Timing.follow_budget).
+        now = self.clock()
         self._schedule(now)
         self.dispatched.step(now)
+        now = self.clock()
         self.placer.step(now)
         if now >= self._node_check_at:
             self._watch_nodes(now)
