@@ -259,7 +259,8 @@ class WorkloadStore:
     def records_not_in(self, states: Collection[str], keys: Sequence[str] | None = None, *,
                        chunk: int = 2_000) -> dict[str, WorkloadRecord]:
         """The workloads (every one, oldest first, or those of ``keys``) whose state is not
-        one of ``states``, spec included. The states are compared in Redis: a scheduler's
+        one of ``states``, spec included, dispatch decision left out (only ``kuota why``
+        reads that, through :meth:`get`). The states are compared in Redis: a scheduler's
         rebuild never receives the many finished workloads a pool retains. Each call reads
         ``chunk`` hashes, so Redis is never held for long."""
         keys = self.keys() if keys is None else keys
