@@ -67,8 +67,9 @@ local function emit(stream, maxlen, ...)
 end
 -- The scheduler changed a workload: the leader skips these entries (it made the change);
 -- standbys follow them to keep their copy of the store current (kuota.service.standby).
-local function decided(stream, workload)
-  emit(stream, EVENTS_MAXLEN, "kind", "decision", "key", redis.call("HGET", workload, "key"))
+local function decided(stream, workload, key)
+  emit(stream, EVENTS_MAXLEN, "kind", "decision", "key",
+       key or redis.call("HGET", workload, "key"))
 end
 -- Ask every live pod among the keys from `first` on to stop (its worker terminates it);
 -- true if there was one.
@@ -200,7 +201,7 @@ local function place(workload, history, pods_at, pods)
   redis.call("HSET", workload, "placement", ARGV[a + 1], "reason", "", "message", "")
   note(history, {at = tonumber(ARGV[2]), event = "Placed", nodes = cjson.decode(ARGV[a + 1]),
                  attempt = tonumber(ARGV[a])})
-  decided(KEYS[2], workload)
+  decided(KEYS[2], workload, key)
   return "ok"
 end
 local fenced_out = fenced(KEYS[1], ARGV[1])
@@ -522,28 +523,6 @@ emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok:deleted"
 """
 
-READ_LIVE: Final = r"""
--- Read the workloads that are not in one of some states, the rest skipped in Redis (a
--- scheduler taking over reads its queue; the finished workloads a pool keeps are never
--- sent). One answer per key: the fields asked for, or nothing (skipped or gone).
--- KEYS[1], KEYS[2], ... workload hashes
--- ARGV[1] how many states follow  ARGV[2..] the states to skip, then the fields to read
-local skip = {}
-local n = tonumber(ARGV[1])
-for i = 2, n + 1 do skip[ARGV[i]] = true end
-local fields = {unpack(ARGV, n + 2)}
-local out = {}
-for i, key in ipairs(KEYS) do
-  local state = redis.call("HGET", key, "state")
-  if state and not skip[state] then
-    out[i] = redis.call("HMGET", key, unpack(fields))
-  else
-    out[i] = false
-  end
-end
-return out
-"""
-
 PURGE_FINISHED: Final = r"""
 -- Retention: forget a workload that finished before a cutoff -- its record, history,
 -- and every attempt's pods and logs. Anything not Finished, or finished later, stays.
@@ -721,21 +700,30 @@ return "ok"
 READ_MANY: Final = r"""
 -- Read some fields of many workloads in one command: the scheduler re-reads the workloads
 -- each slice of events names, and one script costs the client far less to send and parse
--- than a pipeline of one HMGET per key. One answer per key: the fields' values (nil where
--- unset, all nil for a hash with none of them), or nil when there is no such hash.
+-- than a pipeline of one HMGET per key. With states to skip, only the workloads in none of
+-- them are read, the rest skipped in Redis (a scheduler taking over reads its queue: the
+-- finished workloads a pool keeps are never sent). One answer per key: the fields' values
+-- (nil where unset), or nil — no such hash, or (with states to skip) one skipped or without
+-- a state. Without states to skip, a hash holding none of the fields answers all nil.
 -- KEYS[1], KEYS[2], ... workload hashes
--- ARGV[1], ARGV[2], ... the fields to read
+-- ARGV[1] how many states follow  ARGV[2..] the states to skip, then the fields to read
+local n = tonumber(ARGV[1])
+local skip = {}
+for i = 2, n + 1 do skip[ARGV[i]] = true end
+local fields = {unpack(ARGV, n + 2)}
 local out = {}
 for i, key in ipairs(KEYS) do
-  local values = redis.call("HMGET", key, unpack(ARGV))
-  local found = false
-  for _, value in ipairs(values) do
-    if value then found = true break end
-  end
-  if found or redis.call("EXISTS", key) == 1 then
-    out[i] = values
+  out[i] = false
+  if n > 0 then
+    local state = redis.call("HGET", key, "state")
+    if state and not skip[state] then out[i] = redis.call("HMGET", key, unpack(fields)) end
   else
-    out[i] = false
+    local values = redis.call("HMGET", key, unpack(fields))
+    local found = false
+    for _, value in ipairs(values) do
+      if value then found = true break end
+    end
+    if found or redis.call("EXISTS", key) == 1 then out[i] = values end
   end
 end
 return out
@@ -751,7 +739,7 @@ SCRIPTS: Final = {
     "pod_start": POD_START, "pod_exit": POD_EXIT,
     "register_node": REGISTER_NODE, "node_scheduling": NODE_SCHEDULING,
     "node_remove": NODE_REMOVE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
-    "purge_finished": PURGE_FINISHED, "read_live": READ_LIVE,
+    "purge_finished": PURGE_FINISHED,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
     "read_many": READ_MANY,
 }

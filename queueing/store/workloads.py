@@ -216,7 +216,7 @@ class WorkloadStore:
                 answers: list[list[str | None] | None] = []
                 for start in range(0, len(keys), READ_CHUNK):
                     hashes = [self._keys.workload(k) for k in keys[start:start + READ_CHUNK]]
-                    answers += self._scripts.read("read_many", hashes, fields)
+                    answers += self._scripts.read("read_many", hashes, [0, *fields])
                 return answers
             except self._refused:
                 self._scripted_reads = False
@@ -257,7 +257,7 @@ class WorkloadStore:
         return len(entries)
 
     def records_not_in(self, states: Collection[str], keys: Sequence[str] | None = None, *,
-                       chunk: int = 2_000) -> dict[str, WorkloadRecord]:
+                       chunk: int = READ_CHUNK) -> dict[str, WorkloadRecord]:
         """The workloads (every one, oldest first, or those of ``keys``) whose state is not
         one of ``states``, spec included, dispatch decision left out (only ``kuota why``
         reads that, through :meth:`get`). The states are compared in Redis: a scheduler's
@@ -268,7 +268,7 @@ class WorkloadStore:
         found: dict[str, WorkloadRecord] = {}
         for start in range(0, len(keys), chunk):
             part = keys[start:start + chunk]
-            answers = self._scripts.read("read_live", [self._keys.workload(k) for k in part],
+            answers = self._scripts.read("read_many", [self._keys.workload(k) for k in part],
                                          [len(states), *states, *fields])
             for key, values in zip(part, answers, strict=True):
                 if values:
