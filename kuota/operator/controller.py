@@ -459,6 +459,11 @@ class Controller:
             return
         if group_key is not None and not podgroups.stopped(self.pods_of(group_key)):
             return
+        # (said each time: should quota ever be released early, the log shows what was seen)
+        seen = f"Job {job_key} stopped" if job is not None else \
+            f"no pod of group {group_key} runs" if group_key is not None else \
+            f"its owner is gone (Job {job_key})" if job_key is not None else "it has no owner"
+        log.info("Workload %s evicted and stopped (%s): its quota is released", key, seen)
         engine.stopped(key, self.clock())
         self._changed()
 
@@ -636,6 +641,7 @@ class Controller:
             return
         ended = podgroups.outcome(pods, total)
         if ended is not None:
+            log.info("Workload %s finished: %s", workload, ended[1])
             self.finish_reasons[workload] = ended[0]
             self.engine.finish(workload, self.clock(), ended[1])
             self._changed()
