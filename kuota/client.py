@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from kuota.service.connection import Connection, connect
 from queueing.store import (
@@ -44,6 +46,7 @@ from quota.lifecycle import State
 
 if TYPE_CHECKING:
     from kuota.service import views
+    from kuota.service.submission import Submission
     from quota import api
 
 
@@ -161,6 +164,8 @@ class Client:
 
     #: Seconds a request of a namespace-scoped submitter waits for the scheduler's answer.
     request_wait = 10.0
+    #: Seconds a submission is tried again while the connection to Redis fails.
+    submit_retry_for = 10.0
 
     def __init__(self, redis_url: str | None = None, *, prefix: str = "kuota",
                  connection: Connection | None = None, journal: Path | None = None) -> None:
@@ -258,10 +263,7 @@ class Client:
         checked = submission.StoredRules.read(self.store).check(manifest, queue=given_queue)
         submission_id = uuid.uuid4().hex
         try:
-            self.store.workloads.submit(
-                checked.key, spec=checked.manifest, queue=checked.queue,
-                priority=checked.priority, backoff_limit=checked.backoff_limit,
-                submission=submission_id, now=time.time())
+            self._store_submission(checked, submission_id)
         except NoPermissionError:
             # A submitter limited to its namespace: the scheduler stores it (module doc).
             answer = self._request(checked.key, "submit", manifest=json.dumps(manifest),
@@ -271,6 +273,27 @@ class Client:
             return WorkloadHandle(self, checked.key, queued=answer is None)
         self._note(checked.key, submission_id)
         return WorkloadHandle(self, checked.key)
+
+    def _store_submission(self, checked: Submission, submission_id: str) -> None:
+        """Store it, trying again with the same submission id when the connection fails.
+
+        A reply lost with the connection leaves the submission stored or not, no one can
+        tell which; the store knows this very submission when it comes again (the retry
+        is then a no-op), so retrying can never store the workload twice."""
+        deadline = time.monotonic() + self.submit_retry_for
+        pause = 0.05
+        while True:
+            try:
+                self.store.workloads.submit(
+                    checked.key, spec=checked.manifest, queue=checked.queue,
+                    priority=checked.priority, backoff_limit=checked.backoff_limit,
+                    submission=submission_id, now=time.time())
+                return
+            except (RedisConnectionError, RedisTimeoutError):
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(1.0, pause * 2)
 
     def _note(self, key: str, submission_id: str) -> None:
         if self.journal is not None:
