@@ -9,8 +9,10 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
    each named workload from Redis; the engine follows what Redis says
    (submitted, cancelled, finished, requeued by a failed pod):
    :mod:`kuota.service.following`.
-3. **Schedule**: run cycles until idle (or for at most ``Timing.cycle_budget``:
-   a backlog is admitted in slices, each persisted before the next), retry
+3. **Schedule**: run cycles until idle, or until the step has tried
+   :data:`CYCLE_HEADS` heads or its next cycle would overrun
+   ``Timing.cycle_budget`` (a backlog is admitted in slices, each persisted
+   and placed before the next is decided, on the quota freed meanwhile), retry
    workloads waiting for a member cluster, then persist the outbox
    (:mod:`kuota.service.decisions`) and the dispatch decisions. Topology-aware
    admission and multi-cluster dispatch see the pools' nodes
@@ -69,6 +71,10 @@ log = logging.getLogger(__name__)
 REASONS_PER_SECOND = 20_000
 
 
+#: Heads a step tries before it persists and places what it decided (see Leader._cycles).
+CYCLE_HEADS = 500
+
+
 @dataclass(frozen=True)
 class Timing:
     lease_ttl: float = 5.0
@@ -87,7 +93,8 @@ class Timing:
     #: (one pipeline of decisions, one start job per node), which is what lets a busy
     #: scheduler keep up; it adds at most this much to any decision's latency.
     batch: float = 0.01
-    #: Longest a step runs scheduling cycles before persisting them and reading events again.
+    #: Longest a step runs scheduling cycles before persisting them and reading events
+    #: again; the first cycle always runs, and another only if it should end in time.
     cycle_budget: float = 0.05
     #: Longest a step follows events (in slices of
     #: :data:`~kuota.service.following.FOLLOW_SLICE`) before deciding;
@@ -251,15 +258,27 @@ class Leader:
             self._write_decisions()
 
     def _cycles(self, now: float) -> None:
-        """Run scheduling cycles until none has anything to try, or the step's share of time
-        is spent: then what was decided is persisted and the next step goes on at once. A
+        """Run scheduling cycles until none has anything to try, or the step has done its
+        share (below): then what was decided is persisted and the next step goes on at once. A
         backlog of thousands is thus admitted and written in slices — the first admissions
         reach Redis (and their pods their nodes) without waiting for the last decision,
         and no step keeps the lease unrenewed or the events unread for long."""
         deadline = time.monotonic() + self.timing.cycle_budget
         self.busy = False
-        while self.engine.schedule(now).tried:
-            if time.monotonic() >= deadline:
+        tried = 0
+        while True:
+            began = time.monotonic()
+            cycle = self.engine.schedule(now).tried
+            if not cycle:
+                return
+            tried += cycle
+            # Another cycle only if it should end within the budget, judged by this one, and
+            # while the step has tried fewer than CYCLE_HEADS heads: a cycle over hundreds of
+            # queues is a batch already, and a second one would decide on the quota known
+            # before this step, while pods have been ending since. Its decisions are better
+            # persisted, placed and followed at once.
+            ended = time.monotonic()
+            if tried >= CYCLE_HEADS or ended + (ended - began) > deadline:
                 self.busy = True
                 return
 
