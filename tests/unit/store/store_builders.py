@@ -88,9 +88,12 @@ class SteppedPool:
     """The :data:`QUEUES` and one scheduler on
     a fresh fakeredis, stepped by the test instead of a thread: no timing, no workers."""
 
-    def __init__(self) -> None:
+    def __init__(self, **timing: Any) -> None:
+        """``timing``: :class:`~kuota.service.leader.Timing` fields to change."""
         from kuota.client import Client
         from kuota.service.connection import connect
+
+        self._timing = timing
 
         self.connection = connect(None, prefix="t", server=fakeredis.FakeServer())
         self.client = Client(connection=self.connection)
@@ -106,7 +109,8 @@ class SteppedPool:
 
         self._schedulers += 1
         return SchedulerService(self.connection, SchedulerOptions(
-            identity=f"s{self._schedulers}", timing=Timing(lease_ttl=30, poll=0.01, batch=0.0),
+            identity=f"s{self._schedulers}",
+            timing=Timing(**{"lease_ttl": 30, "poll": 0.01, "batch": 0.0, **self._timing}),
             clock=lambda: self.now))
 
     def restart_scheduler(self) -> None:

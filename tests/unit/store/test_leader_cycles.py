@@ -18,8 +18,12 @@ def _admitted(pool: SteppedPool, keys: list[str]) -> int:
     return sum(pool.state(k) != "Pending" for k in keys)
 
 
+# (a budget no cycle here comes near, so that a slow machine cannot end a step early)
+ROOMY = 5.0
+
+
 def test_cheap_cycles_admit_a_queues_backlog_in_one_step() -> None:
-    pool = SteppedPool()
+    pool = SteppedPool(cycle_budget=ROOMY)
     keys = [pool.submit(f"w{i}") for i in range(4)]  # one queue: one head per cycle
     pool.run(steps=1)
     assert _admitted(pool, keys) == 4
@@ -29,7 +33,7 @@ def test_cheap_cycles_admit_a_queues_backlog_in_one_step() -> None:
 def test_a_step_stops_once_its_cycles_tried_enough_heads(
         monkeypatch: pytest.MonkeyPatch, cycle_heads: int, want_first_step: int) -> None:
     monkeypatch.setattr(leader, "CYCLE_HEADS", cycle_heads)
-    pool = SteppedPool()
+    pool = SteppedPool(cycle_budget=ROOMY)
     pool.client.apply(queues(*(CQ(name, {"cpu": 4}) for name in ("a", "b", "c"))))
     keys = [pool.client.submit(["true"], queue=f"default/lq-{cq}", name=f"{cq}{i}",
                                requests={"cpu": 1}).key
