@@ -10,7 +10,7 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
    (submitted, cancelled, finished, requeued by a failed pod):
    :mod:`kuota.service.following`.
 3. **Schedule**: run cycles until idle, or until the step has tried
-   :data:`CYCLE_HEADS` heads or its next cycle would overrun
+   ``Timing.cycle_heads`` heads or its next cycle would overrun
    ``Timing.cycle_budget`` (a backlog is admitted in slices, each persisted
    and placed before the next is decided, on the quota freed meanwhile), retry
    workloads waiting for a member cluster, then persist the outbox
@@ -71,10 +71,6 @@ log = logging.getLogger(__name__)
 REASONS_PER_SECOND = 20_000
 
 
-#: Heads a step tries before it persists and places what it decided (see Leader._cycles).
-CYCLE_HEADS = 500
-
-
 @dataclass(frozen=True)
 class Timing:
     lease_ttl: float = 5.0
@@ -96,6 +92,8 @@ class Timing:
     #: Longest a step runs scheduling cycles before persisting them and reading events
     #: again; the first cycle always runs, and another only if it should end in time.
     cycle_budget: float = 0.05
+    #: Heads a step's cycles try before it persists and places what they decided.
+    cycle_heads: int = 500
     #: Longest a step follows events (in slices of
     #: :data:`~kuota.service.following.FOLLOW_SLICE`) before deciding;
     #: the rest is read again by the next step.
@@ -273,12 +271,12 @@ class Leader:
                 return
             tried += cycle
             # Another cycle only if it should end within the budget, judged by this one, and
-            # while the step has tried fewer than CYCLE_HEADS heads: a cycle over hundreds of
+            # while the step has tried fewer than cycle_heads heads: a cycle over hundreds of
             # queues is a batch already, and a second one would decide on the quota known
             # before this step, while pods have been ending since. Its decisions are better
             # persisted, placed and followed at once.
             ended = time.monotonic()
-            if tried >= CYCLE_HEADS or ended + (ended - began) > deadline:
+            if tried >= self.timing.cycle_heads or ended + (ended - began) > deadline:
                 self.busy = True
                 return
 

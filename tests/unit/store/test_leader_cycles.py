@@ -2,14 +2,13 @@
 
 A cycle admits at most one head per ClusterQueue. Cheap cycles (few queues, a deep
 backlog) run on within ``Timing.cycle_budget``, so a backlog is admitted in batches. A
-step whose cycles have tried ``CYCLE_HEADS`` heads stops and hands its decisions on:
+step whose cycles have tried ``Timing.cycle_heads`` heads stops and hands its decisions on:
 the next cycle then decides on the quota that pods freed meanwhile."""
 
 from __future__ import annotations
 
 import pytest
 
-from kuota.service import leader
 from tests.integration.redis.harness import CQ, queues
 from tests.unit.store.store_builders import SteppedPool
 
@@ -30,10 +29,9 @@ def test_cheap_cycles_admit_a_queues_backlog_in_one_step() -> None:
 
 
 @pytest.mark.parametrize(("cycle_heads", "want_first_step"), [(2, 3), (100, 6)])
-def test_a_step_stops_once_its_cycles_tried_enough_heads(
-        monkeypatch: pytest.MonkeyPatch, cycle_heads: int, want_first_step: int) -> None:
-    monkeypatch.setattr(leader, "CYCLE_HEADS", cycle_heads)
-    pool = SteppedPool(cycle_budget=ROOMY)
+def test_a_step_stops_once_its_cycles_tried_enough_heads(cycle_heads: int,
+                                                         want_first_step: int) -> None:
+    pool = SteppedPool(cycle_budget=ROOMY, cycle_heads=cycle_heads)
     pool.client.apply(queues(*(CQ(name, {"cpu": 4}) for name in ("a", "b", "c"))))
     keys = [pool.client.submit(["true"], queue=f"default/lq-{cq}", name=f"{cq}{i}",
                                requests={"cpu": 1}).key
