@@ -34,6 +34,15 @@ are followed :data:`FOLLOW_SLICE` at a time, for at most
 slice done. What is left is read again by the next step, which comes at once
 (:attr:`Follower.behind`: no batching pause, no blocking read).
 
+**Reading ahead.** The workloads a slice names are asked of Redis before the
+slice ahead of it is reconciled (:meth:`WorkloadStore.send_reads
+<queueing.store.workloads.WorkloadStore.send_reads>`), so Redis reads them
+while this process works; following a burst no longer waits for every read.
+A read made a little earlier is as good as one made later: it still comes
+after the entry that asked for it. One thing can differ: a workload read
+without its spec, as live in the engine, that the slice before finished —
+it is read again whole before it is reconciled, as it may be entering anew.
+
 **Quarantine.** A new workload whose spec cannot be read, or fails the
 submission checks, is set aside as ``Invalid``
 (:meth:`~kuota.service.leader.Leader.quarantine`) before it enters the engine:
@@ -60,6 +69,7 @@ from kuota.service import rebuild
 from kuota.service.decisions import Tracked
 from queueing.store import WorkloadRecord
 from queueing.store.events import Event
+from queueing.store.workloads import RecordsRead
 from quota.lifecycle import HOLDS_QUOTA, State
 
 if TYPE_CHECKING:
@@ -86,29 +96,44 @@ class Follower:
     def follow_some(self, events: Sequence[Event], now: float) -> None:
         """Follow the events read, slice by slice, for at most ``Timing.follow_budget``: a
         burst of thousands of submissions must not hold back the decisions (and the lease's
-        renewal) for long. What is left is read again by the next step, which comes at once."""
-        deadline = time.monotonic() + self.leader.timing.follow_budget
+        renewal) for long. What is left is read again by the next step, which comes at once.
+
+        The workloads of the next slice are asked of Redis before this one is reconciled,
+        so that Redis reads them while this process works (module doc)."""
+        leader = self.leader
+        deadline = time.monotonic() + leader.timing.follow_budget
         self.behind = False
-        done = 0
-        while True:
-            part = events[done:done + FOLLOW_SLICE]
-            self._follow(part, now)  # (with no events too: the rechecks)
-            done += len(part)
+        slices = [events[i:i + FOLLOW_SLICE] for i in range(0, len(events), FOLLOW_SLICE)]
+        keys = set(leader.recheck)  # (with no events too: the rechecks)
+        leader.recheck.clear()
+        reading = self._read(keys | _keys_of(slices[0]) if slices else keys)
+        for i, part in enumerate(slices or [events]):
+            with reading:
+                self._see(part)
+                ahead = None
+                if i + 1 < len(slices) and time.monotonic() < deadline:
+                    ahead = self._read(_keys_of(slices[i + 1]))
+                try:
+                    self._follow(reading, now)
+                except BaseException:
+                    if ahead is not None:
+                        ahead.close()
+                    raise
             if part:
                 self.last_event = part[-1].id
-            if done >= len(events):
+            if ahead is None:
+                self.behind = i + 1 < len(slices)
                 return
             if time.monotonic() >= deadline:
+                ahead.discard()  # (read again by the next step)
                 self.behind = True
                 return
+            reading = ahead
 
-    def _follow(self, events: Iterable[Event], now: float) -> None:
+    def _see(self, events: Iterable[Event]) -> None:
+        """What an entry says besides naming a workload to look at again."""
         leader = self.leader
-        keys = set(leader.recheck)
-        leader.recheck.clear()
         for event in events:
-            if event.kind == "decision":  # this leader's own (for standbys to follow)
-                continue
             if event.kind == "config":
                 raise NeedRebuild("queue objects changed")
             if event.kind == "node":
@@ -116,19 +141,28 @@ class Follower:
                 leader.stops.wake_all()  # pods on a lost node are gone
             elif event.kind == "pod":
                 leader.nodes.ended(event.pod)
-            if event.key:
-                keys.add(event.key)
-        if keys:
-            # What the engine (or the dispatched copies) holds is read without its admission
-            # and spec; a workload new to them is read whole, spec included.
-            engine = leader.engine
-            known = {k for k in keys if k in leader.dispatched.copies or (
-                k in engine.records and engine.records[k].state is not State.FINISHED)}
-            records = leader.store.workloads.get_many(known, spec=False, admission=False)
-            records.update(leader.store.workloads.get_many(keys - known))
-            for key in sorted(keys):
-                with blame(key):
-                    self._reconcile(key, records.get(key), now)
+
+    def _read(self, keys: set[str]) -> RecordsRead:
+        """Ask Redis for the workloads: those the engine (or the dispatched copies) holds
+        live without their admission and spec, the others whole."""
+        leader, engine = self.leader, self.leader.engine
+        known = sorted(k for k in keys if k in leader.dispatched.copies or (
+            k in engine.records and engine.records[k].state is not State.FINISHED))
+        return leader.store.workloads.send_reads(known, sorted(keys.difference(known)))
+
+    def _follow(self, reading: RecordsRead, now: float) -> None:
+        leader = self.leader
+        records = reading.records()
+        engine = leader.engine
+        # Read without spec as known, but no longer live in the engine (an earlier slice
+        # finished it): read again whole, in case it is to enter anew.
+        gone = [k for k in reading.known if k not in leader.dispatched.copies and (
+            k not in engine.records or engine.records[k].state is State.FINISHED)]
+        if gone:
+            records.update(leader.store.workloads.get_many(gone))
+        for key in sorted({*reading.known, *reading.new}):
+            with blame(key):
+                self._reconcile(key, records.get(key), now)
         mirrored = leader.engine.drain_outbox()  # these mirror Redis: nothing to write back
         if leader.members is not None and leader.members.observe(mirrored):
             leader.members.refresh(leader.nodes, leader.unplaced, now)
@@ -173,3 +207,8 @@ class Follower:
             self.leader.quarantine(stored.key, checked, now, stored.pod_refs())
             return
         rebuild.add(self.leader.engine, stored, checked)
+
+
+def _keys_of(events: Iterable[Event]) -> set[str]:
+    """The workloads the entries name (the leader's own decisions left out)."""
+    return {e.key for e in events if e.key and e.kind != "decision"}

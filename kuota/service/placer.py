@@ -30,7 +30,9 @@ written in one call (:meth:`queueing.store.workloads.WorkloadStore.place_many`),
 each gang's all-or-nothing: a gang Redis refuses (a node went away, the
 workload changed) stays unplaced, the nodes or the workload read again. Then
 the pods of every placed gang are sent as one rq start job per node
-(:func:`kuota.service.jobs.enqueue`).
+(:func:`kuota.service.jobs.enqueue`). The jobs are made while Redis stores the
+placements (:meth:`~queueing.store.workloads.WorkloadStore.send_place_many`);
+those of a gang it refused are dropped.
 
 **Resending.** A start job can be lost (a leader died between placing and
 sending, a worker died holding the job, Redis restarted). Pods still
@@ -171,20 +173,26 @@ class Placer:
                 self._could_fit.pop(kind, None)
         if not requests:
             return
-        statuses = leader.store.workloads.place_many(leader.holder, requests, now)
+        # (the start jobs are made while Redis stores the placements: module doc)
+        with leader.store.workloads.send_place_many(leader.holder, requests, now) as sent:
+            placements = [tuple((p.node, p.epoch) for p in r.pods) for r in requests]
+            pod_jobs = []
+            for request, placed in zip(requests, placements, strict=True):
+                with blame(request.key):
+                    pod_jobs.append(self._pod_jobs(request.key, request.attempt, placed,
+                                                   pods_of[request.key]))
+            statuses = sent.statuses()
         to_send: list[jobs.PodJob] = []
-        for request, status in zip(requests, statuses, strict=True):
+        for request, status, placed, gang_jobs in zip(requests, statuses, placements, pod_jobs,
+                                                      strict=True):
             leader._check(status, f"placing {request.key}")
             if status.startswith("ok"):
                 leader.unplaced.pop(request.key, None)
-                placed = tuple((p.node, p.epoch) for p in request.pods)
                 leader.tracked[request.key].placed = placed
                 leader.nodes.placed(request.pods)
                 record = leader.engine.records[request.key]
                 record.pending_reason = record.pending_message = None
-                with blame(request.key):
-                    to_send += self._pod_jobs(request.key, request.attempt, placed,
-                                              pods_of[request.key])
+                to_send += gang_jobs
             else:  # a node went away, or the workload changed: look again
                 log.info("placement of %s not stored (%s)", request.key, status)
                 leader.nodes.dirty = True

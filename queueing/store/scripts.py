@@ -3,14 +3,26 @@
 redis-py's ``register_script`` runs a script by its SHA and loads it on the
 first ``NOSCRIPT`` — also inside pipelines — so a restarted Redis (which
 forgets loaded scripts) needs nothing special here.
+
+**Answers read later.** A call waits while Redis runs the script: for a
+scheduling round's placements, milliseconds in which the caller could be
+working. :meth:`Scripts.send` writes the calls on a connection of their own
+and returns at once; their answers are read when the caller needs them
+(:meth:`Sent.answers`), Redis having run them meanwhile. The calls run in
+order, each atomic, exactly as :meth:`Scripts.answers` runs them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import TracebackType
 from typing import Any
 
+from redis.exceptions import NoScriptError, ResponseError
+
 from queueing.store import lua
+
+Calls = Sequence[tuple[Sequence[str], Sequence[object]]]
 
 
 class Scripts:
@@ -52,6 +64,84 @@ class Scripts:
         """:meth:`answers` of a script answering a list of statuses (one per request its
         call carried); every call's statuses, in order, as one list."""
         return [_text(status) for answer in self.answers(name, calls) for status in answer]
+
+    def send(self, name: str, calls: Calls) -> Sent:
+        """Send the calls of script ``name`` (as :meth:`answers` runs them) without waiting
+        for their answers: read them from the :class:`Sent` returned, in a ``with`` block."""
+        return Sent(self, name, calls)
+
+
+class Sent:
+    """Script calls written on a connection taken from the pool, their answers unread.
+
+    :meth:`answers` reads them (once). A call Redis did not know the script for (a
+    restarted Redis forgets them) did not run: it is run again through redis-py, which
+    loads the script. Leaving the ``with`` block with the answers unread reads them and
+    lets them go — or, when the block raised, drops the connection instead of giving it
+    back with answers pending.
+    """
+
+    def __init__(self, scripts: Scripts, name: str, calls: Calls) -> None:
+        self._scripts, self._name = scripts, name
+        self._calls = [(list(keys), [_arg(a) for a in args]) for keys, args in calls]
+        sha = scripts._scripts[name].sha
+        self._pool = scripts._redis.connection_pool
+        self._conn: Any = self._pool.get_connection()
+        try:
+            self._conn.send_packed_command(self._conn.pack_commands(
+                [("EVALSHA", sha, len(keys), *keys, *args) for keys, args in self._calls]))
+        except BaseException:
+            self._drop()
+            raise
+
+    def answers(self) -> list[Any]:
+        """Every call's answer, in order, as Redis gave it."""
+        if self._conn is None:
+            raise RuntimeError("the answers of these calls were read already")
+        answers: list[Any] = []
+        try:
+            for _ in self._calls:
+                try:
+                    answers.append(self._conn.read_response())
+                except ResponseError as exc:  # an error answer: the connection is still good
+                    answers.append(exc)
+        except BaseException:
+            self._drop()
+            raise
+        self._pool.release(self._conn)
+        self._conn = None
+        script = self._scripts._scripts[self._name]
+        for i, answer in enumerate(answers):
+            if isinstance(answer, NoScriptError):
+                keys, args = self._calls[i]
+                answers[i] = script(keys=keys, args=args)
+            elif isinstance(answer, ResponseError):
+                raise answer
+        return answers
+
+    def statuses(self) -> list[str]:
+        """:meth:`answers` of a script answering a list of statuses per call, as one list
+        (as :meth:`Scripts.batch_lists`)."""
+        return [_text(status) for answer in self.answers() for status in answer]
+
+    def close(self) -> None:
+        """Let the answers go unread: the connection is dropped, not given back."""
+        self._drop()
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.disconnect()
+            self._pool.release(self._conn)
+            self._conn = None
+
+    def __enter__(self) -> Sent:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if kind is None and self._conn is not None:
+            self.answers()  # not wanted after all: the connection goes back clean
+        self._drop()
 
 
 def _arg(value: object) -> str | int | float:

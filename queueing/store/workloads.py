@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Final
 
 from queueing.store import digests
@@ -41,7 +42,7 @@ from queueing.store.errors import Conflict, NotFound, outcome
 from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.keys import Keys, PodRef
 from queueing.store.records import WorkloadRecord, admission_to_json, vector_to_json
-from queueing.store.scripts import Scripts, text
+from queueing.store.scripts import Scripts, Sent, text
 from quota.lifecycle import State
 from quota.resources import ResourceVector
 from quota.workload import Admission
@@ -183,16 +184,23 @@ class WorkloadStore:
         too (a reader that holds it already need not decode it again)."""
         keys = list(keys)
         fields = _RECORD_FIELDS if spec else _STATUS_FIELDS if admission else _CHANGE_FIELDS
-        found: dict[str, WorkloadRecord] = {}
-        for key, values in zip(keys, self._read(keys, fields, whole=spec), strict=True):
-            if values is None:
-                continue
-            h = _named(fields, values)
-            # A whole read answers for every hash, as HGETALL would (one without a state
-            # reads as corrupt); a partial one only for those holding one of its fields.
-            if h or spec:
-                found[key] = WorkloadRecord.from_hash(key, h)
-        return found
+        return _records(keys, fields, self._read(keys, fields, whole=spec), whole=spec)
+
+    def send_reads(self, known: Sequence[str], new: Sequence[str]) -> RecordsRead:
+        """What :meth:`get_many` reads of ``known`` (``spec=False, admission=False``) and of
+        ``new`` (everything), sent at once and read later: Redis reads while the caller
+        works (a scheduler reconciling the workloads it read before). Read the records from
+        the :class:`RecordsRead` in a ``with`` block."""
+        if not known and not new:
+            return RecordsRead(known, new, ready={})
+        if not self._scripted_reads:  # (a user that may not run scripts reads now)
+            return RecordsRead(known, new, ready={
+                **self.get_many(known, spec=False, admission=False), **self.get_many(new)})
+        calls = [([self._keys.workload(k) for k in keys[start:start + READ_CHUNK]],
+                  [0, *fields])
+                 for keys, fields in ((known, _CHANGE_FIELDS), (new, _RECORD_FIELDS))
+                 for start in range(0, len(keys), READ_CHUNK)]
+        return RecordsRead(known, new, sent=self._scripts.send("read_many", calls))
 
     def specs(self, keys: Iterable[str]) -> dict[str, str]:
         """The stored manifests (JSON) of the named workloads."""
@@ -297,6 +305,16 @@ class WorkloadStore:
     def place_many(self, holder: str, requests: Sequence[PlaceRequest],
                    now: float) -> list[str]:
         """Persist gang placements (all pods of a gang or none); one status per request."""
+        return self._scripts.batch_lists("place", self._place_calls(holder, requests, now))
+
+    def send_place_many(self, holder: str, requests: Sequence[PlaceRequest],
+                        now: float) -> Sent:
+        """:meth:`place_many` without waiting: the statuses are read from the
+        :class:`~queueing.store.scripts.Sent` (``with ... as sent: ... sent.statuses()``)."""
+        return self._scripts.send("place", self._place_calls(holder, requests, now))
+
+    def _place_calls(self, holder: str, requests: Sequence[PlaceRequest],
+                     now: float) -> list[tuple[list[str], list[object]]]:
         k = self._keys
         calls: list[tuple[list[str], list[object]]] = []
         gangs = pods = 0
@@ -313,7 +331,7 @@ class WorkloadStore:
                 args += [p.ref.id, p.node, p.pod_set, vector_to_json(p.requests), p.epoch]
             gangs += 1
             pods += len(r.pods)
-        return self._scripts.batch_lists("place", calls)
+        return calls
 
     def settle(self, holder: str, record: WorkloadRecord, *, event: str, reason: str,
                message: str, queued_at: float, now: float, after: str = "requeue") -> str:
@@ -418,6 +436,64 @@ class WorkloadStore:
             out.append("held" if held == submission else "replaced" if held is not None
                        else "purged" if purged is not None else "unknown")
         return out
+
+
+class RecordsRead:
+    """The records :meth:`WorkloadStore.send_reads` asked for, read when wanted."""
+
+    def __init__(self, known: Sequence[str], new: Sequence[str], *, sent: Sent | None = None,
+                 ready: dict[str, WorkloadRecord] | None = None) -> None:
+        #: The workloads read without spec and admission, and those read whole.
+        self.known, self.new = list(known), list(new)
+        self._sent = sent
+        self._ready = ready
+
+    def records(self) -> dict[str, WorkloadRecord]:
+        """The named workloads that exist (as :meth:`WorkloadStore.get_many` gives them)."""
+        if self._ready is None:
+            assert self._sent is not None
+            answers: list[Any] = [values for answer in self._sent.answers()
+                                  for values in answer]
+            split = len(self.known)
+            self._ready = {
+                **_records(self.known, _CHANGE_FIELDS, answers[:split], whole=False),
+                **_records(self.new, _RECORD_FIELDS, answers[split:], whole=True)}
+        return self._ready
+
+    def discard(self) -> None:
+        """Not wanted after all: the answers are read (the connection goes back clean)
+        and let go."""
+        if self._ready is None and self._sent is not None:
+            self._sent.answers()
+            self._ready = {}
+
+    def close(self) -> None:
+        """Let the answers go unread (the caller failed): the connection is dropped."""
+        if self._sent is not None:
+            self._sent.close()
+
+    def __enter__(self) -> RecordsRead:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._sent is not None:
+            self._sent.__exit__(kind, error, tb)
+
+
+def _records(keys: Sequence[str], fields: Sequence[str],
+             answers: Sequence[Sequence[str | None] | None], *,
+             whole: bool) -> dict[str, WorkloadRecord]:
+    found: dict[str, WorkloadRecord] = {}
+    for key, values in zip(keys, answers, strict=True):
+        if values is None:
+            continue
+        h = _named(fields, values)
+        # A whole read answers for every hash, as HGETALL would (one without a state
+        # reads as corrupt); a partial one only for those holding one of its fields.
+        if h or whole:
+            found[key] = WorkloadRecord.from_hash(key, h)
+    return found
 
 
 def _named(fields: Sequence[str], values: Sequence[str | None]) -> dict[str, str]:
