@@ -50,6 +50,9 @@ class Tracked:
     pods: int = 0
     #: (node, node epoch) of every pod of the attempt; empty until placed.
     placed: tuple[tuple[str, int], ...] = ()
+    #: The submission the engine holds (a workload ended and submitted again under its
+    #: name is another one).
+    submission: str = ""
 
 
 class Leadership(Protocol):
@@ -119,7 +122,9 @@ def _admit(leader: Leadership, events: list[WorkloadEvent], now: float,
         if status == "fenced":
             raise Fenced(f"admitting {request.key}: this scheduler no longer holds the lease")
         if status.startswith("ok:"):
-            leader.tracked[request.key] = Tracked(int(status[3:]), request.pods)
+            held = leader.tracked.get(request.key)
+            leader.tracked[request.key] = Tracked(int(status[3:]), request.pods, submission=(
+                held.submission if held is not None else ""))
             if request.admit:
                 leader.unplaced[request.key] = None
             applied.admitted.append(request.key)

@@ -12,7 +12,10 @@ several changes therefore changes nothing. The same holds for the keys in
 leader's that Redis refused (the workload changed under it), a placement
 that failed, a stop that could not be completed, a differing state found by
 the leader's periodic resync; they are looked at with the next events, or
-alone when none came. Of the other kinds, ``decision`` entries are the
+alone when none came. A workload that ended and was submitted again under
+its name before the leader looked is another submission (its submission id
+is not the one the engine holds): the one held is finished and the new one
+enters. Of the other kinds, ``decision`` entries are the
 leader's own (for standbys) and skipped; ``node`` entries mark the node view
 stale and wake every stop (pods on a lost node are gone); ``pod`` entries
 free what an ended pod held in the node view.
@@ -155,11 +158,12 @@ class Follower:
         records = reading.records()
         engine = leader.engine
         # Read without spec as known, but no longer live in the engine (an earlier slice
-        # finished it): read again whole, in case it is to enter anew.
-        gone = [k for k in reading.known if k not in leader.dispatched.copies and (
-            k not in engine.records or engine.records[k].state is State.FINISHED)]
-        if gone:
-            records.update(leader.store.workloads.get_many(gone))
+        # finished it), or another submission under its name: read again whole, to enter.
+        again = [k for k in reading.known if k not in leader.dispatched.copies and (
+            k not in engine.records or engine.records[k].state is State.FINISHED
+            or self._replaced(k, records.get(k)))]
+        if again:
+            records.update(leader.store.workloads.get_many(again))
         for key in sorted({*reading.known, *reading.new}):
             with blame(key):
                 self._reconcile(key, records.get(key), now)
@@ -182,6 +186,13 @@ class Follower:
             leader._forget(key)
             return
         assert stored is not None
+        if mine is not None and mine.state is not State.FINISHED \
+                and self._replaced(key, stored):
+            # Ended (cancelled, say) and submitted again before the leader looked: the
+            # workload the engine holds is gone, and this is a new one.
+            engine.finish(key, now)
+            leader._forget(key)
+            mine = None
         tracked = leader.tracked.get(key)
         if state is State.PENDING:
             if mine is None or mine.state is State.FINISHED:
@@ -189,7 +200,7 @@ class Follower:
             elif mine.state in HOLDS_QUOTA:  # a pod failed and none of the gang is left
                 leader.stops.released_in_store(key, stored, now)
             if key in engine.records:  # not if it was just rejected
-                leader.tracked[key] = Tracked(stored.attempt)
+                leader.tracked[key] = Tracked(stored.attempt, submission=stored.submission)
             return
         if state in HOLDS_QUOTA:
             if mine is None or mine.state not in HOLDS_QUOTA or tracked is None \
@@ -200,6 +211,12 @@ class Follower:
             return
         if state is State.INACTIVE and mine is not None and mine.state is not State.INACTIVE:
             engine.deactivate(key, now, stored.reason or "Inactive", stored.message)
+
+    def _replaced(self, key: str, stored: WorkloadRecord | None) -> bool:
+        """Is the stored workload another submission than the one the engine holds?"""
+        tracked = self.leader.tracked.get(key)
+        return (stored is not None and tracked is not None and bool(tracked.submission)
+                and stored.submission != tracked.submission)
 
     def _enter(self, stored: WorkloadRecord, now: float) -> None:
         checked = rebuild.checked_info(stored, self._specs)

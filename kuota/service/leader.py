@@ -463,7 +463,8 @@ class Leader:
         pods = self.store.pods.get_many([ref for r in placed for ref in r.pod_refs()])
         by_ref = {p.ref: p for p in pods if p is not None}
         for record in records:
-            self.tracked[record.key] = Tracked(record.attempt, record.pods)
+            self.tracked[record.key] = Tracked(record.attempt, record.pods,
+                                               submission=record.submission)
             if record.state is State.EVICTING:
                 self.stops.begin(record.key, record.attempt, record.pods)
         for record in sorted((r for r in records if r.state is State.ADMITTED

@@ -1,6 +1,7 @@
-"""The leader follows the event stream in slices, asking Redis for the workloads of the
-next slice while it reconciles the one before. A workload the next slice names may change
-meanwhile: what was read for it must still be what the leader needs."""
+"""The leader follows the event stream: each workload an entry names is read again and the
+engine made to agree with it. Entries are followed in slices, the workloads of the next
+slice asked of Redis while the one before is reconciled; a workload may change meanwhile,
+and may even be another submission under the same name than the one the engine holds."""
 
 from __future__ import annotations
 
@@ -42,3 +43,25 @@ def test_a_workload_finished_by_one_slice_and_read_without_spec_for_the_next_ent
     leader = pool.scheduler.leader
     assert leader is not None
     assert leader.engine.records[key].info.pod_sets[0].requests == {"cpu": 1000}
+
+
+@pytest.mark.parametrize(("first_admitted", "want_state"), [(False, "Pending"), (True, "Admitted")],
+                         ids=["was waiting", "was admitted"])
+def test_a_workload_ended_and_submitted_again_between_two_steps_is_the_new_one(
+        first_admitted: bool, want_state: str) -> None:
+    pool = SteppedPool()
+    if not first_admitted:
+        pool.submit("first", cpu=4)  # holds the whole queue: what follows waits
+    key = pool.submit("again", cpu=1 if first_admitted else 4)
+    pool.run(steps=2)
+    assert pool.state(key) == ("Admitted" if first_admitted else "Pending")
+    # Cancelled (never placed: it finishes at once) and submitted again under its name, with
+    # another shape, before the leader looks: one read sees only the new submission.
+    pool.client.cancel(key)
+    pool.submit("again", cpu=2)
+    pool.run(steps=2)
+    leader = pool.scheduler.leader
+    assert leader is not None
+    assert leader.engine.records[key].info.pod_sets[0].requests == {"cpu": 2000}
+    # Admitted as the new one if the queue has room (the old one's quota was given back).
+    assert pool.state(key) == want_state
