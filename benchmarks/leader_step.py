@@ -1,0 +1,126 @@
+"""What one round of the Redis leader's work costs in the drain of Kueue's large-scale shape.
+
+In the real-time large-scale run (benchmarks/large_scale.py --realtime) most workloads
+are admitted in a drain where every leader step does the same round of work: follow
+what ended and what was submitted, admit one head per ClusterQueue (1,000), persist the
+admissions, place the gangs and send their pods. That run's figures move by ±10 % from
+one run to the next on a shared 2-core machine; this isolates the round, without the
+runner and the submitter, so that a change in the leader can be measured by itself.
+
+The shape's 1,000 ClusterQueues and LocalQueues are applied to a real redis-server and a
+``Leader`` is built on them in this process. Each round then:
+
+1. ends the pods the previous round placed (one ``exit_many`` call, not measured);
+2. submits one 1-cpu workload to every ClusterQueue (one ``submit_many``, not measured);
+3. steps the leader until it has nothing left to do (measured): it follows the 2,000
+   entries, admits the 1,000 workloads, persists and places them and sends their pods.
+
+Prints, as medians over the rounds after the first two (warm-up): wall and CPU time per
+round and per workload, and the share of the wall time the leader spent not on its own
+CPU — waiting for Redis, mostly.
+
+Usage: python benchmarks/leader_step.py [--rounds 12] [--redis URL]
+
+Starts its own redis-server on a free port of 127.0.0.1 unless ``--redis URL`` is given.
+Imports the package found first on ``sys.path`` (``PYTHONPATH`` decides which checkout is
+measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.append(str(REPO))  # after PYTHONPATH: the checkout it names is the one measured
+
+from large_scale import LARGE_SCALE  # noqa: E402
+from redis_throughput import redis_server  # noqa: E402
+from simulate_kueue_baseline import baseline  # noqa: E402
+
+from kuota import gctuning  # noqa: E402
+from kuota.client import Client  # noqa: E402
+from kuota.service import submission  # noqa: E402
+from kuota.service.connection import connect  # noqa: E402
+from kuota.service.leader import Leader, Timing  # noqa: E402
+from queueing.store import PodRef  # noqa: E402
+from queueing.store.pods import PodExit  # noqa: E402
+from queueing.store.workloads import SubmitRequest  # noqa: E402
+from quota.config import EngineConfig  # noqa: E402
+
+WARM_UP = 2
+
+
+def submissions(tag: str) -> list[SubmitRequest]:
+    """One 1-cpu workload for every ClusterQueue of the shape."""
+    out = []
+    for c in range(LARGE_SCALE.cohorts):
+        for q in range(LARGE_SCALE.queues):
+            manifest = submission.from_args(["true"], queue=f"cohort{c}-cq{q}/lq",
+                                            name=f"{tag}-{c}-{q}", requests={"cpu": 1},
+                                            priority=50)
+            checked = submission.check(manifest, {})
+            out.append(SubmitRequest(checked.key, checked.manifest, checked.queue,
+                                     checked.priority, 0, checked.key))
+    return out
+
+
+def rounds(url: str, count: int) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of each round after the warm-up."""
+    conn = connect(url, prefix=f"step{uuid.uuid4().hex[:6]}")
+    Client(connection=conn).apply(baseline(shape=LARGE_SCALE, preemption=True)["objects"])
+    store = conn.store
+    store.nodes.register("n1", pool="bench", capacity={"cpu": 10**9}, labels={},
+                         devices=[], now=time.time())
+    lease = store.lease("bench", 30.0)
+    try:
+        if not lease.acquire() or lease.holder is None:
+            sys.exit("could not take the scheduler lease")
+        leader = Leader(conn, lease.holder, timing=Timing(lease_ttl=30.0),
+                        config=EngineConfig(), clock=time.time)
+        measured: list[tuple[float, float]] = []
+        for n in range(count + WARM_UP):
+            live = [PodRef(key, t.attempt, 0) for key, t in leader.tracked.items() if t.placed]
+            if live:
+                store.pods.exit_many([PodExit(ref, "n1", 1, 0) for ref in live], time.time())
+            store.workloads.submit_many(submissions(f"r{n}"), time.time())
+            wall, cpu = time.perf_counter(), time.process_time()
+            while True:
+                leader.step()
+                if not (leader.follower.behind or leader.unplaced or leader.busy
+                        or leader.recheck):
+                    break
+            if n >= WARM_UP:
+                measured.append((time.perf_counter() - wall, time.process_time() - cpu))
+        return measured
+    finally:
+        lease.release()
+        store.reset()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=12, help="measured rounds (default 12)")
+    parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
+    args = parser.parse_args()
+    gctuning.tune()  # as `kuota scheduler` does
+    with redis_server(args.redis) as url:
+        measured = rounds(url, args.rounds)
+    wall = statistics.median(w for w, _ in measured)
+    cpu = statistics.median(c for _, c in measured)
+    per = LARGE_SCALE.cohorts * LARGE_SCALE.queues
+    print(f"leader round of the large-scale drain: {per:,} workloads finished, submitted, "
+          f"admitted and placed ({args.rounds} rounds, medians)")
+    print(f"  wall   {1000 * wall:7.1f} ms a round, {1e6 * wall / per:6.1f} µs a workload")
+    print(f"  CPU    {1000 * cpu:7.1f} ms a round, {1e6 * cpu / per:6.1f} µs a workload")
+    print(f"  not on the leader's CPU (waiting for Redis, mostly): "
+          f"{100 * (1 - cpu / wall):.0f} % of the wall time")
+
+
+if __name__ == "__main__":
+    main()
