@@ -6,7 +6,9 @@ module writes them to the store, in order:
 
 * **Admitted / QuotaReserved** — batched into one pipeline of fenced ``admit``
   scripts (a reservation admitted later in the same batch is stored once, admitted;
-  one admitted in a later round moves the stored reservation to Admitted). A
+  one admitted in a later round moves the stored reservation to Admitted). While
+  Redis stores them the gangs are placed as if stored (``while_admitting``:
+  :meth:`kuota.service.placer.Placer.plan_ahead`). A
   refused admission (the workload was cancelled meanwhile, say) is *forgotten*:
   the engine gives the quota back and requeues it, and the workload is re-read
   from Redis next round.
@@ -71,6 +73,9 @@ class Leadership(Protocol):
 
     def next_decision_id(self) -> str: ...
 
+    def while_admitting(self) -> None:
+        """Work done while Redis stores admissions, as if they were stored (placement)."""
+
 
 @dataclass
 class Applied:
@@ -117,26 +122,49 @@ def _admit(leader: Leadership, events: list[WorkloadEvent], now: float,
     requests = list(by_key.values())
     if not requests:
         return
-    statuses = leader.store.workloads.admit_many(leader.holder, requests, now)
+    held = {r.key: leader.tracked.get(r.key) for r in requests}
+    with leader.store.workloads.send_admit_many(leader.holder, requests, now) as sent:
+        # Meanwhile placement is worked out as if they were stored: each admission with the
+        # attempt Redis gives it — the next one, or the same for a stored reservation (a
+        # guess: a placement made for another attempt is dropped, and made again).
+        for r in requests:
+            if r.admit:
+                before = held[r.key]
+                reserved = before is not None and before.pods > 0
+                leader.tracked[r.key] = _tracked(r.attempt if reserved else r.attempt + 1,
+                                                 r.pods, before)
+                leader.unplaced[r.key] = None
+        leader.while_admitting()
+        statuses = sent.statuses()
     for request, status in zip(requests, statuses, strict=True):
         if status == "fenced":
             raise Fenced(f"admitting {request.key}: this scheduler no longer holds the lease")
         if status.startswith("ok:"):
-            held = leader.tracked.get(request.key)
-            leader.tracked[request.key] = Tracked(int(status[3:]), request.pods, submission=(
-                held.submission if held is not None else ""))
+            leader.tracked[request.key] = _tracked(int(status[3:]), request.pods,
+                                                   held[request.key])
             if request.admit:
                 leader.unplaced[request.key] = None
             applied.admitted.append(request.key)
             continue
         # Not stored: the admission never happened. Give the quota back now and
         # learn from Redis what became of the workload.
+        before = held[request.key]
+        if before is None:
+            leader.tracked.pop(request.key, None)
+        else:
+            leader.tracked[request.key] = before
+        leader.unplaced.pop(request.key, None)
         log.info("admission of %s not stored (%s); forgetting it", request.key, status)
         record = leader.engine.records.get(request.key)
         if record is not None and record.state in (State.QUOTA_RESERVED, State.ADMITTED):
             leader.engine.forget(request.key, now)
         leader.recheck.add(request.key)
         applied.refused.append(request.key)
+
+
+def _tracked(attempt: int, pods: int, before: Tracked | None) -> Tracked:
+    """What the leader knows of a workload admitted in ``attempt`` (placed nowhere yet)."""
+    return Tracked(attempt, pods, submission=before.submission if before is not None else "")
 
 
 def _settle(leader: Leadership, event: WorkloadEvent, now: float, applied: Applied) -> None:

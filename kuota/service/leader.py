@@ -178,6 +178,9 @@ class Leader:
         self._decisions += 1
         return f"{self.holder}#{self._decisions}"
 
+    def while_admitting(self) -> None:
+        self.placer.plan_ahead()
+
     # -- the loop ----------------------------------------------------------------
     def step(self) -> None:
         now = self.clock()

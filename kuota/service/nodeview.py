@@ -25,6 +25,8 @@ class NodeView:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.dirty = True
+        #: How many times the view was read from Redis (what was added to it before is gone).
+        self.refreshes = 0
         self.records: dict[str, NodeRecord] = {}
         self._values: dict[str, Node] = {}
         self._pod_requests: dict[str, ResourceVector] = {}
@@ -48,6 +50,7 @@ class NodeView:
                                         (self._pod_requests[p] for p in sorted(holding[name])))
             for name in ready}
         self.dirty = False
+        self.refreshes += 1
 
     def pools(self) -> dict[str, list[Node]]:
         """Ready nodes not cordoned, as placement values with their usage, by pool."""
@@ -92,6 +95,13 @@ class NodeView:
     def update(self, nodes: Mapping[str, Node]) -> None:
         """Nodes with a gang added this round, before it is stored (later gangs see it)."""
         self._values.update(nodes)
+
+    def unplace(self, pods: Iterable[PodPlacement]) -> None:
+        """Take back pods added this round (:meth:`update`) that will not be stored."""
+        for p in pods:
+            if p.node in self._values:
+                self._values[p.node] = placing.without_requests(self._values[p.node],
+                                                                p.requests)
 
     def placed(self, pods: Iterable[PodPlacement]) -> None:
         """Pods stored as placed: remember them so their end can be subtracted."""

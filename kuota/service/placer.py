@@ -34,6 +34,15 @@ the pods of every placed gang are sent as one rq start job per node
 placements (:meth:`~queueing.store.workloads.WorkloadStore.send_place_many`);
 those of a gang it refused are dropped.
 
+**Placed ahead.** While Redis stores a round's admissions the gangs are placed
+as if they were stored (:meth:`Placer.plan_ahead`, called from
+:func:`kuota.service.decisions.apply`), so the placements are ready when the
+statuses come back. One made for an admission Redis refused, or for another
+attempt than the one Redis gave (the attempt is guessed), gives its pods back
+to the node view and is not stored; one made on a node view read again since
+is dropped. Placing ahead only finds nodes: whether a gang that does not fit
+waits or can never be placed is judged by :meth:`Placer.step`.
+
 **Resending.** A start job can be lost (a leader died between placing and
 sending, a worker died holding the job, Redis restarted). Pods still
 ``Placed`` ``Timing.resend_after`` after being sent, and those a new leader
@@ -88,6 +97,9 @@ class Placer:
         self._inadmissible: dict[str, ReadyNodes | None] = {}
         #: Kinds of gang found to fit these nodes were they empty (so they only wait).
         self._could_fit: dict[Kind, ReadyNodes] = {}
+        #: Placements found but not stored yet (some ahead: :meth:`plan_ahead`): gang ->
+        #: what to store, its pods, and the node view (its refresh count) they were added to.
+        self._planned: dict[str, tuple[PlaceRequest, list[placing.GangPod], int]] = {}
 
     def resume(self, records: Iterable[WorkloadRecord]) -> None:
         """Set aside as Inadmissible by an earlier leader: tried again at the first step."""
@@ -106,13 +118,43 @@ class Placer:
             return self._waiting_why[kind]
         return None
 
+    def plan_ahead(self) -> None:
+        """Work out where the gangs go while Redis stores their admissions (the leader
+        calls this with the admissions sent, as if stored: :func:`kuota.service.decisions.
+        apply`); :meth:`step` stores what still holds. A gang that does not fit is left to
+        :meth:`step`, which tells why."""
+        self._plan(self.leader.clock(), ahead=True)
+
     def _place(self, now: float) -> None:
+        leader = self.leader
+        if not leader.unplaced and not self._planned:
+            return
+        if leader.nodes.dirty:
+            leader.nodes.refresh()
+        # A plan made ahead holds if its gang's admission was stored as planned (the attempt
+        # guessed right) and the node view was not read again since (it has the pods).
+        for key, (request, _, seen) in list(self._planned.items()):
+            tracked = leader.tracked.get(key)
+            if seen != leader.nodes.refreshes:
+                del self._planned[key]
+            elif key not in leader.unplaced or tracked is None \
+                    or tracked.attempt != request.attempt:
+                del self._planned[key]
+                leader.nodes.unplace(request.pods)
+        self._plan(now, ahead=False)
+        planned, self._planned = self._planned, {}
+        if planned:
+            self._commit(now, [request for request, _, _ in planned.values()],
+                         {key: pods for key, (_, pods, _) in planned.items()})
+
+    def _plan(self, now: float, *, ahead: bool) -> None:
+        """Find nodes for unplaced gangs, each kind in admission order until one does not
+        fit (module doc); the placements found go to :attr:`_planned`, their pods added to
+        the node view. ``ahead``: only find nodes, judge nothing."""
         leader = self.leader
         if not leader.unplaced:
             return
         pools = leader.nodes.pools()
-        requests: list[PlaceRequest] = []
-        pods_of: dict[str, list[placing.GangPod]] = {}
         for key in [k for k in leader.unplaced if k not in self._kind_of]:
             record = leader.engine.records.get(key)
             if record is None or record.admission is None or key not in leader.tracked:
@@ -124,12 +166,13 @@ class Placer:
             kind = (record.info.equivalence, repr(record.admission.flavor_summary()) + where)
             self._kind_of[key] = kind
             self._by_kind.setdefault(kind, {})[key] = None
-        # Each kind is tried in admission order until one does not fit (module doc).
         for kind, keys in list(self._by_kind.items()):
             for key in list(keys):
                 if key not in leader.unplaced:  # placed, evicted or finished meanwhile
                     del keys[key]
                     self._kind_of.pop(key, None)
+                    continue
+                if key in self._planned:
                     continue
                 record, tracked = leader.engine.records[key], leader.tracked[key]
                 assert record.admission is not None
@@ -140,39 +183,54 @@ class Placer:
                             if leader.members is not None else None)
                     result = pinning.place(pods, record.admission, pools, pool=pool)
                 if isinstance(result, placing.Unplaceable):
-                    nodes_now = self._ready_nodes()
-                    with blame(key):
-                        # Judged once per kind and set of nodes: a gang that waits for busy
-                        # nodes costs no second placement every round.
-                        never = None if self._could_fit.get(kind) == nodes_now else \
-                            self._never_fits(pods, record.admission, pool)
-                    if never is None:
-                        self._could_fit[kind] = nodes_now
-                    if never is not None:  # waiting would hold its quota forever
-                        log.warning("workload %s can never be placed: %s", key, never)
-                        leader.engine.deactivate(key, now, INADMISSIBLE, never)
-                        self._inadmissible[key] = nodes_now
-                        leader.unplaced.pop(key, None)
-                        del keys[key]
-                        self._kind_of.pop(key, None)
+                    if not ahead and self._set_aside(kind, keys, key, pods, record.admission,
+                                                     pool, now):
                         continue
-                    self._waiting_why[kind] = result.reason
+                    if not ahead:
+                        self._waiting_why[kind] = result.reason
                     break
                 # Later gangs of this round see these pods on their nodes.
                 leader.nodes.update(result.updated)
                 pools[result.pool] = [result.updated.get(n.name, n) for n in pools[result.pool]]
-                pods_of[key] = pods
-                requests.append(PlaceRequest(key, tracked.attempt, tuple(
+                self._planned[key] = (PlaceRequest(key, tracked.attempt, tuple(
                     PodPlacement(PodRef(key, tracked.attempt, p.index), node, p.pod_set,
                                  p.requests, leader.nodes.epoch(node))
-                    for p, node in zip(pods, result.nodes, strict=True))))
+                    for p, node in zip(pods, result.nodes, strict=True))), pods,
+                    leader.nodes.refreshes)
             else:
-                self._waiting_why.pop(kind, None)
+                if not ahead:
+                    self._waiting_why.pop(kind, None)
             if not keys:
                 del self._by_kind[kind]
                 self._could_fit.pop(kind, None)
-        if not requests:
-            return
+
+    def _set_aside(self, kind: Kind, keys: dict[str, None], key: str,
+                   pods: list[placing.GangPod], admission: Admission, pool: str | None,
+                   now: float) -> bool:
+        """Deactivate a gang that does not fit if no node could ever hold it (waiting would
+        hold its quota forever); True if it was."""
+        leader = self.leader
+        nodes_now = self._ready_nodes()
+        with blame(key):
+            # Judged once per kind and set of nodes: a gang that waits for busy nodes costs
+            # no second placement every round.
+            never = None if self._could_fit.get(kind) == nodes_now else \
+                self._never_fits(pods, admission, pool)
+        if never is None:
+            self._could_fit[kind] = nodes_now
+            return False
+        log.warning("workload %s can never be placed: %s", key, never)
+        leader.engine.deactivate(key, now, INADMISSIBLE, never)
+        self._inadmissible[key] = nodes_now
+        leader.unplaced.pop(key, None)
+        del keys[key]
+        self._kind_of.pop(key, None)
+        return True
+
+    def _commit(self, now: float, requests: list[PlaceRequest],
+                pods_of: dict[str, list[placing.GangPod]]) -> None:
+        """Store the placements (all pods of a gang or none) and send the pods."""
+        leader = self.leader
         # (the start jobs are made while Redis stores the placements: module doc)
         with leader.store.workloads.send_place_many(leader.holder, requests, now) as sent:
             placements = [tuple((p.node, p.epoch) for p in r.pods) for r in requests]

@@ -290,6 +290,16 @@ class WorkloadStore:
     def admit_many(self, holder: str, requests: Sequence[AdmitRequest],
                    now: float) -> list[str]:
         """Persist admissions; one status per request (``ok:<attempt>`` when stored)."""
+        return self._scripts.batch_lists("admit", self._admit_calls(holder, requests, now))
+
+    def send_admit_many(self, holder: str, requests: Sequence[AdmitRequest],
+                        now: float) -> Sent:
+        """:meth:`admit_many` without waiting: the statuses are read from the
+        :class:`~queueing.store.scripts.Sent` (``with ... as sent: ... sent.statuses()``)."""
+        return self._scripts.send("admit", self._admit_calls(holder, requests, now))
+
+    def _admit_calls(self, holder: str, requests: Sequence[AdmitRequest],
+                     now: float) -> list[tuple[list[str], list[object]]]:
         k = self._keys
         calls = []
         for start in range(0, len(requests), CHUNK):
@@ -300,7 +310,7 @@ class WorkloadStore:
                 args += [r.attempt, admission_to_json(r.admission), r.admission.cluster_queue,
                          r.pods, r.decision, r.admit]
             calls.append((keys, args))
-        return self._scripts.batch_lists("admit", calls)
+        return calls
 
     def place_many(self, holder: str, requests: Sequence[PlaceRequest],
                    now: float) -> list[str]:

@@ -65,3 +65,4 @@ def test_a_workload_ended_and_submitted_again_between_two_steps_is_the_new_one(
     assert leader.engine.records[key].info.pod_sets[0].requests == {"cpu": 2000}
     # Admitted as the new one if the queue has room (the old one's quota was given back).
     assert pool.state(key) == want_state
+
