@@ -69,6 +69,8 @@ _CHANGE_FIELDS = tuple(f for f in _STATUS_FIELDS
 _RECORD_FIELDS = (*_STATUS_FIELDS, "spec", "dispatch")
 #: Most workloads one ``read_many`` call reads (larger reads are sent as several calls).
 READ_CHUNK: Final = 2_000
+#: Most admission encodings the store keeps for reuse (all are let go when full).
+ADMISSIONS_KEPT: Final = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,10 @@ class WorkloadStore:
         self._refused = refused
         #: False once Redis refused this user a read script (see :meth:`_read`).
         self._scripted_reads = True
+        #: Admissions as stored (JSON), by what they are made of: a round admits many
+        #: alike (one queue, one flavor, one shape), and encoding each was a twentieth of
+        #: the leader's round (benchmarks/leader_step.py).
+        self._admission_json: dict[tuple[object, ...], str] = {}
 
     # -- users -------------------------------------------------------------------
     def submit(self, key: str, *, spec: Mapping[str, Any], queue: str, priority: int,
@@ -307,10 +313,21 @@ class WorkloadStore:
             args: list[object] = [holder, now]
             for r in requests[start:start + CHUNK]:
                 keys += [k.workload(r.key), k.history(r.key)]
-                args += [r.attempt, admission_to_json(r.admission), r.admission.cluster_queue,
-                         r.pods, r.decision, r.admit]
+                args += [r.attempt, self._admission_text(r.admission),
+                         r.admission.cluster_queue, r.pods, r.decision, r.admit]
             calls.append((keys, args))
         return calls
+
+    def _admission_text(self, admission: Admission) -> str:
+        key = (admission.cluster_queue, admission.borrowing, admission.cluster, *(
+            (ps.name, ps.count, tuple(ps.flavors.items()), tuple(ps.usage.items()),
+             ps.topology_levels, ps.topology, ps.nodes) for ps in admission.pod_sets))
+        text = self._admission_json.get(key)
+        if text is None:
+            if len(self._admission_json) >= ADMISSIONS_KEPT:
+                self._admission_json.clear()
+            text = self._admission_json[key] = admission_to_json(admission)
+        return text
 
     def place_many(self, holder: str, requests: Sequence[PlaceRequest],
                    now: float) -> list[str]:
