@@ -64,6 +64,21 @@ def test_each_record_is_the_one_read_alone_less_what_the_mode_leaves_out(mode: M
 
 
 @pytest.mark.parametrize("way", WAYS)
+def test_reads_sent_ahead_give_what_reads_at_once_give(way: str) -> None:
+    store = new_reader(way)
+    keys = stored(store)
+    store.redis.hset(store.keys.workload("ns/alien"), mapping={"unknown": "1"})
+    known, new = ["ns/running", "ns/alien", "ns/gone"], ["ns/pending", "ns/alien", "ns/gone"]
+    want = {**store.workloads.get_many(known, spec=False, admission=False),
+            **store.workloads.get_many(new)}
+    assert set(want) == {*keys, "ns/alien"}
+    with store.workloads.send_reads(known, new) as reading:
+        assert reading.records() == want
+    with store.workloads.send_reads([], []) as reading:
+        assert reading.records() == {}
+
+
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("mode", MODES, ids=[m.name for m in MODES])
 def test_hashes_written_around_kuota(mode: Mode, way: str) -> None:
     store = new_reader(way)
