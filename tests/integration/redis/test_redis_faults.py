@@ -47,7 +47,15 @@ def leader_identity(client: Client) -> str | None:
 
 def assert_each_ran_once(client: Client, keys: list[str], runs: Path) -> None:
     records = client.store.workloads.get_many(keys)
-    assert {r.outcome for r in records.values()} == {"Succeeded"}
+    # (what each other workload went through, should one not succeed: its reason, message,
+    # history and pods' logs)
+    others: dict[str, object] = {key: (r.outcome, r.reason, r.message, events(client, key),
+                                       [client.store.pods.logs(ref) for ref in r.pod_refs()])
+                                 for key, r in records.items() if r.outcome != "Succeeded"}
+    if others:  # and the last lines of the schedulers' and workers' logs
+        others["logs"] = {log.name: log.read_text().splitlines()[-40:]
+                          for log in sorted(runs.parent.glob("*.log"))}
+    assert {r.outcome for r in records.values()} == {"Succeeded"}, others
     for key in keys:
         history = events(client, key)
         assert history.count("Finished") == 1, (key, history)
