@@ -24,7 +24,10 @@ answer; the thread then
   A lost *start* is the stop check's too: a process whose pod the store calls
   Placed has its start recorded again (the same check-and-set as a first
   start) instead of being killed, and a start job sent again for a pod that
-  already runs here, or already exited, never starts a second process.
+  already runs here, or already exited, never starts a second process. A
+  start whose *answer* was lost (the connection dropped after Redis stored it)
+  is asked again once Redis answers; the pod then Running on this node's
+  incarnation, with no process here, is launched — not reported lost.
 
 Processes are started by this long-lived thread on purpose: on Linux each
 child gets ``PR_SET_PDEATHSIG`` = SIGKILL, which fires when the thread that
@@ -282,8 +285,7 @@ class PodSupervisor:
                        f"the pod needs {wanted}")
             return self._fail_to_start(job, ref, message)
         devices = self._free_devices[:wanted]
-        status = self.store.pods.start(ref, node=self.node, epoch=job.epoch,
-                                       devices=",".join(devices), now=self.clock())
+        status = self._record_start(job, ref, devices)
         if status != "ok":
             log.info("pod %s not started: %s", job.pod_id, status)
             return status
@@ -325,6 +327,26 @@ class PodSupervisor:
                                        started=True, devices=devices)
         self._running[job.pod_id] = _Running(job, ref, proc, log_path, log_file, devices, uid)
         return "ok"
+
+    def _record_start(self, job: PodJob, ref: PodRef, devices: Sequence[str]) -> str:
+        """Record the start (Placed → Running; the store's answer). If the connection drops
+        before the answer, Redis may have stored the start: it is asked again once Redis
+        answers, and a pod it then calls Running on this node's incarnation, with no process
+        here (the caller checked), is this start's — launched, not left for the next
+        comparison with the store to report its exit as lost (the workload would fail)."""
+        start = functools.partial(self.store.pods.start, ref, node=self.node, epoch=job.epoch,
+                                  devices=",".join(devices), now=self.clock())
+        try:
+            return start()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("node %s: the answer to the start of pod %s was lost (%s); asking "
+                        "again", self.node, job.pod_id, exc)
+        status = self._persist(start)
+        if status == f"state:{PodPhase.RUNNING}":
+            record = self._persist(functools.partial(self.store.pods.get, ref))
+            if record is not None and record.node == self.node and record.epoch == job.epoch:
+                return "ok"
+        return status
 
     def _started_before(self, job: PodJob, ref: PodRef) -> str | None:
         """A start job for a pod this worker already started: the store lost that start

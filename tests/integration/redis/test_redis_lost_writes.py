@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 from harness import CQ, local_cluster, node, queues, wait_for
 
 from kuota.client import Client, WorkloadHandle
@@ -125,3 +127,37 @@ def test_a_worker_whose_registration_the_store_lost_registers_again(
         status = marking_job(client, tmp_path / "marks", 0.1).wait(timeout=30)
         assert not worker.replaced and not worker.stopped.is_set()
     assert status.succeeded, status
+
+
+def test_a_pod_whose_start_was_stored_but_its_answer_lost_runs_once(
+        redis_server_url: str, redis_prefix: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connection drops after Redis stored a pod's start and before its answer came
+    (a Redis killed at that moment keeps the write under ``appendfsync always``). Before,
+    the worker launched nothing while the store called the pod Running, and its next
+    comparison with the store reported the pod's exit as lost: the workload Failed."""
+    from queueing.store.pods import PodStore
+
+    start = PodStore.start
+    lost: list[str] = []
+
+    def start_and_lose_the_answer(self: PodStore, ref: Any, **kwargs: Any) -> str:
+        status = start(self, ref, **kwargs)
+        if not lost:
+            lost.append(status)
+            raise redis.ConnectionError("connection dropped before the answer")
+        return status
+
+    monkeypatch.setattr(PodStore, "start", start_and_lose_the_answer)
+    marks = tmp_path / "marks"
+    fast = dataclasses.replace(node("p", "n1", "cpu=1"),
+                               supervisor=SupervisorTiming(grace=1.0, stop_check=0.1,
+                                                           reconcile=0.2))
+    with local_cluster(redis_server_url, redis_prefix, [fast]) as cluster:
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 1})))
+        run = marking_job(client, marks, 1.0)
+        status = run.wait(timeout=30)
+    assert lost == ["ok"]  # the start was stored, its answer lost
+    assert status.succeeded, (status, run.history())
+    assert marks.read_text().split() == ["1"], "ran once"
