@@ -9,7 +9,29 @@ from __future__ import annotations
 
 from typing import Final
 
-REGISTER_NODE: Final = r"""
+#: What registering a node again and declaring it lost share: the pods of the node's
+#: incarnation that is gone died with it.
+_LOSE_PODS: Final = r"""
+-- The node's pods set must hold exactly the pods the caller read (KEYS[5..], their ids
+-- from ARGV[first_id] on): else false, and nothing is written (the caller reads it again).
+-- Those still live are marked Lost at `now`; the set is emptied.
+local function lose_pods(pods_set, first_id, now)
+  if redis.call("SCARD", pods_set) ~= #KEYS - 4 then return false end
+  for i = 5, #KEYS do
+    if redis.call("SISMEMBER", pods_set, ARGV[first_id + i - 5]) == 0 then return false end
+  end
+  for i = 5, #KEYS do
+    local phase = redis.call("HGET", KEYS[i], "state")
+    if phase == "Placed" or phase == "Running" then
+      redis.call("HSET", KEYS[i], "state", "Lost", "finished_at", now)
+    end
+  end
+  redis.call("DEL", pods_set)
+  return true
+end
+"""
+
+REGISTER_NODE: Final = _LOSE_PODS + r"""
 -- A worker (re)registers its node. Pods of an earlier incarnation died with it: mark them Lost.
 -- A node whose worker still heartbeats (within 3 of its heartbeat intervals) is refused
 -- ("live:<seconds since its heartbeat>") unless the caller replaces it: the new epoch then
@@ -24,17 +46,7 @@ if ARGV[8] ~= "1" and n[1] == "Ready" then
   local age = redis_now() - (tonumber(n[2]) or 0)
   if age < 3 * (tonumber(n[3]) or 5) then return "live:" .. string.format("%.1f", age) end
 end
-if redis.call("SCARD", KEYS[3]) ~= #KEYS - 4 then return "stale" end
-for i = 5, #KEYS do
-  if redis.call("SISMEMBER", KEYS[3], ARGV[i + 5]) == 0 then return "stale" end
-end
-for i = 5, #KEYS do
-  local phase = redis.call("HGET", KEYS[i], "state")
-  if phase == "Placed" or phase == "Running" then
-    redis.call("HSET", KEYS[i], "state", "Lost", "finished_at", ARGV[6])
-  end
-end
-redis.call("DEL", KEYS[3])
+if not lose_pods(KEYS[3], 10, ARGV[6]) then return "stale" end
 local epoch = redis.call("HINCRBY", KEYS[2], "epoch", 1)
 redis.call("HSET", KEYS[2], "name", ARGV[1], "pool", ARGV[2], "capacity", ARGV[3],
            "labels", ARGV[4], "devices", ARGV[5], "state", "Ready", "heartbeat", redis_now(),
@@ -60,7 +72,7 @@ redis.call("HSET", KEYS[1], "heartbeat", redis_now())
 return "ok"
 """
 
-NODE_LEAVE: Final = r"""
+NODE_LEAVE: Final = _LOSE_PODS + r"""
 -- A node stops: by its worker on shutdown (no lease, no timeout check), or by the
 -- scheduler when its heartbeat is older than the timeout (fenced).
 -- KEYS[1] lease  KEYS[2] node hash  KEYS[3] node pods set  KEYS[4] events
@@ -78,17 +90,7 @@ elseif redis_now() - (tonumber(n[3]) or 0) < tonumber(ARGV[2]) then
   -- (an unreadable heartbeat, from a record written around kuota, counts as none)
   return "alive"
 end
-if redis.call("SCARD", KEYS[3]) ~= #KEYS - 4 then return "stale" end
-for i = 5, #KEYS do
-  if redis.call("SISMEMBER", KEYS[3], ARGV[i + 2]) == 0 then return "stale" end
-end
-for i = 5, #KEYS do
-  local phase = redis.call("HGET", KEYS[i], "state")
-  if phase == "Placed" or phase == "Running" then
-    redis.call("HSET", KEYS[i], "state", "Lost", "finished_at", ARGV[5])
-  end
-end
-redis.call("DEL", KEYS[3])
+if not lose_pods(KEYS[3], 7, ARGV[5]) then return "stale" end
 redis.call("HSET", KEYS[2], "state", "Lost", "reason", ARGV[4], "lost_at", ARGV[5])
 emit(KEYS[4], ARGV[6], "kind", "node", "node", redis.call("HGET", KEYS[2], "name") or "")
 return "ok"

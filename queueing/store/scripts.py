@@ -68,7 +68,7 @@ class Scripts:
     def send(self, name: str, calls: Calls) -> Sent:
         """Send the calls of script ``name`` (as :meth:`answers` runs them) without waiting
         for their answers: read them from the :class:`Sent` returned, in a ``with`` block."""
-        return Sent(self, name, calls)
+        return Sent(self._redis.connection_pool, self._scripts[name], calls)
 
 
 class Sent:
@@ -81,15 +81,15 @@ class Sent:
     back with answers pending.
     """
 
-    def __init__(self, scripts: Scripts, name: str, calls: Calls) -> None:
-        self._scripts, self._name = scripts, name
+    def __init__(self, pool: Any, script: Any, calls: Calls) -> None:
+        """``script``: redis-py's registered script; ``pool``: its client's connections."""
+        self._script, self._pool = script, pool
         self._calls = [(list(keys), [_arg(a) for a in args]) for keys, args in calls]
-        sha = scripts._scripts[name].sha
-        self._pool = scripts._redis.connection_pool
-        self._conn: Any = self._pool.get_connection()
+        self._conn: Any = pool.get_connection()
         try:
             self._conn.send_packed_command(self._conn.pack_commands(
-                [("EVALSHA", sha, len(keys), *keys, *args) for keys, args in self._calls]))
+                [("EVALSHA", script.sha, len(keys), *keys, *args)
+                 for keys, args in self._calls]))
         except BaseException:
             self._drop()
             raise
@@ -110,11 +110,10 @@ class Sent:
             raise
         self._pool.release(self._conn)
         self._conn = None
-        script = self._scripts._scripts[self._name]
         for i, answer in enumerate(answers):
             if isinstance(answer, NoScriptError):
                 keys, args = self._calls[i]
-                answers[i] = script(keys=keys, args=args)
+                answers[i] = self._script(keys=keys, args=args)
             elif isinstance(answer, ResponseError):
                 raise answer
         return answers

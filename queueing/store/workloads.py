@@ -504,8 +504,10 @@ class RecordsRead:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._sent is not None:
-            self._sent.__exit__(kind, error, tb)
+        if kind is None:
+            self.discard()
+        else:
+            self.close()
 
 
 def _records(keys: Sequence[str], fields: Sequence[str],
