@@ -63,7 +63,7 @@ from harness import CQ, REPO, Processes, QuotaChecker, queues, wait_for
 
 from kuota.client import Client
 from kuota.service.connection import connect
-from queueing.store import AlreadyExists, NotFound
+from queueing.store import AlreadyExists, NotFound, PodRef
 from quota.lifecycle import State
 
 pytestmark = pytest.mark.redis
@@ -383,5 +383,15 @@ def explain(client: Client, names: list[str], procs: Processes) -> str:
             pods = [(p.node, p.state.value) for p in client_pods(client, record)]
             lines.append(f"{name}: {record.state.value} {record.reason} {record.message} "
                          f"attempt {record.attempt} pods {pods}")
-    return "\n".join(lines[:20])
+    lines = lines[:20]
+    # What holds the nodes' capacity (placement counts these pods), and what they are.
+    for node, pod_ids in sorted(client.store.nodes.pod_ids(NODES).items()):
+        refs = [PodRef.parse(p) for p in sorted(pod_ids)]
+        held = [f"{ref.id} ({p.state.value} epoch {p.epoch})" if p is not None
+                else f"{ref.id} (no record)"
+                for ref, p in zip(refs, client.store.pods.get_many(refs), strict=True)]
+        record = client.store.nodes.get(node)
+        lines.append(f"node {node} (epoch {record.epoch}, ready {record.ready}) holds: "
+                     f"{', '.join(held) or 'nothing'}")
+    return "\n".join(lines) + f"\nlogs in {procs.log_dir}"
 
