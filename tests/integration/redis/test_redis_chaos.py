@@ -377,13 +377,19 @@ def client_pods(client: Client, record: Any) -> list[Any]:
 
 
 def explain(client: Client, names: list[str], procs: Processes) -> str:
-    lines = []
+    lines, pending = [], 0
     for name, record in snapshot(client, names).items():
-        if record is not None and record.state is not State.FINISHED:
-            pods = [(p.node, p.state.value) for p in client_pods(client, record)]
-            lines.append(f"{name}: {record.state.value} {record.reason} {record.message} "
-                         f"attempt {record.attempt} pods {pods}")
-    lines = lines[:20]
+        if record is None or record.state is State.FINISHED:
+            continue
+        # Every job past Pending is shown (they hold quota); the first 20 Pending ones.
+        if record.state is State.PENDING:
+            pending += 1
+            if pending > 20:
+                continue
+        pods = [(p.node, p.state.value) for p in client_pods(client, record)]
+        lines.append(f"{name}: {record.state.value} {record.reason} {record.message} "
+                     f"attempt {record.attempt} pods {pods}")
+    lines.append(f"({pending} Pending in all)")
     # What holds the nodes' capacity (placement counts these pods), and what they are.
     for node, pod_ids in sorted(client.store.nodes.pod_ids(NODES).items()):
         refs = [PodRef.parse(p) for p in sorted(pod_ids)]
