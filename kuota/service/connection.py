@@ -21,13 +21,27 @@ the URL has none), which keeps it out of every ``ps`` listing. TLS is the
 ``ssl_certfile`` and ``ssl_keyfile`` for a private CA and client certificates,
 ``ssl_cert_reqs``. Workers never hand ``REDIS_URL`` or ``REDIS_PASSWORD`` on to
 their pods (:data:`kuota.service.supervisor.STORE_CREDENTIALS`).
+
+**A restarted server is never met silently by a scheduler.** redis-py replaces a
+pooled connection whose server went away without telling its caller: a command sent
+after Redis restarted simply goes to the new process. A Redis restarted from its AOF
+may have lost its last second of writes (``appendfsync everysec``), so what a
+scheduler remembers from that second — pods it saw end, admissions and placements it
+made — is no longer true, and deciding from it places gangs on room the restored
+store still gives to others. A process that draws state from the store calls
+:meth:`RestartGuard.guard` on its connection: from then on every (re)connection asks
+the server for its ``run_id``, and one that meets another server than the state was
+read from fails with :class:`ServerRestarted` (a ``redis.ConnectionError``) until the
+process has dropped that state and calls :meth:`RestartGuard.accept`. It costs one
+``INFO`` per new connection, none per command. Workers and the CLI do not guard: they
+hold nothing they do not compare with the store again.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
@@ -60,6 +74,59 @@ def embedded_server() -> fakeredis.FakeServer:
         return _EMBEDDED
 
 
+class ServerRestarted(redis.ConnectionError):
+    """The Redis server is not the one the caller's state was read from (module doc)."""
+
+
+class RestartGuard:
+    """Which Redis server (``run_id``) a process's state was read from (module doc)."""
+
+    def __init__(self) -> None:
+        self.guarding = False
+        #: The server the state was read from, and the one met by the latest connection.
+        self._accepted = self._met = ""
+        self._lock = threading.Lock()
+
+    def on_connect(self, connection: Any) -> None:
+        """redis-py's ``redis_connect_func``: runs on every new socket of both clients."""
+        connection.on_connect()
+        if not self.guarding:
+            return
+        connection.send_command("INFO", "server")
+        try:
+            run_id = _run_id(connection.read_response())
+        except redis.ResponseError:  # INFO refused (some managed services)
+            run_id = ""
+        with self._lock:
+            self._met = run_id
+            if run_id != self._accepted:
+                raise ServerRestarted(
+                    f"Redis restarted (server {run_id or '?'}, state read from "
+                    f"{self._accepted or '?'}): what was known of it may have been lost")
+
+    def guard(self, store: Store) -> None:
+        """From now on, fail connections to any other server than ``store``'s now."""
+        run_id = store.server_id()
+        with self._lock:
+            self._accepted = self._met = run_id
+            self.guarding = True
+
+    def accept(self) -> None:
+        """The caller dropped what it knew: the server met last is the one to read from."""
+        with self._lock:
+            self._accepted = self._met
+
+
+def _run_id(info: bytes | str) -> str:
+    """The ``run_id`` in an ``INFO server`` answer ("" from a server that does not say,
+    as :meth:`queueing.store.Store.server_id`)."""
+    text = info.decode() if isinstance(info, bytes) else info
+    for line in text.splitlines():
+        if line.startswith("run_id:"):
+            return line.removeprefix("run_id:").strip()
+    return ""
+
+
 @dataclass(frozen=True)
 class Connection:
     #: ``redis://…`` or None for the embedded server (never shown: see :func:`redact`).
@@ -67,6 +134,8 @@ class Connection:
     text: Any
     raw: Any
     store: Store
+    #: Guards a scheduler against a restarted server (module doc); inert until guarded.
+    restarts: RestartGuard = field(default_factory=RestartGuard)
 
     @property
     def embedded(self) -> bool:
@@ -112,12 +181,14 @@ def connect(url: str | None = None, *, prefix: str = DEFAULT_PREFIX,
         return Connection(None, text, raw, Store(text, prefix))
     # Socket timeouts keep a dead server from hanging a loop forever; the
     # keepalive lets a blocked XREAD/BLPOP notice a vanished peer.
+    restarts = RestartGuard()
     options: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 5,
-                               "socket_keepalive": True, "health_check_interval": 10}
+                               "socket_keepalive": True, "health_check_interval": 10,
+                               "redis_connect_func": restarts.on_connect}
     password = os.environ.get("REDIS_PASSWORD")
     if password and urlsplit(url).password is None:
         # Kept out of the URL so that it shows in no `ps` listing and no error message.
         options["password"] = password
     text = redis.Redis.from_url(url, decode_responses=True, **options)
     raw = redis.Redis.from_url(url, **options)
-    return Connection(url, text, raw, Store(text, prefix))
+    return Connection(url, text, raw, Store(text, prefix), restarts)

@@ -50,12 +50,19 @@ class LocalCluster:
         self.connection = connection or connect(EMBEDDED, prefix=prefix)
         self.timing = timing
         self._stop = threading.Event()
-        self.schedulers = [SchedulerService(self.connection, SchedulerOptions(
+        # Each scheduler on a connection of its own: it guards it against a restarted Redis
+        # (kuota.service.connection), and no other user may accept the new server for it.
+        self.schedulers = [SchedulerService(self._own_connection(), SchedulerOptions(
             identity=f"embedded-{i}", timing=timing)) for i in range(schedulers)]
         self._scheduler_stops = [threading.Event() for _ in self.schedulers]
         self._threads: list[threading.Thread] = []
         self.workers: dict[str, tuple[PoolWorker, threading.Event, threading.Thread]] = {}
         self._initial = list(nodes)
+
+    def _own_connection(self) -> Connection:
+        if self.connection.embedded:  # (an in-process server cannot restart)
+            return self.connection
+        return connect(self.connection.url, prefix=self.connection.prefix)
 
     def __enter__(self) -> LocalCluster:
         self.start()

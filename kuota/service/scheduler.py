@@ -8,7 +8,9 @@ that copy, caught up, and steps it. Leadership ends — and all in-memory state 
 leader asks for a rebuild, or Redis cannot be reached; the next loop
 re-acquires (keeping the token if the lease is still ours) and rebuilds. Redis
 being the truth, dropping state is always safe; keeping it after a doubt
-never is. A step that fails because of one workload
+never is — and a Redis that restarted, perhaps without its last second of writes, is
+such a doubt even when no command failed (:class:`~kuota.service.connection.
+RestartGuard`). A step that fails because of one workload
 (:class:`~admission.errors.WorkloadFailed`) sets that workload aside as
 ``Invalid`` with the error as its message, then rebuilds without it; any
 other error is logged and followed by a rebuild — a scheduler outlives
@@ -33,7 +35,7 @@ import redis
 
 from admission.errors import WorkloadFailed
 from admission.events import WorkloadEvent
-from kuota.service.connection import Connection
+from kuota.service.connection import Connection, ServerRestarted
 from kuota.service.leader import Leader, NeedRebuild, Timing
 from kuota.service.leasekeeper import LeaseKeeper
 from kuota.service.standby import WarmCopy
@@ -101,6 +103,8 @@ class SchedulerService:
     def step(self, stop: threading.Event | None = None) -> None:
         wait = (stop or threading.Event()).wait
         try:
+            if not self.conn.restarts.guarding and not self.conn.embedded:
+                self.conn.restarts.guard(self.conn.store)
             if self.leader is None:
                 self._stand_by()
                 if not self.lease.acquire():
@@ -129,6 +133,11 @@ class SchedulerService:
         except NeedRebuild as exc:
             log.info("rebuilding: %s", exc)
             self.leader = None
+        except ServerRestarted as exc:
+            # Everything known was read from the old server: dropped, read again.
+            log.warning("%s; rebuilding from the restarted store", exc)
+            self.leader = None
+            self.conn.restarts.accept()
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.warning("redis unavailable (%s); retrying in %.1fs", exc, self._backoff)
             self.leader = None

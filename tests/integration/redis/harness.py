@@ -195,15 +195,17 @@ class QuotaChecker:
             return
         pipe = self._r.pipeline(transaction=False)
         for pod in pods:
-            pipe.hget(f"{self.prefix}:pod:{pod}", "requests")
+            pipe.hmget(f"{self.prefix}:pod:{pod}", "requests", "state", "epoch")
         used: dict[str, int] = {}
-        for requests in pipe.execute():
+        held = []
+        for pod, (requests, state, epoch) in zip(pods, pipe.execute(), strict=True):
+            held.append(f"{pod} ({state} epoch {epoch})")
             for resource, amount in json.loads(requests or "{}").items():
                 used[resource] = used.get(resource, 0) + amount
         for resource, amount in used.items():
             if amount > capacity.get(resource, 0):
-                self.violations.append(f"node {name} holds {resource}={amount} > "
-                                       f"{capacity.get(resource, 0)}")
+                self.violations.append(f"{time.time():.3f} node {name} holds {resource}={amount}"
+                                       f" > {capacity.get(resource, 0)}: {', '.join(held)}")
 
 
 class Processes:
