@@ -53,10 +53,11 @@ from quota import tree as qt
 from quota.cache import Snapshot
 from quota.config import ClusterQueueConfig
 from quota.resources import Amount, FlavorResource, FRVector
+from quota.values import value
 from quota.workload import Admission, WorkloadInfo
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Verdict:
     """Why a head was not admitted."""
 

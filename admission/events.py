@@ -10,8 +10,8 @@ outbox can be replayed, logged and tested.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
+from quota.values import value
 from quota.workload import Admission
 
 
@@ -27,7 +27,7 @@ class Kind(enum.StrEnum):
     FINISHED = "Finished"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class WorkloadEvent:
     at: float
     key: str

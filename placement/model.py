@@ -29,6 +29,7 @@ from typing import Final
 
 from quota.labels import requirement_matches
 from quota.resources import MILLI, Amount
+from quota.values import value
 
 #: The pseudo-resource counting pods on a node.
 PODS: Final = "pods"
@@ -160,7 +161,7 @@ class NodeSelectorTerm:
                 and all(r.matches(fields) for r in self.match_fields))
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Node:
     """A node as placement sees it. Treat the mappings as read-only."""
 

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 
 from queueing.pending import PendingQueue
 from quota.config import ClusterQueueConfig, LocalQueueConfig
+from quota.values import value
 from quota.workload import WorkloadInfo
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Head:
     info: WorkloadInfo
     cluster_queue: str

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from quota.labels import requirement_matches
 from quota.resources import Amount, FlavorResource, FRVector, ResourceVector
+from quota.values import value
 
 
 class Taint(Protocol):
@@ -78,7 +79,7 @@ class PodSetInfo:
         return {name: amount * n for name, amount in self.requests.items()}
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class WorkloadInfo:
     """A workload's request, immutable while it waits."""
 
@@ -130,7 +131,7 @@ class PodSetAdmission:
     nodes: tuple[tuple[str, int], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Admission:
     cluster_queue: str
     pod_sets: tuple[PodSetAdmission, ...]

@@ -20,11 +20,12 @@ string — its ``env`` values and its ``workingDir``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 from queueing.store import Keys, PodRef
 from quota import api
+from quota.values import value
 
 #: The rq job function (by name, so enqueueing needs no import of the worker side).
 START_PODS: Final = "kuota.service.pod.start_pods"
@@ -33,7 +34,7 @@ RESULT_TTL: Final = 0
 FAILURE_TTL: Final = 86_400
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PodJob:
     prefix: str
     pod_id: str

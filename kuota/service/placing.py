@@ -32,12 +32,13 @@ from placement.scoring import ResourceAllocationScorer, Strategy
 from queueing.store import NodeRecord
 from quota.config import FlavorConfig
 from quota.resources import ResourceVector
+from quota.values import value
 from quota.workload import Admission, PodSetInfo, WorkloadInfo
 
 SCORER = ResourceAllocationScorer(Strategy.MOST_ALLOCATED)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class GangPod:
     """Pod ``index`` of the gang (indices run across pod sets in order)."""
 
@@ -47,7 +48,7 @@ class GangPod:
     requirements: PodRequirements
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Placed:
     pool: str
     #: Node of every pod, by pod index.

@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from quota.values import value
+
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.{}-]*$")
 #: DNS-subdomain-like, as Kubernetes node names.
 _NODE = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
@@ -55,7 +57,7 @@ def check_node_name(name: str) -> str:
     return name
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PodRef:
     """One pod of one attempt of a workload; ``id`` is how sets and events name it."""
 

@@ -27,6 +27,7 @@ from typing import Any, Final
 from queueing.store.keys import PodRef
 from quota.lifecycle import State
 from quota.resources import ResourceVector
+from quota.values import value
 from quota.workload import Admission, PodSetAdmission
 
 
@@ -141,7 +142,7 @@ _SPLIT_MAX: Final = 256
 
 # -- records -------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@value
 class WorkloadRecord:
     key: str
     state: State

@@ -45,6 +45,7 @@ from queueing.store.records import WorkloadRecord, admission_to_json, vector_to_
 from queueing.store.scripts import Scripts, Sent, text
 from quota.lifecycle import State
 from quota.resources import ResourceVector
+from quota.values import value
 from quota.workload import Admission
 
 #: Longest message stored with a quarantined workload: an error may quote the input, and
@@ -94,7 +95,7 @@ class AdmitRequest:
     admit: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PodPlacement:
     ref: PodRef
     node: str
@@ -104,7 +105,7 @@ class PodPlacement:
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PlaceRequest:
     key: str
     attempt: int
