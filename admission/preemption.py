@@ -123,8 +123,15 @@ def classical_targets(snapshot: Snapshot, cq: ClusterQueueConfig, preemptor: Wor
                       evicting: AbstractSet[str] = frozenset()) -> list[Target]:
     """The minimal victim set that lets ``usage`` fit in ``cq``, or [] if none does."""
     node = snapshot.tree.queues[cq.name]
+    forbidden = cq.preemption.borrow_within_cohort == "Never"
+    # Over its nominal quota and not allowed to borrow to preempt, the queue may only take
+    # victims whose removal it can use while borrowing: a reclaim that works only without
+    # borrowing is never chosen, so such candidates are not even collected (most searches
+    # of a busy cohort end here, with none).
+    only_borrowing = forbidden and not _under_nominal(node, contested)
     same = _same_queue(snapshot, cq, preemptor, contested)
-    hierarchy, priority = _cohort_candidates(snapshot, cq, preemptor, usage, contested)
+    hierarchy, priority = _cohort_candidates(snapshot, cq, preemptor, usage, contested,
+                                             reclaims_without_borrowing=not only_borrowing)
     order = candidate_order(cq.name, evicting)
     ordered: list[_Candidate] = []
     for group in (hierarchy, priority, same):
@@ -133,8 +140,7 @@ def classical_targets(snapshot: Snapshot, cq: ClusterQueueConfig, preemptor: Wor
         for group in (hierarchy, priority, same):
             ordered += [c for c in group if (c.entry.info.key in evicting) == evicted_first]
 
-    forbidden = cq.preemption.borrow_within_cohort == "Never"
-    if (not hierarchy and not priority) or (forbidden and not _under_nominal(node, contested)):
+    if (not hierarchy and not priority) or only_borrowing:
         attempts = [True]
     elif forbidden and not hierarchy:
         attempts = [False, True]
@@ -211,19 +217,30 @@ def _fits_in_quota(node: qt.QuotaNode, requests: Mapping[FlavorResource, Amount]
 
 
 def _cohort_candidates(snapshot: Snapshot, cq: ClusterQueueConfig, preemptor: WorkloadInfo,
-                       usage: FRVector, contested: set[FlavorResource]
+                       usage: FRVector, contested: set[FlavorResource], *,
+                       reclaims_without_borrowing: bool = True,
                        ) -> tuple[list[_Candidate], list[_Candidate]]:
+    """Workloads of borrowing queues in the cohort tree that the preemptor may reclaim:
+    hierarchical reclaims (the subtree up to their common ancestor holds the request),
+    and the others (priority decides). ``reclaims_without_borrowing=False`` leaves out
+    candidates that could only be :attr:`Variant.RECLAIM_WITHOUT_BORROWING`."""
     hierarchy: list[_Candidate] = []
     priority: list[_Candidate] = []
     node = snapshot.tree.queues[cq.name]
     if node.parent is None or cq.preemption.reclaim_within_cohort == "Never":
         return hierarchy, priority
+    # Without the advantage of a subtree that holds the request, and with borrowing to
+    # preempt forbidden, every candidate would be a reclaim without borrowing.
+    skip_without_advantage = not reclaims_without_borrowing and \
+        cq.preemption.borrow_within_cohort == "Never"
     advantage, remaining = _fits_in_quota(node, usage)
     previous: qt.QuotaNode | None = None
     for ancestor in node.ancestors():
         target = hierarchy if advantage else priority
-        for leaf in _borrowing_leaves(ancestor, skip=previous, preemptor=node,
-                                      contested=contested):
+        leaves = _borrowing_leaves(ancestor, skip=previous, preemptor=node,
+                                   contested=contested) \
+            if advantage or not skip_without_advantage else ()
+        for leaf in leaves:
             for entry in snapshot.workloads.get(leaf.name, {}).values():
                 variant = _classify(cq, preemptor, entry, contested, advantage)
                 if variant is not None:

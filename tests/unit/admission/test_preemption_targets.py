@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from admission import preemption
 from admission.preemption import classical_targets, fits, satisfies_policy, within_nominal
 from quota.cache import QuotaCache
-from quota.config import ClusterQueueConfig
+from quota.config import ClusterQueueConfig, CohortConfig
 from quota.resources import FlavorResource
 from quota.workload import Admission, PodSetAdmission, WorkloadInfo
 from tests.builders import ClusterQueueBuilder, WorkloadBuilder, flavor
@@ -204,3 +205,55 @@ def test_victims_are_allowed_and_minimal(nominals: list[int], jobs: list[tuple[i
     # when the preemptor must stay within its nominal quota, without.
     assert each_needed(True) or (fits(node, usage, allow_borrowing=False)
                                  and each_needed(False))
+
+
+@settings(max_examples=200, deadline=None)
+@given(nominals=st.lists(st.integers(0, 6), min_size=4, max_size=4),
+       jobs=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4), st.integers(0, 3)),
+                     min_size=1, max_size=12),
+       preemptor_queue=st.integers(0, 3), ask=st.integers(1, 6), priority=st.integers(0, 4),
+       within=st.sampled_from(["Never", "LowerPriority"]),
+       reclaim=st.sampled_from(["LowerPriority", "Any"]),
+       borrow=st.sampled_from(["Never", "LowerPriority"]))
+def test_leaving_out_reclaims_a_queue_over_nominal_cannot_use_changes_no_victim(
+        nominals: list[int], jobs: list[tuple[int, int, int]], preemptor_queue: int, ask: int,
+        priority: int, within: str, reclaim: str, borrow: str) -> None:
+    """A queue over its nominal quota that may not borrow to preempt does not collect the
+    candidates it could only reclaim without borrowing (most searches in a busy cohort):
+    the victims are those of the search that collects every candidate. Two cohorts under
+    a root, so that the advantage of a subtree can come at an upper level."""
+    queues = [q(f"q{i}", n, "left" if i < 2 else "right", within_cluster_queue=within,
+                reclaim_within_cohort=reclaim, borrow_within_cohort=borrow)
+              for i, n in enumerate(nominals)]
+    cache = QuotaCache()
+    cache.flavors["f"] = flavor("f")
+    cache.cohorts["left"] = CohortConfig("left", "root", {})
+    cache.cohorts["right"] = CohortConfig("right", "root", {})
+    for cq in queues:
+        cache.cluster_queues[cq.name] = cq
+    cache.rebuild()
+    used, total = 0, sum(nominals)
+    for n, (qi, cpu, prio) in enumerate(jobs):
+        if used + cpu <= total:
+            used += cpu
+            cache.assume(*running(f"j{n}", queues[qi].name, cpu, priority=prio, at=float(n)))
+    cq = queues[preemptor_queue]
+    preemptor = WorkloadBuilder("p", queue=cq.name).pod_set(count=ask, cpu=1) \
+        .priority(priority).created(50.0).obj()
+    usage = {FR: ask * 1000}
+
+    def victims() -> list[tuple[str, str]]:
+        snapshot = cache.snapshot()
+        return [(t.victim.info.key, t.reason)
+                for t in classical_targets(snapshot, cq, preemptor, usage, {FR})]
+
+    found = victims()
+    every_candidate = preemption._cohort_candidates
+
+    def collecting_all(*args: object, **kwargs: object) -> object:
+        kwargs["reclaims_without_borrowing"] = True
+        return every_candidate(*args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(preemption, "_cohort_candidates", collecting_all)
+        assert found == victims()
