@@ -47,7 +47,10 @@ waits or can never be placed is judged by :meth:`Placer.step`.
 sending, a worker died holding the job, Redis restarted). Pods still
 ``Placed`` ``Timing.resend_after`` after being sent, and those a new leader
 finds placed, are sent again; starting a pod is a compare-and-set, so a pod
-sent twice still runs once.
+sent twice still runs once. Those of a gang that is stopping (Evicting) are
+sent again too: the start of a pod asked to stop marks it Stopped and gives
+its node back, and the gang's quota is released once no pod is left —
+otherwise it would wait for that pod for good.
 
 The lines logged here are the leader's (logger ``kuota.service.leader``), as
 they were before this step had its own module.
@@ -343,7 +346,9 @@ class Placer:
         for key, key_refs in refs.items():
             unsent = [i for i, ref in enumerate(key_refs) if ref in placed]
             record = leader.engine.records.get(key)
-            if not unsent or record is None or record.state is not State.ADMITTED \
+            # (a stopping gang's too: the start of a pod asked to stop gives its node back)
+            if not unsent or record is None \
+                    or record.state not in (State.ADMITTED, State.EVICTING) \
                     or record.admission is None:
                 self._sent_at.pop(key, None)
                 continue

@@ -83,3 +83,34 @@ def test_the_next_workload_waits_until_the_pods_of_the_last_are_gone(
     pool.run()
     assert (pool.state(gang), pool.state(waiting)) == (want_gang, want_next)
     assert want_note in [h["event"] for h in pool.store.workloads.history(gang)]
+
+
+def test_a_stopped_gang_whose_start_job_was_lost_is_sent_again_and_gives_its_nodes_back(
+        ) -> None:
+    """A start job can be lost (Redis losing its last second after the placement, a
+    worker dying with the job). Sent again, a placed pod asked to stop is marked Stopped
+    by its worker's start, which gives its node back. Before, only pods of Admitted
+    workloads were sent again: a gang cancelled or evicted with such a pod stayed
+    Evicting, holding its quota and its node, for good."""
+    from kuota.service import jobs
+
+    pool = SteppedPool(node_timeout=4.0)  # pods not started are sent again after 2 s
+    node(pool.store, "a", cpu=1)
+    gang = pool.submit("gang", cpu=1)
+    pool.run(steps=3)
+    assert pool.store.workloads.get(gang).placement == ("a",)
+    queue = jobs.node_queue(pool.connection.raw, pool.store.keys, "a")
+    assert queue.count == 1
+    queue.empty()  # the start job is lost
+    pool.client.cancel(gang)
+    pool.run(steps=3, advance=1.0)
+    assert pool.state(gang) == "Evicting"
+    assert queue.count == 1, "the placed pod sent again"
+
+    ref = pool.store.workloads.get(gang).pod_refs()[0]
+    epoch = pool.store.nodes.get("a").epoch
+    assert pool.store.pods.start(ref, node="a", epoch=epoch, devices="", now=pool.now) \
+        == "stopped"
+    pool.run(steps=3)
+    assert pool.state(gang) == "Finished"
+    assert pool.store.nodes.pod_ids(["a"]) == {"a": set()}
