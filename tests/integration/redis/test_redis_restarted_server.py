@@ -13,7 +13,7 @@ holding more than its capacity (test_redis_chaos.py, seed 8).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from chaos import LossyRedis
@@ -41,9 +41,10 @@ def server() -> Iterator[LossyRedis]:
         server.cleanup()
 
 
-def step_until(service: SchedulerService, what: str, done: object, timeout: float = 10.0) -> None:
+def step_until(service: SchedulerService, what: str, done: Callable[[], object],
+               timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
-    while not done():  # type: ignore[operator]
+    while not done():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         service.step()
 
@@ -66,7 +67,7 @@ def test_a_leader_rebuilds_from_a_redis_that_restarted_between_two_steps(
     store = client.store
     client.apply(queues(CQ("cq", {"cpu": 4})))
     epoch = store.nodes.register("n1", pool="p", capacity={"cpu": 2000}, labels={},
-                                      devices=(), now=time.time())
+                                 devices=(), now=time.time())
     service = SchedulerService(conn, SchedulerOptions(identity="s1",
                                                       timing=Timing(batch=0.0, poll=0.05)))
     client.submit(["true"], queue="default/lq-cq", name="first", requests={"cpu": 2})
@@ -75,10 +76,9 @@ def test_a_leader_rebuilds_from_a_redis_that_restarted_between_two_steps(
 
     # Its pod runs and ends, and the leader sees n1 free again ...
     ref = record(store, "first").pod_refs()[0]
-    assert store.pods.start(ref, node="n1", epoch=epoch, devices="",
-                                 now=time.time()) == "ok"
+    assert store.pods.start(ref, node="n1", epoch=epoch, devices="", now=time.time()) == "ok"
     store.pods.exit(ref, node="n1", pod_count=1, exit_code=0, stopped=False, message="",
-                         pid=1, now=time.time())
+                    pid=1, now=time.time())
     step_until(service, "the leader to see the first end",
                lambda: service.leader is not None
                and "default/first" not in service.leader.tracked)
