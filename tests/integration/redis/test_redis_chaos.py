@@ -399,5 +399,11 @@ def explain(client: Client, names: list[str], procs: Processes) -> str:
         record = client.store.nodes.get(node)
         lines.append(f"node {node} (epoch {record.epoch}, ready {record.ready}) holds: "
                      f"{', '.join(held) or 'nothing'}")
+    # The leader's last words (CI keeps no log directory).
+    holder = client.store.redis.get(client.store.keys.lease)
+    leader = holder.rpartition("|")[0] if holder else None
+    if leader is not None and (procs.log_dir / f"{leader}.log").exists():
+        tail = procs.log(leader).splitlines()[-30:]
+        lines += [f"last lines of {leader}.log:", *tail]
     return "\n".join(lines) + f"\nlogs in {procs.log_dir}"
 
