@@ -220,27 +220,37 @@ class DispatchedWorkloads:
     # -- nodes ----------------------------------------------------------------------------
     def check_nodes(self, now: float) -> None:
         """Evict copies with a pod live on a lost node (re-placed next round, same pool),
-        and send again the pods still not started long after they were sent."""
+        and send again the pods still not started long after they were sent — also those
+        of a copy that is stopping: the start of a pod asked to stop gives its node back,
+        and the copy waits for no pod that nobody would start."""
         leader, view = self.leader, self.leader.nodes
-        placed = [c for c in self.copies.values() if c.state is State.ADMITTED and c.placed]
+        placed = [c for c in self.copies.values()
+                  if c.state in (State.ADMITTED, State.EVICTING) and c.placed]
         if not placed:
             return
         pods = leader.store.pods.get_many([ref for c in placed for ref in self._refs(c)])
         found = {p.ref: p for p in pods if p is not None}
-        phase = {ref: p.state for ref, p in found.items()}
         for copy in placed:
             refs = self._refs(copy)
             lost = sorted({node for (node, epoch), ref in zip(copy.placed, refs, strict=True)
                            if view.gone(node, epoch) and _lost(found.get(ref))})
-            if lost:
+            if lost and copy.state is State.ADMITTED:
                 self._evict(copy, f"node(s) {', '.join(lost)} lost while running the "
                                   f"dispatched workload; placing it again in pool "
                                   f"{copy.spec.pool}", now)
                 continue
-            unstarted = [i for i, ref in enumerate(refs) if phase.get(ref) is PodPhase.PLACED]
-            if unstarted and copy.sent_at is not None \
-                    and now - copy.sent_at >= leader.timing.resend_after:
+            unstarted = [i for i, ref in enumerate(refs)
+                         if ref in found and found[ref].state is PodPhase.PLACED]
+            if not unstarted:
+                continue
+            if copy.sent_at is None:  # sent before this leader saw the copy's new state
                 copy.sent_at = now
+            elif now - copy.sent_at >= leader.timing.resend_after:
+                copy.sent_at = now
+                # (the pods' own records say which incarnation of each node they are for)
+                copy.placed = tuple((node, found[ref].epoch if ref in found else epoch)
+                                    for (node, epoch), ref in zip(copy.placed, refs,
+                                                                  strict=True))
                 jobs.enqueue(leader.conn.raw, leader.store.keys, self._jobs(copy, unstarted))
 
     def _evict(self, copy: Copy, message: str, now: float) -> None:

@@ -114,3 +114,45 @@ def test_a_stopped_gang_whose_start_job_was_lost_is_sent_again_and_gives_its_nod
     pool.run(steps=3)
     assert pool.state(gang) == "Finished"
     assert pool.store.nodes.pod_ids(["a"]) == {"a": set()}
+
+
+def test_a_stopping_dispatched_copy_whose_start_job_was_lost_is_sent_again() -> None:
+    """The same for a copy a multi-cluster manager dispatched to this pool: its pod mate
+    failed while the pod's start job was lost, and the copy waited for that pod for good."""
+    from kuota.federation.pool_copy import from_job
+    from kuota.federation.remote_job import ORIGIN_LABEL, ORIGIN_WORKLOAD_ANNOTATION
+    from kuota.service import jobs
+    from kuota.service.dispatched_spec import admission
+
+    pool = SteppedPool(node_timeout=4.0)
+    node(pool.store, "a", cpu=2)
+    body = {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "copy", "namespace": "default",
+                         "labels": {ORIGIN_LABEL: "mgr"},
+                         "annotations": {ORIGIN_WORKLOAD_ANNOTATION: "default/job-copy"}},
+            "spec": {"parallelism": 2, "backoffLimit": 0, "suspend": False,
+                     "template": {"spec": {"containers": [{
+                         "name": "main", "command": ["true"],
+                         "resources": {"requests": {"cpu": "1"}}}]}}}}
+    key, spec = from_job(body, origin="mgr", pool="p", member="pool-a")
+    pool.store.dispatched.create(key, origin="mgr", spec=spec.to_dict(),
+                                 admission=admission(spec), pods=spec.pods,
+                                 backoff_limit=spec.backoff_limit, now=pool.now)
+    pool.run(steps=3)
+    assert pool.store.workloads.get(key).placement == ("a", "a")
+    queue = jobs.node_queue(pool.connection.raw, pool.store.keys, "a")
+    queue.empty()  # the start job is lost
+    first, second = pool.store.workloads.get(key).pod_refs()
+    epoch = pool.store.nodes.get("a").epoch
+    assert pool.store.pods.start(first, node="a", epoch=epoch, devices="", now=pool.now) == "ok"
+    pool.store.pods.exit(first, node="a", pod_count=2, exit_code=3, stopped=False,
+                         message="exit 3", pid=1, now=pool.now)
+    pool.run(steps=3, advance=1.0)
+    assert pool.state(key) == "Evicting"
+    assert queue.count == 1, "the placed pod sent again"
+
+    assert pool.store.pods.start(second, node="a", epoch=epoch, devices="", now=pool.now) \
+        == "stopped"
+    pool.run(steps=3)
+    assert pool.state(key) == "Finished"
+    assert pool.store.nodes.pod_ids(["a"]) == {"a": set()}
