@@ -366,11 +366,14 @@ class PodSupervisor:
             return None
         devices = running.devices if running is not None else []
         status = self.store.pods.start(ref, node=self.node, epoch=job.epoch,
-                                       devices=",".join(devices), now=self.clock())
+                                       devices=",".join(devices), now=self.clock(),
+                                       running=running is not None)
         log.warning("node %s: pod %s was sent again (the store lost its start): %s", self.node,
                     job.pod_id, "recorded its start again" if status == "ok" else status)
         if status == "ok" and exited is not None:
             self._send_exit(ref, exited, self.clock())
+        if status == "stop" and running is not None:  # its exit gives the node back
+            self._terminate(running, self.clock())
         return status
 
     def _fail_to_start(self, job: PodJob, ref: PodRef, message: str, *,
@@ -500,11 +503,12 @@ class PodSupervisor:
         True: it runs on. Otherwise (asked to stop, evicted, another incarnation, no such
         pod) the caller stops it. Killing a pod whose start was lost would leave its
         workload admitted for good, waiting for a pod that had been stopped. (A Placed pod
-        that was also asked to stop is marked Stopped here, its node capacity given back a
-        grace period before its process has gone.)"""
+        that was also asked to stop stays Placed, holding its node and its workload's
+        quota, until the exit of its process is reported.)"""
         try:
             status = self.store.pods.start(pod.ref, node=self.node, epoch=pod.job.epoch,
-                                           devices=",".join(pod.devices), now=now)
+                                           devices=",".join(pod.devices), now=now,
+                                           running=True)
         except redis.RedisError as exc:  # asked again at the next check
             log.warning("node %s: cannot check pod %s: %s", self.node, pod.job.pod_id, exc)
             return True

@@ -403,10 +403,14 @@ POD_START: Final = r"""
 -- KEYS[1] pod hash  KEYS[2] workload hash  KEYS[3] node hash  KEYS[4] node pods set  KEYS[5] events
 -- ARGV[1] pod id  ARGV[2] attempt  ARGV[3] node  ARGV[4] node epoch  ARGV[5] now
 -- ARGV[6] devices  ARGV[7] events maxlen
+-- ARGV[8] "1": the worker already runs a process for it (the store lost its start)
 local p = redis.call("HMGET", KEYS[1], "state", "stop", "node", "epoch", "workload")
 if not p[1] then return "missing" end
 if p[1] ~= "Placed" then return "state:" .. p[1] end
 if p[3] ~= ARGV[3] or p[4] ~= ARGV[4] then return "wrong-node" end
+-- Asked to stop while a process of it runs: that process is stopped first, and its node
+-- and quota stay held until its exit is reported (POD_EXIT, stopped).
+if p[2] == "1" and ARGV[8] == "1" then return "stop" end
 local w = redis.call("HMGET", KEYS[2], "state", "attempt")
 local node = redis.call("HMGET", KEYS[3], "state", "epoch")
 if p[2] == "1" or w[1] ~= "Admitted" or w[2] ~= ARGV[2]

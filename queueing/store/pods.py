@@ -38,6 +38,10 @@ class PodStart:
     node: str
     epoch: int
     devices: str = ""
+    #: The worker already runs a process for the pod (the store lost its start): a pod
+    #: that must not run is then answered ``stop`` and left as it is, its node still held,
+    #: until the process's exit is reported — not marked Stopped while it still runs.
+    running: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,9 +63,11 @@ class PodStore:
         self._keys = keys
         self._scripts = scripts
 
-    def start(self, ref: PodRef, *, node: str, epoch: int, devices: str, now: float) -> str:
-        """``ok``: run it; ``stopped``: never run it; or ``state:…``, ``wrong-node``."""
-        return self.start_many([PodStart(ref, node, epoch, devices)], now)[0]
+    def start(self, ref: PodRef, *, node: str, epoch: int, devices: str, now: float,
+              running: bool = False) -> str:
+        """``ok``: run it; ``stopped``: never run it; or ``state:…``, ``wrong-node``.
+        ``running`` (:attr:`PodStart.running`): ``stop`` instead of ``stopped``."""
+        return self.start_many([PodStart(ref, node, epoch, devices, running)], now)[0]
 
     def start_many(self, starts: Sequence[PodStart], now: float) -> list[str]:
         """:meth:`start` for many pods in one round trip (each checked on its own): what a
@@ -70,7 +76,8 @@ class PodStore:
         return self._scripts.batch("pod_start", [
             ([k.pod(s.ref), k.workload(s.ref.workload), k.node(s.node), k.node_pods(s.node),
               k.events],
-             [s.ref.id, s.ref.attempt, s.node, s.epoch, now, s.devices, EVENTS_MAXLEN])
+             [s.ref.id, s.ref.attempt, s.node, s.epoch, now, s.devices, EVENTS_MAXLEN,
+              "1" if s.running else ""])
             for s in starts])
 
     def exit(self, ref: PodRef, *, node: str, pod_count: int, exit_code: int, stopped: bool,

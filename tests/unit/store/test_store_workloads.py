@@ -218,6 +218,27 @@ class TestPodReports:
         assert pod is not None and pod.state is PodPhase.STOPPED
         assert store.nodes.pod_ids(["n0"]) == {"n0": set()}
 
+    def test_a_pod_asked_to_stop_whose_lost_start_runs_holds_its_node_until_it_exits(
+            self) -> None:
+        # The store lost the pod's start, so it is still Placed while its process runs on
+        # the worker: asked to stop, it keeps its node (and its workload's quota) until the
+        # process's exit is reported, not from the moment the worker learns of the stop.
+        store = new_store()
+        holder, refs = running_gang(store, pods=1, start=False)
+        store.workloads.cancel("ns/w", now=5.0)
+        epoch = store.nodes.get("n0").epoch
+        assert store.pods.start(refs[0], node="n0", epoch=epoch, devices="", now=6.0,
+                                running=True) == "stop"
+        pod = store.pods.get(refs[0])
+        assert pod is not None and pod.state is PodPhase.PLACED
+        assert store.nodes.pod_ids(["n0"]) == {"n0": {refs[0].id}}
+        record = store.workloads.get("ns/w")
+        assert store.workloads.stopped_many(holder, [record], now=6.5) == ["running"]
+        assert store.pods.exit(refs[0], node="n0", pod_count=1, exit_code=143, stopped=True,
+                               message="stopped", pid=2, now=7.0) == "ok:Stopped"
+        assert store.nodes.pod_ids(["n0"]) == {"n0": set()}
+        assert store.workloads.stopped_many(holder, [record], now=7.5) == ["ok:Finished"]
+
     def test_a_pod_of_an_older_attempt_never_starts(self) -> None:
         store = new_store()
         holder, refs = running_gang(store, pods=1, start=False)
