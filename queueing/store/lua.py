@@ -431,9 +431,16 @@ POD_EXIT: Final = r"""
 -- KEYS[5] events  KEYS[6..] the other pods of the attempt
 -- ARGV[1] pod id  ARGV[2] attempt  ARGV[3] exit code  ARGV[4] now
 -- ARGV[5] "1" if stopped on request  ARGV[6] events maxlen  ARGV[7] message  ARGV[8] pid
-local p = redis.call("HMGET", KEYS[1], "state", "workload", "stop")
+-- ARGV[9] the reporting worker's node
+local p = redis.call("HMGET", KEYS[1], "state", "workload", "stop", "node")
 if not p[1] then return "missing" end
 if p[1] ~= "Running" and p[1] ~= "Placed" then return "ok:" .. p[1] end
+if ARGV[9] and ARGV[9] ~= "" and p[4] ~= ARGV[9] then
+  -- A process of a placement Redis lost (its last second rolled back); the pod was placed
+  -- again since, on another node, whose set holds it: that placement waits for its own
+  -- start there, and nothing here is this process's to end.
+  return "elsewhere"
+end
 if p[1] == "Placed" and ARGV[5] == "1" and p[3] ~= "1" then
   -- A process its worker stopped, for a placement the store never saw start and never
   -- asked to stop: that process belonged to a start Redis lost (its last second rolled

@@ -82,7 +82,10 @@ class PodStore:
 
     def exit(self, ref: PodRef, *, node: str, pod_count: int, exit_code: int, stopped: bool,
              message: str, pid: int, now: float) -> str:
-        """Record the end of the pod's process; ``ok:<phase>`` or ``ok:<earlier phase>``."""
+        """Record the end of the pod's process; ``ok:<phase>`` or ``ok:<earlier phase>``, or
+        ``elsewhere``: the pod is placed on another node now (the placement this process
+        ran for was lost with Redis's last second, and the pod placed again), and is left
+        to its own start there."""
         return self.exit_many([PodExit(ref, node, pod_count, exit_code, stopped, message, pid)],
                               now)[0]
 
@@ -95,7 +98,7 @@ class PodStore:
               *(k.pod(PodRef(e.ref.workload, e.ref.attempt, i))
                 for i in range(e.pod_count) if i != e.ref.index)],
              [e.ref.id, e.ref.attempt, e.exit_code, now, e.stopped, EVENTS_MAXLEN, e.message,
-              e.pid])
+              e.pid, e.node])
             for e in exits])
 
     def on_node(self, node: str) -> list[PodRef]:

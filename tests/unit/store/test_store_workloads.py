@@ -239,6 +239,23 @@ class TestPodReports:
         assert store.nodes.pod_ids(["n0"]) == {"n0": set()}
         assert store.workloads.stopped_many(holder, [record], now=7.5) == ["ok:Finished"]
 
+    def test_an_exit_from_a_node_the_pod_is_no_longer_placed_on_changes_nothing(
+            self) -> None:
+        # Redis lost the placement a process ran for (its last second rolled back) and the
+        # pod, same id, was placed again on another node: the old process's exit must not
+        # end the new placement — it would leave the pod in that node's set for good.
+        store = new_store()
+        _, refs = running_gang(store, pods=1, start=False)
+        assert store.pods.exit(refs[0], node="n1", pod_count=1, exit_code=3, stopped=False,
+                               message="exit 3", pid=7, now=6.0) == "elsewhere"
+        pod = store.pods.get(refs[0])
+        assert pod is not None and pod.state is PodPhase.PLACED and pod.node == "n0"
+        assert store.nodes.pod_ids(["n0"]) == {"n0": {refs[0].id}}
+        assert store.workloads.get("ns/w").state is State.ADMITTED
+        assert store.pods.exit(refs[0], node="n0", pod_count=1, exit_code=3, stopped=False,
+                               message="exit 3", pid=8, now=7.0) == "ok:Failed"
+        assert store.nodes.pod_ids(["n0"]) == {"n0": set()}
+
     def test_a_pod_of_an_older_attempt_never_starts(self) -> None:
         store = new_store()
         holder, refs = running_gang(store, pods=1, start=False)
