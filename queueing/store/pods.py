@@ -39,7 +39,7 @@ class PodStart:
     epoch: int
     devices: str = ""
     #: The worker already runs a process for the pod (the store lost its start): a pod
-    #: that must not run is then answered ``stop`` and left as it is, its node still held,
+    #: asked to stop is then answered ``stop`` and left as it is, its node still held,
     #: until the process's exit is reported — not marked Stopped while it still runs.
     running: bool = False
 
