@@ -31,6 +31,11 @@ def register(subparsers: Any) -> None:
                         help="leader lease TTL: how fast a standby takes over (default 5)")
     parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
                         help="longest idle wait for events (default 0.5)")
+    parser.add_argument("--restart-pause", type=float, default=6.0, metavar="SECONDS",
+                        help="after Redis restarted, wait this long before leading again, so "
+                             "that workers stop the pods of placements Redis lost before the "
+                             "same pods are placed again: at least the workers' --grace plus "
+                             "their quarter-second stop check (default 6)")
     parser.add_argument("--batch", type=float, default=0.01, metavar="SECONDS",
                         help="shortest time between scheduling rounds; what arrives meanwhile "
                              "is decided as one batch (default 0.01)")
@@ -54,9 +59,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     cli.setup_logging(args)
     gctuning.tune()
-    if args.batch < 0:
-        print("error: --batch must not be negative", file=sys.stderr)
-        return 2
+    for flag in ("batch", "restart_pause"):
+        if getattr(args, flag) < 0:
+            print(f"error: --{flag.replace('_', '-')} must not be negative", file=sys.stderr)
+            return 2
     for flag in ("node_timeout", "lease_ttl", "poll"):
         if getattr(args, flag) <= 0:
             print(f"error: --{flag.replace('_', '-')} must be positive", file=sys.stderr)
@@ -67,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     options = SchedulerOptions(
         identity=args.identity or default_identity(),
         timing=Timing(lease_ttl=args.lease_ttl, node_timeout=args.node_timeout, poll=args.poll,
-                      batch=args.batch, retain_finished=args.retain_finished),
+                      batch=args.batch, retain_finished=args.retain_finished,
+                      restart_pause=args.restart_pause),
         engine=EngineConfig(fair_sharing=args.fair_sharing), observers=[announcer])
     stop_serving = None
     if address is not None:

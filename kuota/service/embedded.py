@@ -32,7 +32,8 @@ from quota.resources import parse_vector
 log = logging.getLogger(__name__)
 
 #: Quick timings for one process: a lost node is noticed in ~2 s.
-FAST = Timing(lease_ttl=2.0, node_timeout=2.0, poll=0.1)
+#: (``restart_pause``: the nodes' default 2 s grace, their stop check and a margin)
+FAST = Timing(lease_ttl=2.0, node_timeout=2.0, poll=0.1, restart_pause=2.5)
 
 
 def node(pool: str, name: str, resources: str, labels: Mapping[str, str] | None = None, *,

@@ -94,6 +94,11 @@ class Timing:
     cycle_budget: float = 0.05
     #: Heads a step's cycles try before it persists and places what they decided.
     cycle_heads: int = 500
+    #: After meeting a restarted Redis, how long a scheduler waits before leading again.
+    #: A Redis that lost its last second may have lost placements whose pods run: their
+    #: workers stop them at their next stop check (SIGTERM, then SIGKILL after their
+    #: grace), and placing the same pods again before then would run them twice at once.
+    restart_pause: float = 6.0
     #: Longest a step follows events (in slices of
     #: :data:`~kuota.service.following.FOLLOW_SLICE`) before deciding;
     #: the rest is read again by the next step.

@@ -134,10 +134,14 @@ class SchedulerService:
             log.info("rebuilding: %s", exc)
             self.leader = None
         except ServerRestarted as exc:
-            # Everything known was read from the old server: dropped, read again.
-            log.warning("%s; rebuilding from the restarted store", exc)
+            # Everything known was read from the old server: dropped, and read again once
+            # the workers have stopped the pods of placements Redis may have lost
+            # (Timing.restart_pause).
+            log.warning("%s; rebuilding from the restarted store in %.1fs", exc,
+                        self.options.timing.restart_pause)
             self.leader = None
             self.conn.restarts.accept()
+            wait(self.options.timing.restart_pause)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.warning("redis unavailable (%s); retrying in %.1fs", exc, self._backoff)
             self.leader = None

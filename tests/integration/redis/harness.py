@@ -226,9 +226,10 @@ class Processes:
 
     def scheduler(self, name: str, *extra: str, node_timeout: float = 2.0,
                   lease_ttl: float = 1.0) -> subprocess.Popen[bytes]:
+        # (--restart-pause: the workers' one-second grace, their stop check and a margin)
         return self._start(name, ["scheduler", "--identity", name, "--node-timeout",
                                   str(node_timeout), "--lease-ttl", str(lease_ttl),
-                                  "--poll", "0.05", *extra])
+                                  "--poll", "0.05", "--restart-pause", "1.5", *extra])
 
     def worker(self, pool: str, node_name: str, resources: str, *extra: str,
                name: str | None = None) -> subprocess.Popen[bytes]:

@@ -68,8 +68,8 @@ def test_a_leader_rebuilds_from_a_redis_that_restarted_between_two_steps(
     client.apply(queues(CQ("cq", {"cpu": 4})))
     epoch = store.nodes.register("n1", pool="p", capacity={"cpu": 2000}, labels={},
                                  devices=(), now=time.time())
-    service = SchedulerService(conn, SchedulerOptions(identity="s1",
-                                                      timing=Timing(batch=0.0, poll=0.05)))
+    service = SchedulerService(conn, SchedulerOptions(
+        identity="s1", timing=Timing(batch=0.0, poll=0.05, restart_pause=0.5)))
     client.submit(["true"], queue="default/lq-cq", name="first", requests={"cpu": 2})
     step_until(service, "the first gang to be placed", lambda: record(store, "first").placement)
     server.mark()  # what the crash keeps: the first gang placed on n1, not started
@@ -88,6 +88,10 @@ def test_a_leader_rebuilds_from_a_redis_that_restarted_between_two_steps(
 
     client.submit(["true"], queue="default/lq-cq", name="second", requests={"cpu": 2})
     terms = service.terms
+    met = time.monotonic()
+    service.step()  # meets the restarted server: drops the leader, pauses
+    assert service.leader is None
+    assert time.monotonic() - met >= 0.5, "the workers are given time to stop lost pods"
     for _ in range(50):
         service.step()
         assert held_cpu(store, "n1") <= 2000, "n1 given to both gangs"
