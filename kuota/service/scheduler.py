@@ -140,6 +140,7 @@ class SchedulerService:
             log.warning("%s; rebuilding from the restarted store in %.1fs", exc,
                         self.options.timing.restart_pause)
             self.leader = None
+            self.warm.drop()
             self.conn.restarts.accept()
             wait(self.options.timing.restart_pause)
         except (redis.ConnectionError, redis.TimeoutError) as exc:

@@ -14,8 +14,11 @@ Nothing is decided from the copy while standing by. Once the lease is taken, one
 catch-up reads what changed since the previous look: from then on every write of the
 previous leader is fenced, so the stream holds everything the copy has not seen. The
 copy is dropped and loaded again whole when queue objects change (a ``config`` event
-rebuilds a leader too), when the stream was trimmed past the copy's position, and when
-a look fails.
+rebuilds a leader too), when the stream was trimmed past the copy's position or ends
+before it (Redis lost writes), and when a look fails. A Redis that restarted — perhaps
+without its last second, which the copy may reflect — fails the look: the scheduler
+guards its connection (:class:`kuota.service.connection.RestartGuard`) and drops the
+copy (:meth:`WarmCopy.drop`).
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ class WarmCopy:
         self.config = config
         self.clock = clock
         self.loaded: rebuild.Loaded | None = None
-        #: The Redis server and the last stream entry the copy reflects.
-        self.server = self.position = ""
+        #: The last stream entry the copy reflects.
+        self.position = ""
         #: A refresh failed: no copy is kept until this process has led (a leader reads the
         #: store itself, and sets aside a workload it cannot take in).
         self.off = False
@@ -57,11 +60,15 @@ class WarmCopy:
         # Follow from before the load: what happens during it is seen twice, harmlessly.
         self.loaded = None
         started = time.monotonic()
-        server, position = self.store.server_id(), self.store.events.last_id()
+        position = self.store.events.last_id()
         self.loaded = rebuild.load(self.store, self.config)
-        self.server, self.position = server, position
+        self.position = position
         log.info("store loaded ahead of leading: %d workloads in %.2f s",
                  len(self.loaded.workloads), time.monotonic() - started)
+
+    def drop(self) -> None:
+        """Redis restarted: the copy may reflect writes it lost; the next look loads it."""
+        self.loaded = None
 
     def give_up(self) -> None:
         self.loaded = None
@@ -83,8 +90,8 @@ class WarmCopy:
 
     def _catch_up(self) -> bool:
         """Put back every workload named by an event since the last look; False (the copy
-        dropped) when it cannot be caught up: queue objects changed, Redis restarted or lost
-        writes, or entries it had not read were trimmed from the stream."""
+        dropped) when it cannot be caught up: queue objects changed, Redis lost writes, or
+        entries it had not read were trimmed from the stream."""
         assert self.loaded is not None
         try:
             keys = self._changed()
@@ -108,9 +115,8 @@ class WarmCopy:
     def _changed(self) -> list[str] | None:
         """The workloads named since the last look (sorted), or None if the copy is lost."""
         events = self.store.events
-        # Lost writes the copy may reflect (a restarted Redis), or lost entries it has not read.
-        if self.store.server_id() != self.server or events.rolled_back(self.position) \
-                or events.missed(self.position):
+        # Lost writes the copy may reflect, or lost entries it has not read.
+        if events.rolled_back(self.position) or events.missed(self.position):
             return None
         read = events.read_all(self.position)
         if read:
