@@ -177,7 +177,7 @@ class Leader:
             self._persist(now)
         self._renew_at = clock()  # loading may have taken a while: renew in the first step
         log.info("leading as %s: %d workloads, %d holding quota", holder,
-                 len(self.engine.records), len(self.engine.cache.workloads))
+                 len(self.engine.records), sum(1 for _ in self.engine.cache.all_holding()))
 
     def next_decision_id(self) -> str:
         self._decisions += 1

@@ -91,14 +91,18 @@ def test_a_pod_whose_start_and_exit_the_store_lost_is_not_run_again(
                             queue="default/lq-cq", name="job", requests={"cpu": 1})
         wait_for("the pod to run", lambda: (p := run.status().pods) and p[0].phase == "Running")
         ref = run.record().pod_refs()[0]
+        # The event stream goes back with them: the standby's copy, which has followed the
+        # stream past the pod's end, sees that Redis lost writes and loads the store again.
         keys = [client.store.keys.workload(run.key), client.store.keys.node_pods("n1"),
-                client.store.keys.pod(ref)]
+                client.store.keys.pod(ref), client.store.keys.events]
         while_running = {key: client.store.redis.dump(key) for key in keys}
         assert run.wait(timeout=30).outcome == "Failed"
         leader = int(leader_index(cluster))
-        for key, value in while_running.items():
-            client.store.redis.restore(key, 0, value, replace=True)
-        client.store.redis.hset(client.store.keys.pod(ref), "state", "Placed")
+        with client.store.redis.pipeline(transaction=True) as lost:
+            for key, value in while_running.items():
+                lost.restore(key, 0, value, replace=True)
+            lost.hset(client.store.keys.pod(ref), "state", "Placed")
+            lost.execute()
         cluster.stop_scheduler(leader)  # the standby rebuilds from this store and re-sends
         status = run.wait(timeout=30)
     assert (status.outcome, [p.exit_code for p in status.pods]) == ("Failed", [3]), status
