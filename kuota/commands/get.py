@@ -215,6 +215,8 @@ def node_items(client: Any) -> list[Item]:
                           "pods": len(pods.get(n.name, ())),
                           "heartbeatTime": output.rfc3339(n.heartbeat),
                           "heartbeatAgeSeconds": round(max(0.0, now - n.heartbeat), 1),
+                          # (how long a scheduler waits after a Redis restart for this node)
+                          "stopsWithinSeconds": n.stops_within,
                           "reason": n.reason or None}}
         items.append(Item(obj, row, dict(n.labels)))
     return items

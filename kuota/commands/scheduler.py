@@ -32,10 +32,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
                         help="longest idle wait for events (default 0.5)")
     parser.add_argument("--restart-pause", type=float, default=6.0, metavar="SECONDS",
-                        help="after Redis restarted, wait this long before leading again, so "
-                             "that workers stop the pods of placements Redis lost before the "
-                             "same pods are placed again: at least the workers' --grace plus "
-                             "their quarter-second stop check (default 6)")
+                        help="after Redis restarted, wait at least this long before leading "
+                             "again, so that workers stop the pods of placements Redis lost "
+                             "before the same pods are placed again; longer when a registered "
+                             "worker's --grace plus its quarter-second stop check needs more "
+                             "(default 6)")
     parser.add_argument("--batch", type=float, default=0.01, metavar="SECONDS",
                         help="shortest time between scheduling rounds; what arrives meanwhile "
                              "is decided as one batch (default 0.01)")

@@ -98,6 +98,8 @@ class Timing:
     #: A Redis that lost its last second may have lost placements whose pods run: their
     #: workers stop them at their next stop check (SIGTERM, then SIGKILL after their
     #: grace), and placing the same pods again before then would run them twice at once.
+    #: The least wait: longer when a registered worker says its processes may outlive
+    #: their pods longer (``NodeRecord.stops_within``).
     restart_pause: float = 6.0
     #: Longest a step follows events (in slices of
     #: :data:`~kuota.service.following.FOLLOW_SLICE`) before deciding;

@@ -44,6 +44,9 @@ from quota.config import EngineConfig
 
 log = logging.getLogger(__name__)
 
+#: Added to a worker's stop check and grace: its SIGKILL, the exit, and clocks.
+STOP_MARGIN = 0.5
+
 
 def default_identity() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -137,12 +140,12 @@ class SchedulerService:
             # Everything known was read from the old server: dropped, and read again once
             # the workers have stopped the pods of placements Redis may have lost
             # (Timing.restart_pause).
-            log.warning("%s; rebuilding from the restarted store in %.1fs", exc,
-                        self.options.timing.restart_pause)
             self.leader = None
             self.warm.drop()
             self.conn.restarts.accept()
-            wait(self.options.timing.restart_pause)
+            pause = self._restart_pause()
+            log.warning("%s; rebuilding from the restarted store in %.1fs", exc, pause)
+            wait(pause)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.warning("redis unavailable (%s); retrying in %.1fs", exc, self._backoff)
             self.leader = None
@@ -199,6 +202,25 @@ class SchedulerService:
                 log.warning("scheduler observer %r: redis unavailable (%s)", observe, exc)
             except Exception:
                 log.exception("scheduler observer %r failed", observe)
+
+    def _restart_pause(self) -> float:
+        """How long to wait after meeting a restarted Redis before leading again:
+        ``Timing.restart_pause``, or longer when a registered worker's processes may
+        outlive their pods longer (its stop check and grace, ``NodeRecord.stops_within``).
+        Nodes of any state count: a worker the store calls Lost may still run pods."""
+        pause = self.options.timing.restart_pause
+        try:
+            nodes = self.conn.store.nodes.all()
+        except redis.RedisError as exc:
+            log.warning("cannot read the nodes' grace periods (%s): waiting the least, %.1fs",
+                        exc, pause)
+            return pause
+        slowest = max(nodes, key=lambda n: n.stops_within, default=None)
+        if slowest is None or slowest.stops_within + STOP_MARGIN <= pause:
+            return pause
+        log.info("node %s's worker may take %.1fs to stop a pod: waiting that long",
+                 slowest.name, slowest.stops_within)
+        return slowest.stops_within + STOP_MARGIN
 
     def _quarantine(self, failure: WorkloadFailed) -> None:
         holder = self.lease.holder

@@ -165,7 +165,8 @@ class PoolWorker:
             opts.node, pool=opts.pool, capacity=opts.capacity, labels=opts.labels,
             devices=opts.gpu_devices(), now=opts.clock(),
             replace=opts.replace if replace is None else replace,
-            heartbeat_every=opts.heartbeat)
+            heartbeat_every=opts.heartbeat,
+            stops_within=opts.supervisor.stop_check + opts.supervisor.grace)
         log.info("node %s (pool %s) registered, epoch %d", opts.node, opts.pool, self.epoch)
         return self.epoch
 

@@ -40,17 +40,20 @@ REGISTER_NODE: Final = _LOSE_PODS + r"""
 -- KEYS[5..] pod hashes of the node's pods set, as read
 -- ARGV[1] node  ARGV[2] pool  ARGV[3] capacity JSON  ARGV[4] labels JSON  ARGV[5] devices JSON
 -- ARGV[6] now  ARGV[7] events maxlen  ARGV[8] "1" to replace a live worker
--- ARGV[9] this worker's heartbeat interval (seconds)  ARGV[10..] the pod ids, in KEYS order
+-- ARGV[9] this worker's heartbeat interval (seconds)
+-- ARGV[10] the longest a process of this worker runs on once the store no longer lists its
+-- pod (seconds: stop check plus grace)  ARGV[11..] the pod ids, in KEYS order
 local n = redis.call("HMGET", KEYS[2], "state", "heartbeat", "heartbeat_every")
 if ARGV[8] ~= "1" and n[1] == "Ready" then
   local age = redis_now() - (tonumber(n[2]) or 0)
   if age < 3 * (tonumber(n[3]) or 5) then return "live:" .. string.format("%.1f", age) end
 end
-if not lose_pods(KEYS[3], 10, ARGV[6]) then return "stale" end
+if not lose_pods(KEYS[3], 11, ARGV[6]) then return "stale" end
 local epoch = redis.call("HINCRBY", KEYS[2], "epoch", 1)
 redis.call("HSET", KEYS[2], "name", ARGV[1], "pool", ARGV[2], "capacity", ARGV[3],
            "labels", ARGV[4], "devices", ARGV[5], "state", "Ready", "heartbeat", redis_now(),
-           "registered_at", ARGV[6], "reason", "", "heartbeat_every", ARGV[9])
+           "registered_at", ARGV[6], "reason", "", "heartbeat_every", ARGV[9],
+           "stops_within", ARGV[10])
 redis.call("SADD", KEYS[1], ARGV[1])
 emit(KEYS[4], ARGV[7], "kind", "node", "node", ARGV[1])
 return "ok:" .. epoch

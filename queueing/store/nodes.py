@@ -41,8 +41,13 @@ class NodeStore:
 
     def register(self, name: str, *, pool: str, capacity: ResourceVector,
                  labels: Mapping[str, str], devices: Sequence[str], now: float,
-                 replace: bool = False, heartbeat_every: float = 5.0) -> int:
+                 replace: bool = False, heartbeat_every: float = 5.0,
+                 stops_within: float = 0.0) -> int:
         """(Re)register a node as Ready; returns its new epoch.
+
+        ``stops_within``: the longest a process of this worker runs on once the store no
+        longer lists its pod (its stop check plus its grace); a scheduler that meets a
+        restarted Redis waits that long before placing pods again.
 
         Raises :class:`NodeInUse` if a live worker serves the name, unless ``replace``
         (which fences that worker: its next heartbeat learns it was replaced)."""
@@ -58,7 +63,7 @@ class NodeStore:
                  *(k.pod(PodRef.parse(p)) for p in pods)],
                 [name, pool, vector_to_json(capacity), json.dumps(dict(labels), sort_keys=True),
                  json.dumps(list(devices)), now, EVENTS_MAXLEN, "1" if replace else "0",
-                 heartbeat_every, *pods])
+                 heartbeat_every, stops_within, *pods])
             if status.startswith("live:"):
                 raise NodeInUse(
                     f"node {name} is served by a live worker (its last heartbeat was "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -326,6 +327,9 @@ class NodeRecord:
     cordoned: bool = False
     #: Set by ``kuota node drain``: the scheduler requeues the workloads running here.
     draining: bool = False
+    #: Seconds a process of this node's worker may run on once the store no longer lists
+    #: its pod: the worker's stop check plus its grace (0 from a worker that does not say).
+    stops_within: float = 0.0
 
     @classmethod
     def from_hash(cls, name: str, h: Mapping[str, str]) -> NodeRecord:
@@ -345,6 +349,9 @@ class NodeRecord:
             if not resource or amount < 0:
                 raise ValueError(f"capacity {resource!r}: {amount} is not a resource with an "
                                  "amount >= 0")
+        stops_within = _float(h, "stops_within") or 0.0
+        if not 0 <= stops_within < math.inf:
+            raise ValueError(f"stops_within {stops_within} is not a number of seconds >= 0")
         return cls(name=name, pool=h.get("pool", ""),
                    state=NodeState(h.get("state") or NodeState.LOST),
                    capacity=capacity,
@@ -352,7 +359,7 @@ class NodeRecord:
                    devices=tuple(json.loads(h.get("devices") or "[]")),
                    epoch=_int(h, "epoch"), heartbeat=_float(h, "heartbeat") or 0.0,
                    reason=h.get("reason", ""), cordoned=h.get("cordoned") == "1",
-                   draining=h.get("draining") == "1")
+                   draining=h.get("draining") == "1", stops_within=stops_within)
 
     @property
     def ready(self) -> bool:

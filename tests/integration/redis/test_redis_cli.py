@@ -96,6 +96,8 @@ def test_get_and_pending_show_usage_and_positions(kuota: Kuota, redis_server_url
         [n1] = kuota.json("get", "nodes")
         assert (n1["metadata"]["name"], n1["spec"]["pool"], n1["status"]["state"],
                 n1["status"]["pods"]) == ("n1", "pool", "Ready", 1)
+        # its worker's stop check (0.1 s) and grace (1 s): how long a restart pause it asks
+        assert n1["status"]["stopsWithinSeconds"] == pytest.approx(1.1)
         status, out, _ = kuota("get", "wl")
         assert status == 0 and "default/second" in out and "Pending" in out
         assert kuota("cancel", "first")[0] == 0

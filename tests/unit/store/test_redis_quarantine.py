@@ -156,6 +156,11 @@ def test_cancelling_an_invalid_workload_finishes_it_and_frees_its_name() -> None
      "unreadable node record"),
     ({"state": "Ready", "capacity": '{"cpu": -1000}', "heartbeat": "9e99"},
      "unreadable node record"),
+    # A worker's grace is what a scheduler waits after a Redis restart: never endless.
+    ({"state": "Ready", "capacity": '{"cpu": 1000}', "heartbeat": "9e99",
+      "stops_within": "inf"}, "unreadable node record"),
+    ({"state": "Ready", "capacity": '{"cpu": 1000}', "heartbeat": "9e99",
+      "stops_within": "-1"}, "unreadable node record"),
 ])
 def test_an_unreadable_node_record_is_a_lost_node_not_a_crash(
         fields: dict[str, str], want_reason: str) -> None:
