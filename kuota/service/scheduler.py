@@ -218,7 +218,7 @@ class SchedulerService:
         slowest = max(nodes, key=lambda n: n.stops_within, default=None)
         if slowest is None or slowest.stops_within + STOP_MARGIN <= pause:
             return pause
-        log.info("node %s's worker may take %.1fs to stop a pod: waiting that long",
+        log.info("node %s's worker may take %.1fs to stop a pod (its stop check and grace)",
                  slowest.name, slowest.stops_within)
         return slowest.stops_within + STOP_MARGIN
 
