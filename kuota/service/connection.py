@@ -19,8 +19,10 @@ message or a log. The password may also come from ``REDIS_PASSWORD`` (used when
 the URL has none), which keeps it out of every ``ps`` listing. TLS is the
 ``rediss://`` scheme with redis-py's query options: ``ssl_ca_certs``,
 ``ssl_certfile`` and ``ssl_keyfile`` for a private CA and client certificates,
-``ssl_cert_reqs``. Workers never hand ``REDIS_URL`` or ``REDIS_PASSWORD`` on to
-their pods (:data:`kuota.service.supervisor.STORE_CREDENTIALS`).
+``ssl_cert_reqs``. A Redis behind Sentinel is a ``redis+sentinel://`` URL
+(:mod:`kuota.service.sentinels`). Workers never hand ``REDIS_URL``,
+``REDIS_PASSWORD`` or ``REDIS_SENTINEL_PASSWORD`` on to their pods
+(:data:`kuota.service.supervisor.STORE_CREDENTIALS`).
 
 **A restarted server is never met silently by a scheduler.** redis-py replaces a
 pooled connection whose server went away without telling its caller: a command sent
@@ -47,6 +49,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
+from kuota.service import sentinels
 from queueing.store import DEFAULT_PREFIX, Store
 
 if TYPE_CHECKING:
@@ -185,10 +188,15 @@ def connect(url: str | None = None, *, prefix: str = DEFAULT_PREFIX,
     options: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 5,
                                "socket_keepalive": True, "health_check_interval": 10,
                                "redis_connect_func": restarts.on_connect}
+    sentinel = sentinels.parse(url, redact(url)) if sentinels.is_sentinel_url(url) else None
     password = os.environ.get("REDIS_PASSWORD")
-    if password and urlsplit(url).password is None:
+    given = urlsplit(url).password if sentinel is None else sentinel.password
+    if password and given is None:
         # Kept out of the URL so that it shows in no `ps` listing and no error message.
         options["password"] = password
-    text = redis.Redis.from_url(url, decode_responses=True, **options)
-    raw = redis.Redis.from_url(url, **options)
+    if sentinel is not None:
+        text, raw = sentinels.clients(sentinel, options)
+    else:
+        text = redis.Redis.from_url(url, decode_responses=True, **options)
+        raw = redis.Redis.from_url(url, **options)
     return Connection(url, text, raw, Store(text, prefix), restarts)

@@ -71,7 +71,7 @@ from quota.resources import MILLI
 
 #: Environment variables that carry the worker's store address or password; pods never
 #: inherit them (a pod's own ``env`` may still set them on purpose).
-STORE_CREDENTIALS = frozenset({"REDIS_URL", "REDIS_PASSWORD"})
+STORE_CREDENTIALS = frozenset({"REDIS_URL", "REDIS_PASSWORD", "REDIS_SENTINEL_PASSWORD"})
 
 log = logging.getLogger(__name__)
 
