@@ -70,10 +70,12 @@ class MemberSpecError(ValueError):
 
 
 def connection(url: str | None) -> Any:
-    """The Redis the task queue lives in: ``url``, or an in-process fakeredis."""
+    """The Redis the task queue lives in: ``url`` (any URL Redis mode takes, a
+    ``redis+sentinel://`` one too; ``REDIS_PASSWORD`` honoured), or an in-process
+    fakeredis."""
     if url:
-        import redis
-        return redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=5)
+        from kuota.service.connection import connect
+        return connect(url).raw
     import fakeredis
     return fakeredis.FakeRedis(server=fakeredis.FakeServer())
 
