@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
-from harness import CQ, TIMING, local_cluster, node, queues, wait_for
+from harness import CQ, TIMING, Processes, local_cluster, node, queues, wait_for
 from sentinel import SentinelSet
 
+from kuota.client import Client
+from kuota.service.connection import connect
 from queueing.store import Outcome
 
 pytestmark = pytest.mark.redis
@@ -53,3 +56,25 @@ def test_a_pool_goes_on_after_the_sentinel_promotes_the_replica(
         assert scheduler.terms > terms, "it rebuilt from the new master"
         promoted = redis.Redis(port=sentinels.replica.port).info("server")["run_id"]
         assert client.store.server_id() == promoted
+
+
+def test_scheduler_and_worker_processes_follow_the_promotion(
+        sentinels: SentinelSet, tmp_path: Path) -> None:
+    """As deployed: `kuota scheduler` and `kuota worker` given the URL in REDIS_URL."""
+    client = Client(connection=connect(sentinels.url(), prefix="procs"))
+    client.apply(queues(CQ("cq", {"cpu": 1})))
+    procs = Processes(sentinels.url(), "procs", tmp_path)
+    try:
+        procs.scheduler("s1")
+        procs.worker("p", "n1", "cpu=1")
+        first = client.submit(["true"], queue="default/lq-cq", name="first",
+                              requests={"cpu": 1})
+        assert first.wait(timeout=30).outcome == Outcome.SUCCEEDED, procs.log("s1")
+        sentinels.fail_over()
+        second = client.submit(["true"], queue="default/lq-cq", name="second",
+                               requests={"cpu": 1})
+        status = second.wait(timeout=40)
+        assert status.outcome == Outcome.SUCCEEDED, procs.log("s1") + procs.log("n1")
+        assert "Redis restarted" in procs.log("s1")
+    finally:
+        procs.stop_all()
