@@ -35,8 +35,9 @@ def register(subparsers: Any) -> None:
                         help="after Redis restarted, wait at least this long before leading "
                              "again, so that workers stop the pods of placements Redis lost "
                              "before the same pods are placed again; longer when a registered "
-                             "worker's --grace plus its quarter-second stop check needs more "
-                             "(default 6)")
+                             "worker's --grace plus its quarter-second stop check needs more; "
+                             "0 never waits, for a Redis that never loses an acknowledged "
+                             "write (appendfsync always, no Sentinel promotions) (default 6)")
     parser.add_argument("--batch", type=float, default=0.01, metavar="SECONDS",
                         help="shortest time between scheduling rounds; what arrives meanwhile "
                              "is decided as one batch (default 0.01)")

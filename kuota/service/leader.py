@@ -99,7 +99,8 @@ class Timing:
     #: workers stop them at their next stop check (SIGTERM, then SIGKILL after their
     #: grace), and placing the same pods again before then would run them twice at once.
     #: The least wait: longer when a registered worker says its processes may outlive
-    #: their pods longer (``NodeRecord.stops_within``).
+    #: their pods longer (``NodeRecord.stops_within``). 0: no wait, for a Redis that
+    #: never loses an acknowledged write (``appendfsync always``, no promoted replica).
     restart_pause: float = 6.0
     #: Longest a step follows events (in slices of
     #: :data:`~kuota.service.following.FOLLOW_SLICE`) before deciding;

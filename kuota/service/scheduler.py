@@ -207,8 +207,11 @@ class SchedulerService:
         """How long to wait after meeting a restarted Redis before leading again:
         ``Timing.restart_pause``, or longer when a registered worker's processes may
         outlive their pods longer (its stop check and grace, ``NodeRecord.stops_within``).
-        Nodes of any state count: a worker the store calls Lost may still run pods."""
+        Nodes of any state count: a worker the store calls Lost may still run pods. A
+        pause of 0 says Redis never loses an acknowledged write here: no wait at all."""
         pause = self.options.timing.restart_pause
+        if pause == 0:
+            return 0.0
         try:
             nodes = self.conn.store.nodes.all()
         except redis.RedisError as exc:

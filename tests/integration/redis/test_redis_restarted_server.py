@@ -101,20 +101,22 @@ def test_a_leader_rebuilds_from_a_redis_that_restarted_between_two_steps(
     assert service.failures == 0
 
 
-@pytest.mark.parametrize(("stops_within", "want_pause"), [
-    ((0.2, 1.0), 1.5),  # the slowest worker's stop check and grace, and a margin
-    ((0.1, 0.0), 0.4),  # --restart-pause is the least
-    ((), 0.4),
+@pytest.mark.parametrize(("stops_within", "restart_pause", "want_pause"), [
+    ((0.2, 1.0), 0.4, 1.5),  # the slowest worker's stop check and grace, and a margin
+    ((0.1, 0.0), 0.4, 0.4),  # --restart-pause is the least
+    ((), 0.4, 0.4),
+    ((1.0,), 0.0, 0.0),  # --restart-pause 0: a Redis that loses no acknowledged write
 ])
 def test_a_scheduler_that_met_a_restart_waits_for_the_slowest_worker_to_stop_its_pods(
-        server: LossyRedis, stops_within: tuple[float, ...], want_pause: float) -> None:
+        server: LossyRedis, stops_within: tuple[float, ...], restart_pause: float,
+        want_pause: float) -> None:
     conn = connect(server.url, prefix=PREFIX)
     store = Client(connection=connect(server.url, prefix=PREFIX)).store
     for i, seconds in enumerate(stops_within):
         store.nodes.register(f"n{i}", pool="p", capacity={"cpu": 1000}, labels={}, devices=(),
                              now=time.time(), stops_within=seconds)
     service = SchedulerService(conn, SchedulerOptions(
-        identity="s1", timing=Timing(batch=0.0, poll=0.05, restart_pause=0.4)))
+        identity="s1", timing=Timing(batch=0.0, poll=0.05, restart_pause=restart_pause)))
     step_until(service, "a leader", lambda: service.leader is not None)
     server.mark()
     server.crash()
