@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
@@ -11,9 +12,12 @@ from typing import Any
 
 from kuota import gctuning
 from kuota.service import cli, metrics, presence
+from kuota.service.connection import may_lose_writes
 from kuota.service.leader import Timing
 from kuota.service.scheduler import SchedulerOptions, SchedulerService, default_identity
 from quota.config import EngineConfig
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: Any) -> None:
@@ -71,6 +75,12 @@ def run(args: argparse.Namespace) -> int:
             return 2
     address = metrics.parse_address(args.metrics_listen) if args.metrics_listen else None
     conn = cli.connection(args)
+    if args.restart_pause == 0:
+        lossy = may_lose_writes(conn)
+        if lossy is not None:
+            log.warning("--restart-pause 0 trusts Redis to keep every write it acknowledged, "
+                        "but %s; a placement lost that way may run its pods twice at once",
+                        lossy)
     announcer = presence.Announcer(clock=time.time)
     options = SchedulerOptions(
         identity=args.identity or default_identity(),

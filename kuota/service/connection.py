@@ -152,6 +152,25 @@ class Connection:
         return "embedded fakeredis (this process only)" if self.url is None else redact(self.url)
 
 
+def may_lose_writes(conn: Connection) -> str | None:
+    """Why ``conn``'s Redis may lose a write it acknowledged (a crash without its AOF's
+    last second, a promoted replica that lacked it), or None when it never does: one
+    server (no Sentinel) with ``appendonly yes`` and ``appendfsync always``."""
+    if conn.embedded:
+        return None  # (it lives and dies with this process)
+    if conn.url is not None and sentinels.is_sentinel_url(conn.url):
+        return "a Sentinel promotion may lose the master's last writes (replication is " \
+               "asynchronous)"
+    try:
+        config = conn.text.config_get("append*")
+    except redis.ResponseError as exc:  # CONFIG renamed or refused (managed services, ACLs)
+        return f"its persistence settings cannot be read (CONFIG GET refused: {exc})"
+    if config.get("appendonly") != "yes" or config.get("appendfsync") != "always":
+        return (f"it runs appendonly {config.get('appendonly', '?')}, appendfsync "
+                f"{config.get('appendfsync', '?')}: a crash loses what it acknowledged last")
+    return None
+
+
 def resolve_url(url: str | None) -> str:
     """``--redis`` if given, else ``REDIS_URL``, else :data:`DEFAULT_URL`; :data:`EMBEDDED`
     stands for the in-process store."""
