@@ -11,7 +11,9 @@ What ``rq info`` and Slurm's ``sinfo`` tell their users, for a kuota deployment:
   the Ready nodes' capacity (capacity minus the requests of the pods placed
   there), as ``sinfo`` shows partitions;
 * **workers**: each node, its state, pods and last heartbeat;
-* **workloads**: how many wait, run and have finished.
+* **workloads**: how many wait, run and have finished;
+* **the store**: which Redis (behind Sentinel: which master now), its version,
+  and whether it may lose writes it acknowledged — what a crash would cost.
 
 Exit status 0 when a live scheduler leads, 1 when none does (so a health
 check can run ``kuota status -o json >/dev/null``), 2 on invalid input.
@@ -48,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     def render() -> None:
         report = collect(client.store)
+        report["store"] = store_report(client.connection)
         leading[0] = report["leader"] is not None and report["leader"]["announced"]
         if args.output == "json":
             cli.print_json(report)
@@ -91,6 +94,20 @@ def collect(store: Any) -> dict[str, Any]:
     workloads = Counter(_bucket(w) for w in store.workloads.all())
     return {"leader": leader, "schedulers": schedulers, "pools": pools, "nodes": nodes,
             "workloads": {k: workloads.get(k, 0) for k in ("pending", "running", "finished")}}
+
+
+def store_report(conn: Any) -> dict[str, Any]:
+    """Which Redis, and whether it may lose writes it acknowledged (``may_lose_writes``)."""
+    from kuota.service.connection import may_lose_writes
+
+    info: dict[str, Any] = {}
+    if not conn.embedded:
+        info = conn.text.info("server")
+    pool = conn.text.connection_pool
+    master = pool.get_master_address() if hasattr(pool, "get_master_address") else None
+    return {"url": conn.describe(), "master": f"{master[0]}:{master[1]}" if master else None,
+            "version": info.get("redis_version"), "server": info.get("run_id"),
+            "mayLoseWrites": may_lose_writes(conn)}
 
 
 def _bucket(record: Any) -> str:
@@ -165,3 +182,11 @@ def show(report: dict[str, Any]) -> None:
     w = report["workloads"]
     print(f"\nworkloads: {w['pending']} pending, {w['running']} admitted, "
           f"{w['finished']} finished (kept)")
+    store = report.get("store")
+    if store is not None:
+        where = store["url"] + (f", master {store['master']}" if store["master"] else "")
+        version = f" (Redis {store['version']})" if store["version"] else ""
+        lossy = store["mayLoseWrites"]
+        print(f"store: {where}{version}: "
+              + (f"may lose acknowledged writes: {lossy}" if lossy else
+                 "keeps every write it acknowledged"))

@@ -44,9 +44,10 @@ EMBEDDED_NOTE = ("note: --redis embedded: using an in-process store that lives o
 
 def add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", metavar="URL", default=None,
-                        help=f"Redis URL (default: $REDIS_URL, else {DEFAULT_URL}); "
-                             f"'{EMBEDDED}' for an in-process store that lives only as long "
-                             "as this command")
+                        help=f"Redis URL (default: $REDIS_URL, else {DEFAULT_URL}): "
+                             "redis://, rediss:// (TLS), or redis+sentinel://HOST:26379[,HOST"
+                             f"…]/SERVICE[/DB] for a Redis behind Sentinel; '{EMBEDDED}' for "
+                             "an in-process store that lives only as long as this command")
     parser.add_argument("--prefix", default=os.environ.get("KUOTA_PREFIX", "kuota"),
                         help="key prefix of this kuota deployment (default: kuota)")
 

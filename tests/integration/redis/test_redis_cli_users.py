@@ -248,6 +248,9 @@ def test_status_and_metrics_of_a_live_and_a_dead_scheduler(
                                     "resources": {"cpu": {"free": "2", "total": "2"}}}]
         status, table, _ = kuota("status")
         assert status == 0 and "s1" in table and "cpu=2/2" in table
+        # the session's redis-server keeps no AOF: a crash would lose what it answered
+        assert report["store"]["mayLoseWrites"].startswith("it runs appendonly no")
+        assert "store: redis://" in table and "may lose acknowledged writes" in table
 
         cell = 'cluster_queue="cq",cohort="",flavor="default",resource="cpu"'
         samples = wait_for("the admission to be counted", lambda: (

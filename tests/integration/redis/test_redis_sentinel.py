@@ -9,6 +9,7 @@ follow the sentinel to the new master.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import redis
 from harness import CQ, TIMING, Processes, local_cluster, node, queues, wait_for
 from sentinel import SentinelSet
 
+from kuota import cli
 from kuota.client import Client
 from kuota.service.connection import connect
 from queueing.store import Outcome
@@ -59,7 +61,7 @@ def test_a_pool_goes_on_after_the_sentinel_promotes_the_replica(
 
 
 def test_scheduler_and_worker_processes_follow_the_promotion(
-        sentinels: SentinelSet, tmp_path: Path) -> None:
+        sentinels: SentinelSet, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """As deployed: `kuota scheduler` and `kuota worker` given the URL in REDIS_URL."""
     client = Client(connection=connect(sentinels.url(), prefix="procs"))
     client.apply(queues(CQ("cq", {"cpu": 1})))
@@ -76,5 +78,10 @@ def test_scheduler_and_worker_processes_follow_the_promotion(
         status = second.wait(timeout=40)
         assert status.outcome == Outcome.SUCCEEDED, procs.log("s1") + procs.log("n1")
         assert "Redis restarted" in procs.log("s1")
+        assert cli.main(["status", "--redis", sentinels.url(), "--prefix", "procs", "-o",
+                         "json"]) == 0
+        store = json.loads(capsys.readouterr().out)["store"]
+        assert store["master"] == f"127.0.0.1:{sentinels.replica.port}"
+        assert "Sentinel promotion" in store["mayLoseWrites"]
     finally:
         procs.stop_all()
