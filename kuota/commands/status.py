@@ -98,11 +98,16 @@ def collect(store: Any) -> dict[str, Any]:
 
 def store_report(conn: Any) -> dict[str, Any]:
     """Which Redis, and whether it may lose writes it acknowledged (``may_lose_writes``)."""
+    import redis
+
     from kuota.service.connection import may_lose_writes
 
     info: dict[str, Any] = {}
     if not conn.embedded:
-        info = conn.text.info("server")
+        try:
+            info = conn.text.info("server")
+        except redis.ResponseError:  # INFO refused to this user: no version shown
+            info = {}
     pool = conn.text.connection_pool
     master = pool.get_master_address() if hasattr(pool, "get_master_address") else None
     return {"url": conn.describe(), "master": f"{master[0]}:{master[1]}" if master else None,
