@@ -112,7 +112,8 @@ def store_report(conn: Any) -> dict[str, Any]:
     master = pool.get_master_address() if hasattr(pool, "get_master_address") else None
     return {"url": conn.describe(), "master": f"{master[0]}:{master[1]}" if master else None,
             "version": info.get("redis_version"), "server": info.get("run_id"),
-            "mayLoseWrites": may_lose_writes(conn)}
+            "mayLoseWrites": "it lives only as long as this process" if conn.embedded
+            else may_lose_writes(conn)}
 
 
 def _bucket(record: Any) -> str:

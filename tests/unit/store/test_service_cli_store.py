@@ -92,3 +92,14 @@ def test_the_embedded_store_is_asked_for_by_name_and_announced(
     assert status == 0
     assert "ClusterQueue/cq configured" in out
     assert err.startswith("note: --redis embedded: using an in-process store")
+
+
+def test_status_says_the_embedded_store_lives_only_as_long_as_its_process(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert cli.main(["status", "--redis", "embedded", "-o", "json"]) == 1  # (no scheduler)
+    store = json.loads(capsys.readouterr().out)["store"]
+    assert store == {"url": "embedded fakeredis (this process only)", "master": None,
+                     "version": None, "server": None,
+                     "mayLoseWrites": "it lives only as long as this process"}
