@@ -12,12 +12,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import redis
+from harness import wait_for
 from redis.sentinel import MasterNotFoundError, Sentinel
 from server import RedisServer
 
@@ -33,14 +31,6 @@ class Replica(RedisServer):
 
     def args(self) -> list[str]:
         return [*super().args(), "--replicaof", "127.0.0.1", str(self.master.port)]
-
-
-def _wait(what: str, done: Callable[[], object], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class SentinelSet:
@@ -60,7 +50,7 @@ class SentinelSet:
     def start(self) -> SentinelSet:
         self.master.start()
         self.replica.start()
-        _wait("the replica to follow the master", lambda: redis.Redis(
+        wait_for("the replica to follow the master", lambda: redis.Redis(
             port=self.replica.port).info("replication").get("master_link_status") == "up")
         config = self.dir / "sentinel.conf"  # (the sentinel rewrites it: its own copy)
         config.write_text(
@@ -72,7 +62,7 @@ class SentinelSet:
         assert binary is not None  # (RedisServer checked)
         self.proc = subprocess.Popen([binary, str(config), "--sentinel"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait("the sentinel to know the replica", self._knows_replica)
+        wait_for("the sentinel to know the replica", self._knows_replica)
         return self
 
     def _knows_replica(self) -> bool:
@@ -89,7 +79,7 @@ class SentinelSet:
         has promoted the replica (its down-after is 1 s)."""
         assert redis.Redis(port=self.master.port).wait(1, 5000) == 1
         self.master.stop(kill=True)
-        _wait("the sentinel to name the replica master", self._promoted)
+        wait_for("the sentinel to name the replica master", self._promoted)
 
     def _promoted(self) -> bool:
         """The sentinel gives the replica to clients as the master (redis-py also checks
