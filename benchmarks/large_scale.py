@@ -88,10 +88,10 @@ def main() -> None:
     if args.scaling:
         scaling(preemption)
     if args.realtime:
-        realtime(args.realtime_scale, preemption, args.redis)
+        realtime(args.realtime_scale, preemption, args.redis, r)
 
 
-def realtime(scale: float, preemption: bool, url: str | None) -> None:
+def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str, Any]) -> None:
     from redis_throughput import realtime_baseline, redis_server
 
     with redis_server(url) as server:
@@ -106,6 +106,17 @@ def realtime(scale: float, preemption: bool, url: str | None) -> None:
     print(f"  lease terms              {r['terms']} (1: the lease was never lost)")
     print(f"  leader steps             {r['steps']:,.0f}, the longest {r['longest_step']:.2f} s "
           "(lease/3 = 1.67 s)")
+    # What the time to admission is made of: pods holding quota past their run time
+    # delay the higher classes' waves, and the smalls wait for those and then for the
+    # drain's rate (docs/benchmarks.md, "The small class is bound by the drain's rate").
+    print("  where the time to admission goes (seconds from the start)")
+    print(f"    {'class':<8}{'sent late':>10}{'admitted 10 / 50 / 90 %':>26}"
+          f"{'(virtual run)':>22}{'quota held past run time':>26}")
+    three = lambda xs: " / ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+    for name, *_ in LARGE_SCALE.classes:
+        t = r["timeline"][name]
+        print(f"    {name:<8}{t['late']:>10.2f}{three(t['admitted']):>26}"
+              f"{three(virtual['admitted_deciles'][name]):>22}{t['held_over']:>26.2f}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import json
 import os
 import shutil
 import socket
@@ -384,7 +385,8 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         wait_until("every workload to finish", ended, 3600)
         if runner.failure is not None:
             sys.exit(f"the timed runner failed: {runner.failure!r}")
-        figures = _baseline_figures(client.store, keys, t0, shape.classes)
+        due = {c.key: at for at, c in arrivals}
+        figures = _baseline_figures(client.store, keys, t0, shape.classes, due)
         figures.update(cpu=cpu_seconds(scheduler), rss=peak_rss(scheduler),
                        terms=len(terms.seen), **step_figures(metrics_port))
         return figures
@@ -426,28 +428,46 @@ class Terms:
                 self.seen.add(holder)
 
 
-def _baseline_figures(store: Store, keys: list[str], t0: float,
-                      classes: Any) -> dict[str, Any]:
+def _baseline_figures(store: Store, keys: list[str], t0: float, classes: Any,
+                      due: dict[str, float] | None = None) -> dict[str, Any]:
+    """Wall, mean time to admission per class and min ClusterQueue usage, as Kueue's
+    checker computes them; and per class, what its time to admission is made of
+    (``timeline``): how late the submitter sent it (mean), when its admissions reached 10 /
+    50 / 90 % (seconds from the start), and how much longer than its run time a workload
+    held its quota (median; admission to its pod's recorded end, first admissions only)."""
+    from benchmarks.simulate_kueue_baseline import deciles
+
     records = store.workloads.get_many(keys)
     pipe = store.redis.pipeline(transaction=False)
     for key in keys:
         pipe.lrange(store.keys.history(key), 0, -1)
-    import json
-
     waits: dict[str, list[float]] = defaultdict(list)
+    admitted_at: dict[str, list[float]] = defaultdict(list)
+    late: dict[str, list[float]] = defaultdict(list)
+    held_over: dict[str, list[float]] = defaultdict(list)
     used: dict[str, float] = defaultdict(float)
     end = max(r.finished_at or 0.0 for r in records.values())
     wall = end - t0
     for key, history in zip(keys, pipe.execute(), strict=True):
         record = records[key]
         cls = key.split("/")[1].split("-")[0]
-        admitted = next(json.loads(h)["at"] for h in history
-                        if json.loads(h)["event"] == "Admitted")
-        waits[cls].append(admitted - record.created)
         spec = next(c for c in classes if c[0] == cls)
+        admissions = [e["at"] for e in map(json.loads, history) if e["event"] == "Admitted"]
+        waits[cls].append(admissions[0] - record.created)
+        admitted_at[cls].append(admissions[0] - t0)
+        if due is not None:
+            late[cls].append(record.created - t0 - due[key])
+        if len(admissions) == 1 and record.finished_at:
+            held_over[cls].append(record.finished_at - admissions[0] - spec[4])
         used[key.split("/")[0]] += spec[3] * spec[4]
+
+    timeline = {cls: {"late": statistics.fmean(late[cls]) if late[cls] else float("nan"),
+                      "admitted": deciles(admitted_at[cls]),
+                      "held_over": statistics.median(held_over[cls] or [float("nan")])}
+                for cls in waits}
     return {"wall": wall, "waits": {k: sum(v) / len(v) for k, v in waits.items()},
-            "min_usage": min(v / (20 * wall) for v in used.values()), "admitted": len(keys)}
+            "min_usage": min(v / (20 * wall) for v in used.values()), "admitted": len(keys),
+            "timeline": timeline}
 
 
 # -- main ---------------------------------------------------------------------------------

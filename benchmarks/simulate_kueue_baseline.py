@@ -97,6 +97,7 @@ def run(*, interval_scale: float = 1.0, count_scale: float = 1.0,
     result = sim.run()
     cpu = time.process_time() - start
     waits: dict[str, list[float]] = defaultdict(list)
+    admitted_at: dict[str, list[float]] = defaultdict(list)
     used: dict[str, float] = defaultdict(float)  # cpu-seconds per ClusterQueue
     decisions = 0
     for key, outcome in result.workloads.items():
@@ -104,6 +105,7 @@ def run(*, interval_scale: float = 1.0, count_scale: float = 1.0,
         if outcome.admissions:
             first = outcome.admissions[0]
             waits[cls].append(first["at"] - outcome.arrival)
+            admitted_at[cls].append(first["at"])
             decisions += len(outcome.admissions)
         if outcome.finished_at is not None:
             spec = next(c for c in shape.classes if c[0] == cls)
@@ -113,7 +115,15 @@ def run(*, interval_scale: float = 1.0, count_scale: float = 1.0,
             "cycles": result.cycles,
             "waits": {k: sum(v) / len(v) for k, v in waits.items()},
             "admitted": sum(len(v) for v in waits.values()), "min_usage": min_usage,
+            "admitted_deciles": {k: deciles(v) for k, v in admitted_at.items()},
             "peak_pending": _peak_pending(result)}
+
+
+def deciles(xs: list[float]) -> tuple[float, float, float]:
+    """The 10th, 50th and 90th percentiles of ``xs`` (nearest rank)."""
+    ordered = sorted(xs)
+    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return at(0.1), at(0.5), at(0.9)
 
 
 def _peak_pending(result: Any) -> int:
