@@ -353,13 +353,17 @@ class Client:
             raise self.not_found(key)
         return WorkloadHandle(self, key)
 
-    def workloads(self, namespace: str | None = None) -> list[WorkloadRecord]:
+    def workloads(self, namespace: str | None = None, *, finished: bool = True,
+                  spec: bool = True) -> list[WorkloadRecord]:
         """Every workload, or those submitted in ``namespace`` (all a submitter limited
-        to that namespace may list)."""
-        if namespace is None:
-            return self.store.workloads.all()
-        return list(self.store.workloads.get_many(self.store.workloads.keys_in(namespace))
-                    .values())
+        to that namespace may list); ``finished=False`` leaves the finished ones out,
+        in Redis (a pool may retain hundreds of thousands of them); ``spec=False`` leaves
+        out their manifests (the largest field: a record's ``spec()`` is then empty)."""
+        workloads = self.store.workloads
+        keys = workloads.keys() if namespace is None else workloads.keys_in(namespace)
+        if not finished:
+            return list(workloads.unfinished(keys, spec=spec).values())
+        return list(workloads.get_many(keys, spec=spec).values())
 
     def cancel(self, name: str) -> bool:
         """Cancel; False if a namespace-scoped submitter's request is still queued."""

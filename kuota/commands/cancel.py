@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     selector = output.parse_selector(args.selector)
     args.all, args.name = False, None
     queued = in_queue(client, args.queue)
-    chosen = [w.key for w in client.workloads()
+    chosen = [w.key for w in client.workloads(finished=False)
               if w.state != "Finished" and workload_matches(w, args) and queued(w)
               and output.matches(workload_labels(w), selector)]
     failed = 0

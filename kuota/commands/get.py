@@ -27,6 +27,8 @@ KINDS = {
 #: Workload states ``--state`` accepts: the lifecycle's, what the table shows, the outcomes.
 STATES = ("Pending", "QuotaReserved", "Admitted", "Placing", "Running", "Evicting",
           "Finished", "Succeeded", "Failed", "Cancelled", "Rejected", "Invalid", "Inactive")
+#: ``--state`` values only a finished workload has (its state, or an outcome).
+FINISHED_STATES = ("Finished", "Succeeded", "Failed", "Cancelled", "Rejected")
 
 COLUMNS = {
     "workloads": Columns(("name", "queue", "state", "pods", "age", "reason", "message"),
@@ -140,22 +142,27 @@ def workload_matches(w: Any, args: argparse.Namespace) -> bool:
     return not (state is None and w.state == "Finished" and not (args.all or args.name))
 
 
-def workload_labels(w: Any) -> dict[str, str]:
+def manifest(w: Any) -> dict[str, Any]:
+    """The manifest ``w`` was submitted with; {} when the stored one cannot be read (the
+    workload is still listed, with no labels)."""
     try:
-        labels = (w.spec().get("metadata") or {}).get("labels") or {}
-    except ValueError:  # an unreadable stored spec: listed, with no labels
+        return dict(w.spec())
+    except ValueError:
         return {}
+
+
+def workload_labels(w: Any, spec: dict[str, Any] | None = None) -> dict[str, str]:
+    """The labels of ``w``'s manifest (``spec``, when it was parsed already)."""
+    labels = ((manifest(w) if spec is None else spec).get("metadata") or {}).get("labels") or {}
     return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
 
 
-def workload_object(w: Any) -> dict[str, Any]:
-    """The Workload as an API object: the submitted manifest and a status from the record."""
-    try:
-        manifest = w.spec()
-    except ValueError:
-        manifest = {}
+def workload_object(w: Any, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Workload as an API object: the submitted manifest (``spec``, when it was parsed
+    already) and a status from the record."""
+    doc = manifest(w) if spec is None else spec
     namespace, _, name = w.key.partition("/")
-    metadata = dict(manifest.get("metadata") or {})
+    metadata = dict(doc.get("metadata") or {})
     metadata.update(name=name, namespace=namespace, creationTimestamp=output.rfc3339(w.created))
     status: dict[str, Any] = {
         "state": w.state.value, "outcome": w.outcome.value or None, "reason": w.reason or None,
@@ -167,15 +174,32 @@ def workload_object(w: Any) -> dict[str, Any]:
     }
     if w.dispatched:
         status["origin"] = w.origin
-    return {"apiVersion": manifest.get("apiVersion", "kuota.dev/v1alpha1"), "kind": "Workload",
-            "metadata": metadata, "spec": manifest.get("spec") or {},
+    return {"apiVersion": doc.get("apiVersion", "kuota.dev/v1alpha1"), "kind": "Workload",
+            "metadata": metadata, "spec": doc.get("spec") or {},
             "status": {k: v for k, v in status.items() if v is not None}}
 
 
+def listed(client: Any, args: argparse.Namespace, *, spec: bool) -> list[Any]:
+    """The records a listing needs: the named one only; the finished ones only when they
+    may be shown (``-A``, a finished ``--state``): a pool retains a week of them; their
+    manifests only with ``spec``."""
+    name = getattr(args, "name", None)
+    if name is not None:
+        record = client.store.workloads.find(_full_name("workloads", name))
+        return [record] if record is not None else []
+    state = getattr(args, "state", None)
+    return list(client.workloads(getattr(args, "namespace", None), spec=spec,
+                                 finished=bool(args.all) or state in FINISHED_STATES))
+
+
 def workload_items(client: Any, args: argparse.Namespace) -> list[Item]:
+    """The listed workloads' rows; their objects for ``-o json|yaml`` only, their labels
+    for ``-l`` only: parsing every manifest was most of what listing a week of retained
+    workloads cost."""
     items = []
     queued = in_queue(client, args.queue)
-    for w in sorted(client.workloads(getattr(args, "namespace", None)),
+    objects, by_label = args.output in ("json", "yaml"), bool(args.selector)
+    for w in sorted(listed(client, args, spec=objects or by_label),
                     key=lambda r: (r.created, r.key)):
         if not (workload_matches(w, args) and queued(w)):
             continue
@@ -186,7 +210,9 @@ def workload_items(client: Any, args: argparse.Namespace) -> list[Item]:
                "nodes": ",".join(dict.fromkeys(w.placement)), "attempt": w.attempt,
                "priority": w.priority, "age": output.age(w.created), "reason": w.reason,
                "message": w.message}
-        items.append(Item(workload_object(w), row, workload_labels(w)))
+        spec = manifest(w) if objects or by_label else {}
+        items.append(Item(workload_object(w, spec) if objects else {}, row,
+                          workload_labels(w, spec) if by_label else {}))
     return items
 
 

@@ -1,10 +1,10 @@
 """How the listing commands print: ``-o table|wide|json|yaml``, filters and ``--watch``.
 
 Two audiences, two shapes. People read *tables*: a few columns chosen to fit
-the terminal (rich shrinks and truncates the long ones; ``-o wide`` adds the
-rest). Programs read *objects*: ``-o json|yaml`` print each item as the API
-object it is — counts as numbers, resources as Kubernetes quantities, times
-in RFC 3339 — one object for a named item, a ``List`` otherwise, as
+the terminal (the long ones cut short; ``-o wide`` adds the rest). Programs
+read *objects*: ``-o json|yaml`` print each item as the API object it is —
+counts as numbers, resources as Kubernetes quantities, times in RFC 3339 —
+one object for a named item, a ``List`` otherwise, as
 ``kubectl get`` does. A command builds :class:`Item` values (the object, its
 row, its labels) and this module does the rest, so every listing filters,
 prints and watches the same way. rich and yaml are imported only when a
@@ -150,10 +150,15 @@ def print_table(rows: Sequence[Mapping[str, Any]], names: Sequence[str], *,
                 shrink: Sequence[str] = ()) -> None:
     """A borderless table as wide as the terminal (80 columns, or ``$COLUMNS``, when
     stdout is not one). Other columns keep their whole values; the ``shrink`` ones share
-    what width is left and are cut with an ellipsis (rich would squeeze every column, and
-    a name folded over two lines cannot be copied)."""
+    what width is left and are cut with an ellipsis (squeezing every column would fold
+    names over two lines, which cannot be copied).
+
+    rich tells the terminal's width and prints the bold header; the rows are padded
+    here and written as they are: rich's own table layout costs about a millisecond a
+    row, 150 s for the 300,000 finished workloads of a week's retention, and values are
+    never read as rich markup this way."""
     from rich.console import Console
-    from rich.table import Table
+    from rich.text import Text
 
     cells = [[_cell(row.get(name)) for name in names] for row in rows]
     widths = [max([len(name), *(len(r[i]) for r in cells)]) for i, name in enumerate(names)]
@@ -164,17 +169,21 @@ def print_table(rows: Sequence[Mapping[str, Any]], names: Sequence[str], *,
     cut = [i for i, name in enumerate(names) if name in shrink]
     room = console.width - sum(w for i, w in enumerate(widths) if i not in cut) \
         - 2 * (len(names) - 1)
-    limit: dict[int, int] = {}
     for n, i in enumerate(cut):  # earlier shrinkable columns take their share, the last the rest
-        limit[i] = max(8, min(widths[i], room // (len(cut) - n)))
-        room -= limit[i]
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for i, name in enumerate(names):
-        table.add_column(name.upper(), no_wrap=True, max_width=limit.get(i))
-    for row_cells in cells:
-        table.add_row(*(_shorten(text, limit[i]) if i in limit else text
-                        for i, text in enumerate(row_cells)))
-    console.print(table)
+        limit = max(8, min(widths[i], room // (len(cut) - n)))
+        room -= limit
+        widths[i] = limit
+        for row_cells in cells:
+            row_cells[i] = _shorten(row_cells[i], limit)
+
+    def line(texts: Sequence[str]) -> str:
+        return "  ".join(t.ljust(w) for t, w in zip(texts, widths, strict=True)).rstrip()
+
+    console.print(Text(line([_shorten(n.upper(), w) for n, w in zip(names, widths,
+                                                                    strict=True)]),
+                       style="bold"), overflow="ignore", crop=False)
+    console.file.write("".join(line(row_cells) + "\n" for row_cells in cells))
+    console.file.flush()
 
 
 def _shorten(text: str, width: int) -> str:

@@ -91,7 +91,10 @@ def collect(store: Any) -> dict[str, Any]:
                   "expiresInSeconds": round(expires / 1000, 1) if expires > 0 else None,
                   "announced": bool(live_leader)}
     nodes, pools = _nodes_and_pools(store, now)
-    workloads = Counter(_bucket(w) for w in store.workloads.all())
+    # The finished ones are counted, not read: a pool may retain a week of them.
+    unfinished = store.workloads.unfinished(spec=False)
+    workloads = Counter(_bucket(w) for w in unfinished.values())
+    workloads["finished"] = max(0, store.workloads.count() - len(unfinished))
     return {"leader": leader, "schedulers": schedulers, "pools": pools, "nodes": nodes,
             "workloads": {k: workloads.get(k, 0) for k in ("pending", "running", "finished")}}
 

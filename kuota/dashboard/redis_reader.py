@@ -6,9 +6,9 @@ second over 50,000 pending workloads (about 20 s on a busy 2-core machine, most
 of it parsing specs). The dashboard reads the same things, as the same
 values, but keeps what it read:
 
-1. **A fingerprint of every workload, in one reply.** A read-only Lua script
-   (``EVAL_RO``; Redis forbids it any write) walks the workload index in
-   chunks and returns one line per workload: its key and the fields that
+1. **A fingerprint of every unfinished workload, in one reply.** A read-only
+   Lua script (``EVAL_RO``; Redis forbids it any write) walks the workload
+   index in chunks and returns one line per workload: its key and the fields that
    change as it moves (state, attempt, submission, queue time, admission time,
    reason, message, placement, outcome, counts). Parsing that text is a few
    milliseconds.
@@ -58,18 +58,23 @@ WATCHED: Final = ("state", "attempt", "submission", "queued_at", "admitted_at", 
 ENGINE_FIELDS: Final = 9
 _SEP = "\x1f"  # between fields; never in a key, and a control character no writer uses
 
+#: Finished workloads have no line: the engine never holds them (as in ``rebuild.load``),
+#: and a pool retains a week of them — hundreds of thousands of lines a second to send
+#: and parse for nothing. One that finishes thus reads as gone, and leaves the engine.
 FINGERPRINTS: Final = """
 local out = {}
 local prefix = ARGV[1]
 for _, key in ipairs(redis.call('ZRANGE', KEYS[1], ARGV[2], ARGV[3])) do
-  local h = redis.call('HMGET', prefix .. key, unpack(ARGV, 4))
-  local line = {key}
-  for i = 1, #h do
-    local v = h[i]
-    if not v then v = '' end
-    line[i + 1] = v
+  if redis.call('HGET', prefix .. key, 'state') ~= 'Finished' then
+    local h = redis.call('HMGET', prefix .. key, unpack(ARGV, 4))
+    local line = {key}
+    for i = 1, #h do
+      local v = h[i]
+      if not v then v = '' end
+      line[i + 1] = v
+    end
+    out[#out + 1] = table.concat(line, '\\31')
   end
-  out[#out + 1] = table.concat(line, '\\31')
 end
 return table.concat(out, '\\30')
 """

@@ -25,8 +25,9 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
    :mod:`kuota.service.jobs`): :mod:`kuota.service.placer`.
 5. **Watch nodes** every few seconds: declare silent nodes lost and evict
    what ran on them (``ClusterLost`` for a pool member with no node left,
-   else ``NodeFailures``); re-read all workload states cheaply to catch
-   anything an event did not say.
+   else ``NodeFailures``); every ``Timing.resync_every``, re-read the live
+   workloads' states cheaply to catch anything an event did not say, and a
+   window of the retained others to forget those past their retention.
 6. **Publish** why pending workloads wait.
 
 Any :class:`~queueing.store.Fenced` answer, a config change, or a lost Redis
@@ -79,9 +80,14 @@ class Timing:
     poll: float = 0.5
     #: How often pending reasons are written.
     reasons_every: float = 0.5
-    #: How often every workload's state is compared with the engine's (and finished
-    #: workloads past their retention are forgotten).
+    #: How often the live workloads' stored states are compared with the engine's, with
+    #: a window of the others (:attr:`resync_window`), finished workloads past their
+    #: retention forgotten.
     resync_every: float = 30.0
+    #: Stored workloads a resync looks over besides the live ones, the window moving on
+    #: at each resync: a store retaining millions of finished workloads costs each
+    #: resync the same as a store of a few (a full pass takes more resyncs).
+    resync_window: int = 20_000
     #: How long a finished workload (record, history, pods, logs) is kept in Redis;
     #: None keeps them forever.
     retain_finished: float | None = 7 * 24 * 3600.0
@@ -147,6 +153,8 @@ class Leader:
         self._node_check_at = now
         self._reasons_at = now
         self._resync_at = now + timing.resync_every
+        #: Where the next resync's window of stored workloads starts (a rank, oldest first).
+        self._resync_from = 0
         self._round_at = now
         self.store.workloads.index_namespaces()
         # A standby's copy (module standby), caught up after the lease was taken; or the
@@ -403,9 +411,23 @@ class Leader:
                                       f"node {node} is being drained")
 
     def _resync(self, now: float) -> None:
-        """Compare every stored state with the engine's; re-read those that differ. Forget
-        workloads finished longer than the retention ago."""
-        keys = self.store.workloads.keys()
+        """Compare the stored state of every workload this leader holds live, and of a
+        window of the others, with the engine's; re-read those that differ. Forget the
+        workloads of the window finished longer than the retention ago.
+
+        A pool keeps its finished workloads for ``--retain-finished`` (a week by default):
+        at one job a second that is 600,000 records, and reading them all every resync
+        would take seconds of a step, then longer than the lease. The live ones (what an
+        event may have failed to say something about) are read every time; the rest in a
+        window of ``Timing.resync_window`` that moves on, so that a workload the leader
+        does not hold — one an event never named, one past its retention — is met within
+        a few resyncs. (Forgetting shifts the ranks after it: what the next window then
+        skips is met in the next pass.)"""
+        size = self.timing.resync_window
+        window = self.store.workloads.keys_from(self._resync_from, size) if size > 0 else []
+        self._resync_from = self._resync_from + size if len(window) == size > 0 else 0
+        keys = list(dict.fromkeys([*self.engine.records, *self.tracked,
+                                   *self.dispatched.copies, *window]))
         pipe = self.store.redis.pipeline(transaction=False)
         for key in keys:
             pipe.hmget(self.store.keys.workload(key), "state", "attempt", "finished_at",

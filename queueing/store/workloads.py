@@ -249,6 +249,13 @@ class WorkloadStore:
         """Every workload key, oldest submission first."""
         return [str(k) for k in self._r.zrange(self._keys.workloads, 0, -1)]
 
+    def keys_from(self, rank: int, count: int) -> list[str]:
+        """At most ``count`` (> 0) workload keys, oldest submission first, from the
+        ``rank``-th (0: the oldest)."""
+        if count <= 0:
+            raise ValueError(f"count must be positive, not {count}")
+        return [str(k) for k in self._r.zrange(self._keys.workloads, rank, rank + count - 1)]
+
     def all(self) -> list[WorkloadRecord]:
         found = self.get_many(self.keys())
         return list(found.values())
@@ -272,14 +279,14 @@ class WorkloadStore:
         return len(entries)
 
     def records_not_in(self, states: Collection[str], keys: Sequence[str] | None = None, *,
-                       chunk: int = READ_CHUNK) -> dict[str, WorkloadRecord]:
+                       spec: bool = True, chunk: int = READ_CHUNK) -> dict[str, WorkloadRecord]:
         """The workloads (every one, oldest first, or those of ``keys``) whose state is not
-        one of ``states``, spec included, dispatch decision left out (only ``kuota why``
-        reads that, through :meth:`get`). The states are compared in Redis: a scheduler's
-        rebuild never receives the many finished workloads a pool retains. Each call reads
-        ``chunk`` hashes, so Redis is never held for long."""
+        one of ``states``, spec included unless ``spec=False``, dispatch decision left out
+        (only ``kuota why`` reads that, through :meth:`get`). The states are compared in
+        Redis: a scheduler's rebuild never receives the many finished workloads a pool
+        retains. Each call reads ``chunk`` hashes, so Redis is never held for long."""
         keys = self.keys() if keys is None else keys
-        fields = [*_STATUS_FIELDS, "spec"]
+        fields = [*_STATUS_FIELDS, "spec"] if spec else list(_STATUS_FIELDS)
         found: dict[str, WorkloadRecord] = {}
         for start in range(0, len(keys), chunk):
             part = keys[start:start + chunk]
@@ -289,6 +296,25 @@ class WorkloadStore:
                 if values:
                     found[key] = WorkloadRecord.from_hash(key, _named(fields, values))
         return found
+
+    def unfinished(self, keys: Sequence[str] | None = None, *,
+                   spec: bool = True) -> dict[str, WorkloadRecord]:
+        """The workloads (every one, oldest first, or those of ``keys``) not finished, as
+        :meth:`records_not_in` reads them: listing what runs costs the same whether the
+        store retains a week of finished workloads or none. A user that may not run
+        scripts reads every record and drops the finished ones here."""
+        if self._scripted_reads:
+            try:
+                return self.records_not_in((State.FINISHED,), keys, spec=spec)
+            except self._refused:
+                self._scripted_reads = False
+        return {k: r for k, r in self.get_many(self.keys() if keys is None else keys,
+                                               spec=spec).items()
+                if r.state is not State.FINISHED}
+
+    def count(self) -> int:
+        """How many workloads the store holds, finished ones included."""
+        return int(self._r.zcard(self._keys.workloads))
 
     def history(self, key: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self._r.lrange(self._keys.history(key), 0, -1)]

@@ -89,3 +89,6 @@ def test_incremental_reads_equal_a_full_rebuild(redis_server_url: str,
                  lambda: incremental() == full(client.store), timeout=5)
         ours = incremental()
         assert [p.key for p in ours.pending["a"]] == ["default/big"]
+        # Finished workloads are not read again and again: a pool retains a week of them.
+        assert {"default/w0", "default/w1"}.isdisjoint(reader.fingerprints())
+        assert "default/big" in reader.fingerprints()

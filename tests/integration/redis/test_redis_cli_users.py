@@ -62,6 +62,11 @@ def submit(client: Client, name: str, queue: str = "default/lq-cq", **labels: st
     (["get", "wl", "--queue", "default/lq-cq"], ["a", "b"]),
     (["get", "wl", "--state", "pending"], ["a", "b", "c"]),
     (["get", "wl", "--state", "Running"], []),
+    # the finished (read from Redis only when they may be shown)
+    (["get", "wl", "-A"], ["a", "b", "c", "d"]),
+    (["get", "wl", "d"], ["d"]),
+    (["get", "wl", "--state", "Cancelled"], ["d"]),
+    (["get", "wl", "-A", "-l", "team=y"], ["d"]),
 ])
 def test_get_filters_workloads(kuota: Kuota, client: Client, argv: list[str],
                                want_names: list[str]) -> None:
@@ -69,6 +74,8 @@ def test_get_filters_workloads(kuota: Kuota, client: Client, argv: list[str],
     submit(client, "a", team="x", tier="silver")
     submit(client, "b")
     submit(client, "c", "default/lq-other", team="x", tier="gold")
+    submit(client, "d", team="y")
+    client.workload("d").cancel()
     doc = kuota.json(*argv)
     items = doc if isinstance(doc, list) else [doc]
     assert [w["metadata"]["name"] for w in items] == want_names
@@ -242,6 +249,7 @@ def test_status_and_metrics_of_a_live_and_a_dead_scheduler(
         report = wait_for("s1 to announce itself as leader", lambda: (
             r := json.loads(kuota("status", "-o", "json")[1]))["schedulers"] and r)
         [s1] = report["schedulers"]
+        assert report["workloads"] == {"pending": 0, "running": 0, "finished": 1}
         assert (s1["identity"], s1["state"]) == ("s1", "Leader")
         assert report["leader"]["identity"] == "s1" and report["leader"]["announced"]
         assert report["pools"] == [{"name": "pool", "nodesReady": 1, "nodes": 1,

@@ -79,6 +79,9 @@ def test_a_namespace_submitter_runs_reads_and_cancels_its_own_workloads(
 
     long = alice.submit(["sleep", "60"], queue="team-a/lq", name="long", requests={"cpu": 1})
     wait_for("the long job to run", lambda: long.status().state == "Admitted")
+    live = alice_cli(url, redis_prefix, "get", "workloads", "-n", "team-a")
+    assert live.returncode == 0, live.stderr  # (no scripts for her: finished ones dropped here)
+    assert "team-a/long" in live.stdout and "team-a/hello" not in live.stdout
     assert alice.cancel("team-a/long")
     wait_for("the long job to end", lambda: long.status().state == "Finished")
     assert long.status().outcome == "Cancelled"
