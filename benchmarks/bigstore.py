@@ -79,6 +79,8 @@ def fill(client: Client, count: int, *, queues_count: int, cpu: int = 1, name: s
                 "created": at, "queued_at": at, "submission": f"bench-{i}"})
             pipe.zadd(store.keys.workloads, {key: at})
             pipe.zadd(store.keys.workloads_in("default"), {key: at})
+            if not finished:
+                pipe.zadd(store.keys.unfinished, {key: at})
         pipe.execute()
 
 

@@ -11,8 +11,8 @@ took the lease; ``--steps-for``) and prints its longest step, from its /metrics:
 resync that read every retained workload took 0.9 s at 100,000 and 2.6 s at 300,000
 (target: every step within a third of the lease, 1.67 s).
 
-Usage: python benchmarks/retained_restart.py [--finished 100000] [--steps-for 40]
-           [--redis URL]
+Usage: python benchmarks/retained_restart.py [--finished 100000] [--unindexed]
+           [--steps-for 40] [--redis URL]
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--finished", type=int, default=100_000)
+    parser.add_argument("--unindexed", action="store_true",
+                        help="leave the store's indexes unbuilt, as in a store written by "
+                             "an older kuota: the scheduler builds them when it first leads")
     parser.add_argument("--steps-for", type=float, default=40.0, metavar="SECONDS",
                         help="how long after the lease the leader's steps are watched "
                              "(default 40: its first resync comes 30 s after the lease)")
@@ -46,6 +49,9 @@ def main() -> None:
         bigstore.fill(client, args.finished, queues_count=1, name="done", finished=True)
         print(f"{args.finished:,} finished workloads written in "
               f"{time.monotonic() - started:.1f} s")
+        if not args.unindexed:  # a store this kuota wrote: its indexes are complete
+            client.store.workloads.index_namespaces()
+            client.store.workloads.index_unfinished()
         job = client.submit(["true"], queue="default/lq-0", name="new", requests={"cpu": 1})
         env, logs = bench.env, bench.logs
         t0 = time.monotonic()

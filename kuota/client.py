@@ -360,10 +360,11 @@ class Client:
         in Redis (a pool may retain hundreds of thousands of them); ``spec=False`` leaves
         out their manifests (the largest field: a record's ``spec()`` is then empty)."""
         workloads = self.store.workloads
-        keys = workloads.keys() if namespace is None else workloads.keys_in(namespace)
-        if not finished:
+        keys = None if namespace is None else workloads.keys_in(namespace)
+        if not finished:  # (every namespace's: from the unfinished index)
             return list(workloads.unfinished(keys, spec=spec).values())
-        return list(workloads.get_many(keys, spec=spec).values())
+        return list(workloads.get_many(workloads.keys() if keys is None else keys,
+                                       spec=spec).values())
 
     def cancel(self, name: str) -> bool:
         """Cancel; False if a namespace-scoped submitter's request is still queued."""

@@ -7,8 +7,10 @@ of it parsing specs). The dashboard reads the same things, as the same
 values, but keeps what it read:
 
 1. **A fingerprint of every unfinished workload, in one reply.** A read-only
-   Lua script (``EVAL_RO``; Redis forbids it any write) walks the workload
-   index in chunks and returns one line per workload: its key and the fields that
+   Lua script (``EVAL_RO``; Redis forbids it any write) walks the index of
+   unfinished workloads (:attr:`~queueing.store.keys.Keys.unfinished`; every
+   workload, in a store whose index an older kuota left incomplete) in chunks
+   and returns one line per workload: its key and the fields that
    change as it moves (state, attempt, submission, queue time, admission time,
    reason, message, placement, outcome, counts). Parsing that text is a few
    milliseconds.
@@ -177,7 +179,10 @@ class RedisReader:
 
     def fingerprints(self) -> dict[str, str]:
         keys = self.store.keys
-        index = keys.workloads
+        # The unfinished index once it is complete: a pool retains a week of finished
+        # workloads, which the walk would otherwise go through every second.
+        index = keys.unfinished if self.store.redis.exists(keys.unfinished_marker) \
+            else keys.workloads
         prefix = keys.workload("")
         total = self.store.redis.zcard(index)
         out: dict[str, str] = {}

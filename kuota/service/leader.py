@@ -157,6 +157,7 @@ class Leader:
         self._resync_from = 0
         self._round_at = now
         self.store.workloads.index_namespaces()
+        self.store.workloads.index_unfinished()
         # A standby's copy (module standby), caught up after the lease was taken; or the
         # store read now, the stream followed from before the read: what happens during it
         # is seen twice, which re-reading makes harmless.
@@ -422,12 +423,17 @@ class Leader:
         window of ``Timing.resync_window`` that moves on, so that a workload the leader
         does not hold — one an event never named, one past its retention — is met within
         a few resyncs. (Forgetting shifts the ranks after it: what the next window then
-        skips is met in the next pass.)"""
+        skips is met in the next pass.) An unfinished workload of the window missing from
+        the unfinished index (stored by an older kuota) is put back in it."""
         size = self.timing.resync_window
         window = self.store.workloads.keys_from(self._resync_from, size) if size > 0 else []
         self._resync_from = self._resync_from + size if len(window) == size > 0 else 0
+        indexed = self.store.workloads.put_unfinished(window)
+        if indexed:
+            log.warning("%d unfinished workload(s) were missing from the unfinished index "
+                        "(stored by an older kuota?): put back", indexed)
         keys = list(dict.fromkeys([*self.engine.records, *self.tracked,
-                                   *self.dispatched.copies, *window]))
+                                   *self.dispatched.copies, *(key for key, _ in window)]))
         pipe = self.store.redis.pipeline(transaction=False)
         for key in keys:
             pipe.hmget(self.store.keys.workload(key), "state", "attempt", "finished_at",

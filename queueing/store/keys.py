@@ -8,6 +8,7 @@ them only through ``KEYS[]``. Shapes (``P`` is the prefix)::
     P:namespaces                     hash   name -> labels JSON
     P:config:generation              string bumped by every apply/delete
     P:workloads                      zset   workload key -> submission time
+    P:workloads-unfinished           zset   the same, for those not Finished (see below)
     P:workload:<ns>/<name>           hash   one workload's spec, state, admission
     P:workload:<ns>/<name>:history   list   JSON lines: what happened when
     P:pod:<ns>/<name>:<attempt>:<i>  hash   one pod of one attempt of a gang
@@ -111,6 +112,23 @@ class Keys:
         """The keys of a namespace's submitted workloads (a zset by submission time): what a
         submitter limited to that namespace lists instead of :attr:`workloads`."""
         return f"{self.prefix}:workloads:{namespace}"
+
+    @property
+    def unfinished(self) -> str:
+        """The keys of the workloads not Finished (a zset by submission time), so that
+        what reads only those (a scheduler's rebuild, the dashboard, ``kuota status``)
+        costs the same however many finished ones the store retains. Every script that
+        stores a workload adds it, every one that finishes, purges or removes one takes it
+        out. A key may outlive its workload's finish (one finished by an older kuota):
+        readers check the state they read."""
+        return f"{self.prefix}:workloads-unfinished"
+
+    @property
+    def unfinished_marker(self) -> str:
+        """Set once :attr:`unfinished` holds every unfinished workload (an older store's
+        are added by the first scheduler that finds it unset); until then readers read
+        :attr:`workloads`."""
+        return f"{self.prefix}:workloads-unfinished-complete"
 
     @property
     def namespace_index_marker(self) -> str:

@@ -105,6 +105,7 @@ SUBMIT: Final = r"""
 -- Submit a workload, or find the same submission already there.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
 -- KEYS[5] the namespace's workloads zset (what a namespace's submitters may list)
+-- KEYS[6] the unfinished workloads zset
 -- ARGV[1] workload key  ARGV[2] submission id  ARGV[3] now  ARGV[4] events maxlen
 -- ARGV[5..] field, value, ... (spec, queue, priority, backoff_limit)
 local state = redis.call("HGET", KEYS[1], "state")
@@ -122,6 +123,7 @@ redis.call("HSET", KEYS[1], "key", ARGV[1], "state", "Pending", "attempt", attem
            "created", ARGV[3], "queued_at", ARGV[3], "failures", 0, "pods", 0, "pods_done", 0)
 redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
 redis.call("ZADD", KEYS[5], ARGV[3], ARGV[1])
+redis.call("ZADD", KEYS[6], ARGV[3], ARGV[1])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Submitted"})
 emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok"
@@ -275,7 +277,7 @@ STOPPED: Final = r"""
 -- finish it as its eviction said (``after``). Refused (``running``) while a pod of the
 -- attempt is still placed or running: the quota is held as long as the pods hold nodes.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
--- KEYS[5..] pod hashes of the attempt
+-- KEYS[5] the unfinished workloads zset  KEYS[6..] pod hashes of the attempt
 -- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] now  ARGV[4] workload key
 -- ARGV[5] events maxlen
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
@@ -283,7 +285,7 @@ local w = redis.call("HMGET", KEYS[2], "state", "attempt", "after", "outcome")
 if not w[1] then return "missing" end
 if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
 if w[1] ~= "Evicting" then return "state:" .. w[1] end
-for i = 5, #KEYS do
+for i = 6, #KEYS do
   local phase = redis.call("HGET", KEYS[i], "state")
   if phase == "Placed" or phase == "Running" then return "running" end
 end
@@ -292,6 +294,7 @@ local target
 if w[3] == "finish" then
   target = step(w[1], "finish")
   redis.call("HSET", KEYS[2], "state", target, "finished_at", ARGV[3])
+  redis.call("ZREM", KEYS[5], ARGV[4])
   note(KEYS[3], {at = now, event = "Finished", outcome = w[4]})
 else
   local event, entry = "stopped", "Requeued"
@@ -308,7 +311,8 @@ return "ok:" .. target
 REJECT: Final = r"""
 -- Finish a workload the scheduler cannot read (invalid spec written around the client).
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
--- ARGV[1] lease holder  ARGV[2] message  ARGV[3] now
+-- KEYS[5] the unfinished workloads zset
+-- ARGV[1] lease holder  ARGV[2] message  ARGV[3] now  ARGV[4] workload key
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
 local state = redis.call("HGET", KEYS[2], "state")
 if not state then return "missing" end
@@ -316,6 +320,7 @@ local target = step(state, "finish")
 if not target then return "state:" .. state end
 redis.call("HSET", KEYS[2], "state", target, "outcome", "Rejected", "reason", "Invalid",
            "message", ARGV[2], "finished_at", ARGV[3])
+redis.call("ZREM", KEYS[5], ARGV[4])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Rejected", message = ARGV[2]})
 decided(KEYS[4], KEYS[2])
 return "ok"
@@ -380,7 +385,8 @@ CANCEL: Final = r"""
 -- Cancel a workload at the user's request: finish it and stop its pods. One whose pods are
 -- still live is Evicting until they are gone (the scheduler finishes it then, STOPPED):
 -- its quota stays held while they run.
--- KEYS[1] workload hash  KEYS[2] history  KEYS[3] events  KEYS[4..] pod hashes of the attempt
+-- KEYS[1] workload hash  KEYS[2] history  KEYS[3] events  KEYS[4] the unfinished zset
+-- KEYS[5..] pod hashes of the attempt
 -- ARGV[1] workload key  ARGV[2] attempt as read  ARGV[3] now  ARGV[4] events maxlen
 -- ARGV[5] message
 local w = redis.call("HMGET", KEYS[1], "state", "attempt", "after")
@@ -389,10 +395,11 @@ if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
 if w[1] == "Evicting" and w[3] == "finish" then return "ok:again" end
 local target = step(w[1], "finish")
 if not target then return "state:" .. w[1] end
-if stop_pods(4) then
+if stop_pods(5) then
   redis.call("HSET", KEYS[1], "state", "Evicting", "after", "finish")
 else
   redis.call("HSET", KEYS[1], "state", target, "finished_at", ARGV[3])
+  redis.call("ZREM", KEYS[4], ARGV[1])
 end
 redis.call("HSET", KEYS[1], "outcome", "Cancelled", "reason", "Cancelled", "message", ARGV[5])
 note(KEYS[2], {at = tonumber(ARGV[3]), event = "Cancelled", message = ARGV[5]})
@@ -405,7 +412,7 @@ DISPATCH: Final = r"""
 -- there, so it starts Admitted, with no ClusterQueue (no quota counted here). Create-if-absent:
 -- a record of the same origin is the same copy.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
--- KEYS[5] the origin's index of its copies
+-- KEYS[5] the origin's index of its copies  KEYS[6] the unfinished workloads zset
 -- ARGV[1] workload key  ARGV[2] origin  ARGV[3] now  ARGV[4] events maxlen  ARGV[5] spec JSON
 -- ARGV[6] admission JSON  ARGV[7] pod count  ARGV[8] backoff limit  ARGV[9] message
 local w = redis.call("HMGET", KEYS[1], "state", "origin", "attempt")
@@ -426,6 +433,7 @@ redis.call("HSET", KEYS[1], "key", ARGV[1], "spec", ARGV[5], "queue", "", "prior
            "pods_done", 0, "failures", 0, "outcome", "", "reason", "Dispatched",
            "message", ARGV[9], "submission", "", "decision", "")
 redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
+redis.call("ZADD", KEYS[6], ARGV[3], ARGV[1])
 redis.call("SADD", KEYS[5], ARGV[1])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Dispatched", origin = ARGV[2],
                attempt = attempt})
@@ -436,15 +444,17 @@ return "ok:created"
 REMOVE_DISPATCHED: Final = r"""
 -- Remove a dispatched workload at its manager's request: stop its pods, delete the record.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
--- KEYS[5] the origin's index of its copies  KEYS[6..] pod hashes of the attempt as read
+-- KEYS[5] the origin's index of its copies  KEYS[6] the unfinished workloads zset
+-- KEYS[7..] pod hashes of the attempt as read
 -- ARGV[1] workload key  ARGV[2] origin  ARGV[3] attempt as read  ARGV[4] events maxlen
 local w = redis.call("HMGET", KEYS[1], "state", "origin", "attempt")
 if not w[1] then return "ok:absent" end
 if w[2] ~= ARGV[2] then return "origin:" .. (w[2] or "") end
 if w[3] ~= ARGV[3] then return "stale:" .. w[3] end
-stop_pods(6)
+stop_pods(7)
 redis.call("DEL", KEYS[1], KEYS[3])
 redis.call("ZREM", KEYS[2], ARGV[1])
+redis.call("ZREM", KEYS[6], ARGV[1])
 redis.call("SREM", KEYS[5], ARGV[1])
 emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok:deleted"
@@ -457,7 +467,7 @@ PURGE_FINISHED: Final = r"""
 -- finds the name gone can tell forgotten from lost.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] workloads zset  KEYS[4] history
 -- KEYS[5] the namespace's workloads zset  KEYS[6] the namespace's purged zset
--- KEYS[7..] pod hashes and logs of every attempt
+-- KEYS[7] the unfinished workloads zset  KEYS[8..] pod hashes and logs of every attempt
 -- ARGV[1] lease holder  ARGV[2] workload key  ARGV[3] cutoff (epoch seconds)
 -- ARGV[4] most purged submissions kept per namespace
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
@@ -465,14 +475,16 @@ local w = redis.call("HMGET", KEYS[2], "state", "finished_at", "submission")
 if not w[1] then
   redis.call("ZREM", KEYS[3], ARGV[2])
   redis.call("ZREM", KEYS[5], ARGV[2])
+  redis.call("ZREM", KEYS[7], ARGV[2])
   return "ok:absent"
 end
 if w[1] ~= "Finished" then return "state:" .. w[1] end
 if not w[2] or tonumber(w[2]) >= tonumber(ARGV[3]) then return "young" end
-for i = 7, #KEYS do redis.call("DEL", KEYS[i]) end
+for i = 8, #KEYS do redis.call("DEL", KEYS[i]) end
 redis.call("DEL", KEYS[2], KEYS[4])
 redis.call("ZREM", KEYS[3], ARGV[2])
 redis.call("ZREM", KEYS[5], ARGV[2])
+redis.call("ZREM", KEYS[7], ARGV[2])
 if w[3] and w[3] ~= "" then
   redis.call("ZADD", KEYS[6], redis_now(), w[3])
   redis.call("ZREMRANGEBYRANK", KEYS[6], 0, -tonumber(ARGV[4]) - 1)
@@ -512,6 +524,23 @@ end
 return out
 """
 
+INDEX_UNFINISHED: Final = r"""
+-- Add the unfinished among some stored workloads to the unfinished index (a store written
+-- before the index existed). Each state is read and indexed in this one call: a workload
+-- finishing or submitted again meanwhile keeps the index right through its own script.
+-- KEYS[1] the unfinished workloads zset  KEYS[2..n+1] workload hashes
+-- ARGV[1] .. ARGV[n] their submission times, ARGV[n+1] .. ARGV[2n] their workload keys
+local n = #KEYS - 1
+local added = 0
+for i = 1, n do
+  local state = redis.call("HGET", KEYS[i + 1], "state")
+  if state and state ~= "Finished" then
+    added = added + redis.call("ZADD", KEYS[1], ARGV[i], ARGV[n + i])
+  end
+end
+return added
+"""
+
 #: Every script, by name; each gets the prologue.
 SCRIPTS: Final = {
     "submit": SUBMIT, "admit": ADMIT, "place": PLACE, "settle": SETTLE, "stopped": STOPPED,
@@ -522,7 +551,7 @@ SCRIPTS: Final = {
     "pod_start": POD_START, "pod_exit": POD_EXIT,
     "register_node": REGISTER_NODE, "node_scheduling": NODE_SCHEDULING,
     "node_remove": NODE_REMOVE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
-    "purge_finished": PURGE_FINISHED,
+    "purge_finished": PURGE_FINISHED, "index_unfinished": INDEX_UNFINISHED,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
     "read_many": READ_MANY,
 }

@@ -156,7 +156,7 @@ class WorkloadStore:
         ]
         k = self._keys
         return ([k.workload(r.key), k.workloads, k.history(r.key), k.events,
-                 k.workloads_in(r.key.partition("/")[0])],
+                 k.workloads_in(r.key.partition("/")[0]), k.unfinished],
                 [r.key, r.submission, now, EVENTS_MAXLEN, *fields])
 
     def cancel(self, key: str, *, now: float, message: str = "cancelled by user") -> None:
@@ -165,7 +165,7 @@ class WorkloadStore:
             record = self.get(key)
             k = self._keys
             status = self._scripts.run(
-                "cancel", [k.workload(key), k.history(key), k.events,
+                "cancel", [k.workload(key), k.history(key), k.events, k.unfinished,
                            *(k.pod(ref) for ref in record.pod_refs())],
                 [key, record.attempt, now, EVENTS_MAXLEN, message])
             if not status.startswith("stale:"):
@@ -249,12 +249,13 @@ class WorkloadStore:
         """Every workload key, oldest submission first."""
         return [str(k) for k in self._r.zrange(self._keys.workloads, 0, -1)]
 
-    def keys_from(self, rank: int, count: int) -> list[str]:
-        """At most ``count`` (> 0) workload keys, oldest submission first, from the
-        ``rank``-th (0: the oldest)."""
+    def keys_from(self, rank: int, count: int) -> list[tuple[str, float]]:
+        """At most ``count`` (> 0) workload keys with their submission times, oldest first,
+        from the ``rank``-th (0: the oldest)."""
         if count <= 0:
             raise ValueError(f"count must be positive, not {count}")
-        return [str(k) for k in self._r.zrange(self._keys.workloads, rank, rank + count - 1)]
+        return [(str(k), float(at)) for k, at in self._r.zrange(
+            self._keys.workloads, rank, rank + count - 1, withscores=True)]
 
     def all(self) -> list[WorkloadRecord]:
         found = self.get_many(self.keys())
@@ -277,6 +278,41 @@ class WorkloadStore:
         pipe.set(k.namespace_index_marker, "1")
         pipe.execute()
         return len(entries)
+
+    def index_unfinished(self, *, chunk: int = READ_CHUNK) -> int:
+        """Put every unfinished workload in the unfinished index (:attr:`Keys.unfinished`),
+        once per store (a store written before the index existed), and mark the index
+        complete; returns how many were indexed."""
+        k = self._keys
+        if self._r.exists(k.unfinished_marker):
+            return 0
+        added = self.put_unfinished(self._r.zrange(k.workloads, 0, -1, withscores=True),
+                                    chunk=chunk)
+        self._r.set(k.unfinished_marker, "1")
+        return added
+
+    def put_unfinished(self, entries: Sequence[tuple[str, float]], *,
+                       chunk: int = READ_CHUNK) -> int:
+        """Put those of the (key, submission time) workloads that are unfinished in the
+        unfinished index where missing (stored by an older kuota), ``chunk`` at a time;
+        returns how many were missing."""
+        k = self._keys
+        added = 0
+        for start in range(0, len(entries), chunk):
+            part = entries[start:start + chunk]
+            added += int(self._scripts.read(
+                "index_unfinished", [k.unfinished, *(k.workload(key) for key, _ in part)],
+                [*(at for _, at in part), *(key for key, _ in part)]))
+        return added
+
+    def unfinished_keys(self) -> list[str]:
+        """The keys of every workload not finished (a few finished ones too, at times),
+        oldest submission first: from the unfinished index once it is complete, else
+        every key."""
+        k = self._keys
+        if not self._r.exists(k.unfinished_marker):
+            return self.keys()
+        return [str(key) for key in self._r.zrange(k.unfinished, 0, -1)]
 
     def records_not_in(self, states: Collection[str], keys: Sequence[str] | None = None, *,
                        spec: bool = True, chunk: int = READ_CHUNK) -> dict[str, WorkloadRecord]:
@@ -303,13 +339,14 @@ class WorkloadStore:
         :meth:`records_not_in` reads them: listing what runs costs the same whether the
         store retains a week of finished workloads or none. A user that may not run
         scripts reads every record and drops the finished ones here."""
+        if keys is None:
+            keys = self.unfinished_keys()
         if self._scripted_reads:
             try:
                 return self.records_not_in((State.FINISHED,), keys, spec=spec)
             except self._refused:
                 self._scripted_reads = False
-        return {k: r for k, r in self.get_many(self.keys() if keys is None else keys,
-                                               spec=spec).items()
+        return {k: r for k, r in self.get_many(keys, spec=spec).items()
                 if r.state is not State.FINISHED}
 
     def count(self) -> int:
@@ -411,14 +448,14 @@ class WorkloadStore:
         ``running`` (a pod still holds its node), ``state:``/``stale:``/``missing``."""
         k = self._keys
         return self._scripts.batch("stopped", [
-            ([k.lease, k.workload(r.key), k.history(r.key), k.events,
+            ([k.lease, k.workload(r.key), k.history(r.key), k.events, k.unfinished,
               *(k.pod(ref) for ref in r.pod_refs())],
              [holder, r.attempt, now, r.key, EVENTS_MAXLEN]) for r in records])
 
     def reject(self, holder: str, key: str, *, message: str, now: float) -> str:
         k = self._keys
-        return self._scripts.run("reject", [k.lease, k.workload(key), k.history(key), k.events],
-                                 [holder, message, now])
+        return self._scripts.run("reject", [k.lease, k.workload(key), k.history(key), k.events,
+                                            k.unfinished], [holder, message, now, key])
 
     def quarantine(self, holder: str, key: str, *, message: str, now: float,
                    pods: Iterable[PodRef] = ()) -> str:
@@ -467,7 +504,7 @@ class WorkloadStore:
                     for index in range(most)]
             namespace = key.partition("/")[0]
             calls.append(([k.lease, k.workload(key), k.workloads, k.history(key),
-                           k.workloads_in(namespace), k.purged(namespace),
+                           k.workloads_in(namespace), k.purged(namespace), k.unfinished,
                            *(name for ref in refs for name in (k.pod(ref), k.log(ref)))],
                           [holder, key, before, PURGED_KEPT]))
             purged.append(key)

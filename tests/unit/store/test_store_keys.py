@@ -16,6 +16,8 @@ POD = PodRef("ns/train", 3, 1)
     (lambda k: k.namespaces, "p:namespaces"),
     (lambda k: k.config_generation, "p:config:generation"),
     (lambda k: k.workloads, "p:workloads"),
+    (lambda k: k.unfinished, "p:workloads-unfinished"),
+    (lambda k: k.unfinished_marker, "p:workloads-unfinished-complete"),
     (lambda k: k.workload("ns/train"), "p:workload:ns/train"),
     (lambda k: k.history("ns/train"), "p:workload:ns/train:history"),
     (lambda k: k.pod(POD), "p:pod:ns/train:3:1"),
