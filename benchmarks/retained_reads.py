@@ -47,7 +47,7 @@ def main() -> None:
         bigstore.fill(client, args.finished, queues_count=10, name="done", finished=True)
         bigstore.fill(client, 1_000, queues_count=10, name="wl")
         started = time.perf_counter()
-        client.store.workloads.index_unfinished()  # as a scheduler does when it first leads
+        client.store.workloads.index_workloads()  # as a scheduler does when it first leads
         print(f"== {args.finished:,} finished and 1,000 pending workloads (the unfinished "
               f"index built in {time.perf_counter() - started:.2f} s, once per store)")
         print(f"  {'command':<32}{'wall s':>8}{'lines':>10}")

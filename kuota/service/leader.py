@@ -27,8 +27,10 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
    what ran on them (``ClusterLost`` for a pool member with no node left,
    else ``NodeFailures``); every ``Timing.resync_every``, re-read the live
    workloads' states cheaply to catch anything an event did not say, and a
-   window of the retained others to forget those past their retention.
+   window of the retained others.
 6. **Publish** why pending workloads wait.
+7. **Forget** the finished workloads past ``--retain-finished``, the oldest
+   first, a slice a step.
 
 Any :class:`~queueing.store.Fenced` answer, a config change, or a lost Redis
 connection ends the leader; the service builds a new one from Redis.
@@ -70,6 +72,9 @@ log = logging.getLogger(__name__)
 
 #: Live workloads whose pending reasons are looked over per second, at most.
 REASONS_PER_SECOND = 20_000
+#: Finished workloads past their retention forgotten per step, at most (see
+#: :meth:`Leader._expire`).
+EXPIRE_SLICE = 500
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,9 @@ class Timing:
     #: How long a finished workload (record, history, pods, logs) is kept in Redis;
     #: None keeps them forever.
     retain_finished: float | None = 7 * 24 * 3600.0
+    #: How often the finished workloads past their retention are looked for (a step
+    #: forgets them at most :data:`EXPIRE_SLICE` at a time, and the next goes on).
+    expire_every: float = 1.0
     #: Shortest time between two rounds: what arrives meanwhile is handled as one batch
     #: (one pipeline of decisions, one start job per node), which is what lets a busy
     #: scheduler keep up; it adds at most this much to any decision's latency.
@@ -155,9 +163,10 @@ class Leader:
         self._resync_at = now + timing.resync_every
         #: Where the next resync's window of stored workloads starts (a rank, oldest first).
         self._resync_from = 0
+        self._expire_at = now
         self._round_at = now
         self.store.workloads.index_namespaces()
-        self.store.workloads.index_unfinished()
+        self.store.workloads.index_workloads()
         # A standby's copy (module standby), caught up after the lease was taken; or the
         # store read now, the stream followed from before the read: what happens during it
         # is seen twice, which re-reading makes harmless.
@@ -226,6 +235,8 @@ class Leader:
             self._watch_nodes(now)
         if now >= self._reasons_at:
             self._publish_reasons(now)
+        if self.timing.retain_finished is not None and now >= self._expire_at:
+            self._expire(now)
 
     def _renew(self, now: float) -> None:
         lease = self.store.lease(self.holder.rpartition("|")[0], self.timing.lease_ttl)
@@ -413,61 +424,61 @@ class Leader:
 
     def _resync(self, now: float) -> None:
         """Compare the stored state of every workload this leader holds live, and of a
-        window of the others, with the engine's; re-read those that differ. Forget the
-        workloads of the window finished longer than the retention ago.
+        window of the others, with the engine's; re-read those that differ.
 
         A pool keeps its finished workloads for ``--retain-finished`` (a week by default):
         at one job a second that is 600,000 records, and reading them all every resync
         would take seconds of a step, then longer than the lease. The live ones (what an
         event may have failed to say something about) are read every time; the rest in a
         window of ``Timing.resync_window`` that moves on, so that a workload the leader
-        does not hold — one an event never named, one past its retention — is met within
-        a few resyncs. (Forgetting shifts the ranks after it: what the next window then
-        skips is met in the next pass.) An unfinished workload of the window missing from
-        the unfinished index (stored by an older kuota) is put back in it."""
+        does not hold — one an event never named — is met within a few resyncs. A
+        workload of the window missing from the index its state calls for (stored or
+        finished by an older kuota) is put back in it: the rebuild reads the unfinished
+        index, retention the finished one."""
         size = self.timing.resync_window
         window = self.store.workloads.keys_from(self._resync_from, size) if size > 0 else []
         self._resync_from = self._resync_from + size if len(window) == size > 0 else 0
-        indexed = self.store.workloads.put_unfinished(window)
+        indexed = self.store.workloads.put_indexed(window)
         if indexed:
-            log.warning("%d unfinished workload(s) were missing from the unfinished index "
-                        "(stored by an older kuota?): put back", indexed)
+            log.warning("%d workload(s) were missing from the store's indexes (stored or "
+                        "finished by an older kuota?): put back", indexed)
         keys = list(dict.fromkeys([*self.engine.records, *self.tracked,
                                    *self.dispatched.copies, *(key for key, _ in window)]))
         pipe = self.store.redis.pipeline(transaction=False)
         for key in keys:
-            pipe.hmget(self.store.keys.workload(key), "state", "attempt", "finished_at",
-                       "origin")
-        retain = self.timing.retain_finished
-        expired: list[str] = []
-        for key, (state, attempt, finished, origin) in zip(keys, pipe.execute(), strict=True):
+            pipe.hmget(self.store.keys.workload(key), "state", "attempt")
+        for key, (state, attempt) in zip(keys, pipe.execute(), strict=True):
             mine = self.engine.records.get(key)
             tracked = self.tracked.get(key)
             if state == State.INVALID and (mine is None or mine.state is State.FINISHED):
                 continue  # set aside: kept, never scheduled, until cancelled
             if state == State.FINISHED and (mine is None or mine.state is State.FINISHED) \
                     and key not in self.dispatched.copies:
-                # A dispatched copy is removed by its manager once it has seen the end: were
-                # it forgotten first, the manager would find no copy and send it again.
-                if retain is not None and not origin and finished \
-                        and float(finished) < now - retain:
-                    expired.append(key)
-                continue
+                continue  # (a finished copy is followed until its manager removes it)
             if self.dispatched.knows(key, state, attempt):
                 continue
             if mine is not None and state == mine.state and tracked is not None \
                     and str(tracked.attempt) == attempt:
                 continue
             self.recheck.add(key)
-        for start in range(0, len(expired), 200):
-            assert retain is not None
-            statuses = self.store.workloads.purge_finished(
-                self.holder, expired[start:start + 200], before=now - retain)
-            for status in statuses.values():
-                self._check(status, "forgetting finished workloads")
-            forgotten = sum(1 for s in statuses.values() if s == "ok:purged")
-            if forgotten:
-                log.info("forgot %d workload(s) finished more than %gs ago", forgotten, retain)
+
+    def _expire(self, now: float) -> None:
+        """Retention: forget the workloads finished longer than ``--retain-finished`` ago,
+        the oldest first, at most :data:`EXPIRE_SLICE` a step (the next step goes on while
+        more are due): a pool finishing thousands of jobs a second forgets as fast, and no
+        step waits long for it."""
+        retain = self.timing.retain_finished
+        assert retain is not None
+        due = self.store.workloads.finished_before(now - retain, EXPIRE_SLICE)
+        self._expire_at = now + (0.0 if len(due) == EXPIRE_SLICE else self.timing.expire_every)
+        if not due:
+            return
+        statuses = self.store.workloads.purge_finished(self.holder, due, before=now - retain)
+        for status in statuses.values():
+            self._check(status, "forgetting finished workloads")
+        forgotten = sum(1 for s in statuses.values() if s == "ok:purged")
+        if forgotten:
+            log.info("forgot %d workload(s) finished more than %gs ago", forgotten, retain)
 
     # -- 6. publish reasons -------------------------------------------------------------
     def _publish_reasons(self, now: float) -> None:

@@ -54,7 +54,7 @@ class DispatchedStore:
         k = self._keys
         status = self._scripts.run(
             "dispatch", [k.workload(key), k.workloads, k.history(key), k.events,
-                         k.dispatched(origin), k.unfinished],
+                         k.dispatched(origin), k.unfinished, k.finished],
             [key, origin, now, EVENTS_MAXLEN,
              json.dumps(dict(spec), sort_keys=True, separators=(",", ":")),
              admission_to_json(admission), pods, backoff_limit,
@@ -76,7 +76,7 @@ class DispatchedStore:
             refs: list[PodRef] = record.pod_refs()
             status = self._scripts.run(
                 "remove_dispatched", [k.workload(key), k.workloads, k.history(key), k.events,
-                                      k.dispatched(origin), k.unfinished,
+                                      k.dispatched(origin), k.unfinished, k.finished,
                                       *(k.pod(ref) for ref in refs)],
                 [key, origin, record.attempt, EVENTS_MAXLEN])
             if status.startswith("stale:"):

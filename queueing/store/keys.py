@@ -9,6 +9,7 @@ them only through ``KEYS[]``. Shapes (``P`` is the prefix)::
     P:config:generation              string bumped by every apply/delete
     P:workloads                      zset   workload key -> submission time
     P:workloads-unfinished           zset   the same, for those not Finished (see below)
+    P:workloads-finished             zset   workload key -> when it finished
     P:workload:<ns>/<name>           hash   one workload's spec, state, admission
     P:workload:<ns>/<name>:history   list   JSON lines: what happened when
     P:pod:<ns>/<name>:<attempt>:<i>  hash   one pod of one attempt of a gang
@@ -124,10 +125,18 @@ class Keys:
         return f"{self.prefix}:workloads-unfinished"
 
     @property
+    def finished(self) -> str:
+        """The keys of the finished workloads by when they finished (a zset): retention
+        forgets the oldest first, however many a pool keeps. Kept by the same scripts as
+        :attr:`unfinished`; a key may be missing (finished by an older kuota: the
+        scheduler's resync puts it back) or out of date (the forgetting script checks)."""
+        return f"{self.prefix}:workloads-finished"
+
+    @property
     def unfinished_marker(self) -> str:
-        """Set once :attr:`unfinished` holds every unfinished workload (an older store's
-        are added by the first scheduler that finds it unset); until then readers read
-        :attr:`workloads`."""
+        """Set once :attr:`unfinished` holds every unfinished workload and :attr:`finished`
+        every finished one (an older store's are added by the first scheduler that finds
+        it unset); until then readers read :attr:`workloads`."""
         return f"{self.prefix}:workloads-unfinished-complete"
 
     @property

@@ -86,6 +86,11 @@ local function decided(stream, workload, key)
   emit(stream, EVENTS_MAXLEN, "kind", "decision", "key",
        key or redis.call("HGET", workload, "key"))
 end
+-- A workload just finished: out of the unfinished index, into the finished one (by when).
+local function finished(unfinished, finished_index, key, at)
+  redis.call("ZREM", unfinished, key)
+  redis.call("ZADD", finished_index, at, key)
+end
 -- Ask every live pod among the keys from `first` on to stop (its worker terminates it);
 -- true if there was one.
 local function stop_pods(first)
@@ -105,7 +110,7 @@ SUBMIT: Final = r"""
 -- Submit a workload, or find the same submission already there.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
 -- KEYS[5] the namespace's workloads zset (what a namespace's submitters may list)
--- KEYS[6] the unfinished workloads zset
+-- KEYS[6] the unfinished workloads zset  KEYS[7] the finished workloads zset
 -- ARGV[1] workload key  ARGV[2] submission id  ARGV[3] now  ARGV[4] events maxlen
 -- ARGV[5..] field, value, ... (spec, queue, priority, backoff_limit)
 local state = redis.call("HGET", KEYS[1], "state")
@@ -124,6 +129,7 @@ redis.call("HSET", KEYS[1], "key", ARGV[1], "state", "Pending", "attempt", attem
 redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
 redis.call("ZADD", KEYS[5], ARGV[3], ARGV[1])
 redis.call("ZADD", KEYS[6], ARGV[3], ARGV[1])
+redis.call("ZREM", KEYS[7], ARGV[1])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Submitted"})
 emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok"
@@ -277,7 +283,8 @@ STOPPED: Final = r"""
 -- finish it as its eviction said (``after``). Refused (``running``) while a pod of the
 -- attempt is still placed or running: the quota is held as long as the pods hold nodes.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
--- KEYS[5] the unfinished workloads zset  KEYS[6..] pod hashes of the attempt
+-- KEYS[5] the unfinished workloads zset  KEYS[6] the finished workloads zset
+-- KEYS[7..] pod hashes of the attempt
 -- ARGV[1] lease holder  ARGV[2] attempt  ARGV[3] now  ARGV[4] workload key
 -- ARGV[5] events maxlen
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
@@ -285,7 +292,7 @@ local w = redis.call("HMGET", KEYS[2], "state", "attempt", "after", "outcome")
 if not w[1] then return "missing" end
 if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
 if w[1] ~= "Evicting" then return "state:" .. w[1] end
-for i = 6, #KEYS do
+for i = 7, #KEYS do
   local phase = redis.call("HGET", KEYS[i], "state")
   if phase == "Placed" or phase == "Running" then return "running" end
 end
@@ -294,7 +301,7 @@ local target
 if w[3] == "finish" then
   target = step(w[1], "finish")
   redis.call("HSET", KEYS[2], "state", target, "finished_at", ARGV[3])
-  redis.call("ZREM", KEYS[5], ARGV[4])
+  finished(KEYS[5], KEYS[6], ARGV[4], ARGV[3])
   note(KEYS[3], {at = now, event = "Finished", outcome = w[4]})
 else
   local event, entry = "stopped", "Requeued"
@@ -311,7 +318,7 @@ return "ok:" .. target
 REJECT: Final = r"""
 -- Finish a workload the scheduler cannot read (invalid spec written around the client).
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] history  KEYS[4] events
--- KEYS[5] the unfinished workloads zset
+-- KEYS[5] the unfinished workloads zset  KEYS[6] the finished workloads zset
 -- ARGV[1] lease holder  ARGV[2] message  ARGV[3] now  ARGV[4] workload key
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
 local state = redis.call("HGET", KEYS[2], "state")
@@ -320,7 +327,7 @@ local target = step(state, "finish")
 if not target then return "state:" .. state end
 redis.call("HSET", KEYS[2], "state", target, "outcome", "Rejected", "reason", "Invalid",
            "message", ARGV[2], "finished_at", ARGV[3])
-redis.call("ZREM", KEYS[5], ARGV[4])
+finished(KEYS[5], KEYS[6], ARGV[4], ARGV[3])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Rejected", message = ARGV[2]})
 decided(KEYS[4], KEYS[2])
 return "ok"
@@ -386,7 +393,7 @@ CANCEL: Final = r"""
 -- still live is Evicting until they are gone (the scheduler finishes it then, STOPPED):
 -- its quota stays held while they run.
 -- KEYS[1] workload hash  KEYS[2] history  KEYS[3] events  KEYS[4] the unfinished zset
--- KEYS[5..] pod hashes of the attempt
+-- KEYS[5] the finished zset  KEYS[6..] pod hashes of the attempt
 -- ARGV[1] workload key  ARGV[2] attempt as read  ARGV[3] now  ARGV[4] events maxlen
 -- ARGV[5] message
 local w = redis.call("HMGET", KEYS[1], "state", "attempt", "after")
@@ -395,11 +402,11 @@ if w[2] ~= ARGV[2] then return "stale:" .. w[2] end
 if w[1] == "Evicting" and w[3] == "finish" then return "ok:again" end
 local target = step(w[1], "finish")
 if not target then return "state:" .. w[1] end
-if stop_pods(5) then
+if stop_pods(6) then
   redis.call("HSET", KEYS[1], "state", "Evicting", "after", "finish")
 else
   redis.call("HSET", KEYS[1], "state", target, "finished_at", ARGV[3])
-  redis.call("ZREM", KEYS[4], ARGV[1])
+  finished(KEYS[4], KEYS[5], ARGV[1], ARGV[3])
 end
 redis.call("HSET", KEYS[1], "outcome", "Cancelled", "reason", "Cancelled", "message", ARGV[5])
 note(KEYS[2], {at = tonumber(ARGV[3]), event = "Cancelled", message = ARGV[5]})
@@ -413,6 +420,7 @@ DISPATCH: Final = r"""
 -- a record of the same origin is the same copy.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
 -- KEYS[5] the origin's index of its copies  KEYS[6] the unfinished workloads zset
+-- KEYS[7] the finished workloads zset
 -- ARGV[1] workload key  ARGV[2] origin  ARGV[3] now  ARGV[4] events maxlen  ARGV[5] spec JSON
 -- ARGV[6] admission JSON  ARGV[7] pod count  ARGV[8] backoff limit  ARGV[9] message
 local w = redis.call("HMGET", KEYS[1], "state", "origin", "attempt")
@@ -434,6 +442,7 @@ redis.call("HSET", KEYS[1], "key", ARGV[1], "spec", ARGV[5], "queue", "", "prior
            "message", ARGV[9], "submission", "", "decision", "")
 redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
 redis.call("ZADD", KEYS[6], ARGV[3], ARGV[1])
+redis.call("ZREM", KEYS[7], ARGV[1])
 redis.call("SADD", KEYS[5], ARGV[1])
 note(KEYS[3], {at = tonumber(ARGV[3]), event = "Dispatched", origin = ARGV[2],
                attempt = attempt})
@@ -445,16 +454,17 @@ REMOVE_DISPATCHED: Final = r"""
 -- Remove a dispatched workload at its manager's request: stop its pods, delete the record.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
 -- KEYS[5] the origin's index of its copies  KEYS[6] the unfinished workloads zset
--- KEYS[7..] pod hashes of the attempt as read
+-- KEYS[7] the finished workloads zset  KEYS[8..] pod hashes of the attempt as read
 -- ARGV[1] workload key  ARGV[2] origin  ARGV[3] attempt as read  ARGV[4] events maxlen
 local w = redis.call("HMGET", KEYS[1], "state", "origin", "attempt")
 if not w[1] then return "ok:absent" end
 if w[2] ~= ARGV[2] then return "origin:" .. (w[2] or "") end
 if w[3] ~= ARGV[3] then return "stale:" .. w[3] end
-stop_pods(7)
+stop_pods(8)
 redis.call("DEL", KEYS[1], KEYS[3])
 redis.call("ZREM", KEYS[2], ARGV[1])
 redis.call("ZREM", KEYS[6], ARGV[1])
+redis.call("ZREM", KEYS[7], ARGV[1])
 redis.call("SREM", KEYS[5], ARGV[1])
 emit(KEYS[4], ARGV[4], "kind", "workload", "key", ARGV[1])
 return "ok:deleted"
@@ -462,29 +472,48 @@ return "ok:deleted"
 
 PURGE_FINISHED: Final = r"""
 -- Retention: forget a workload that finished before a cutoff -- its record, history,
--- and every attempt's pods and logs. Anything not Finished, or finished later, stays.
+-- and every attempt's pods and logs. Anything not Finished, or finished later, stays;
+-- so does a copy a manager dispatched here, which its manager removes once it has seen
+-- the end (forgotten first, the copy would be sent again). Whatever stays leaves the
+-- finished index, or gets its true end time there, so that the scheduler, which reads
+-- that index oldest first, never meets it again before its time.
 -- Its submission id is kept a while in the namespace's purged set: a submitter that
 -- finds the name gone can tell forgotten from lost.
 -- KEYS[1] lease  KEYS[2] workload hash  KEYS[3] workloads zset  KEYS[4] history
 -- KEYS[5] the namespace's workloads zset  KEYS[6] the namespace's purged zset
--- KEYS[7] the unfinished workloads zset  KEYS[8..] pod hashes and logs of every attempt
+-- KEYS[7] the unfinished workloads zset  KEYS[8] the finished workloads zset
+-- KEYS[9..] pod hashes and logs of every attempt
 -- ARGV[1] lease holder  ARGV[2] workload key  ARGV[3] cutoff (epoch seconds)
 -- ARGV[4] most purged submissions kept per namespace
 if fenced(KEYS[1], ARGV[1]) then return "fenced" end
-local w = redis.call("HMGET", KEYS[2], "state", "finished_at", "submission")
+local w = redis.call("HMGET", KEYS[2], "state", "finished_at", "submission", "origin")
 if not w[1] then
-  redis.call("ZREM", KEYS[3], ARGV[2])
-  redis.call("ZREM", KEYS[5], ARGV[2])
-  redis.call("ZREM", KEYS[7], ARGV[2])
+  for _, index in ipairs({KEYS[3], KEYS[5], KEYS[7], KEYS[8]}) do
+    redis.call("ZREM", index, ARGV[2])
+  end
   return "ok:absent"
 end
-if w[1] ~= "Finished" then return "state:" .. w[1] end
-if not w[2] or tonumber(w[2]) >= tonumber(ARGV[3]) then return "young" end
-for i = 8, #KEYS do redis.call("DEL", KEYS[i]) end
+if w[1] ~= "Finished" then
+  redis.call("ZREM", KEYS[8], ARGV[2])
+  return "state:" .. w[1]
+end
+if w[4] and w[4] ~= "" then
+  redis.call("ZREM", KEYS[8], ARGV[2])
+  return "dispatched"
+end
+if not w[2] or not tonumber(w[2]) then
+  redis.call("ZREM", KEYS[8], ARGV[2])
+  return "young"
+end
+if tonumber(w[2]) >= tonumber(ARGV[3]) then
+  redis.call("ZADD", KEYS[8], w[2], ARGV[2])
+  return "young"
+end
+for i = 9, #KEYS do redis.call("DEL", KEYS[i]) end
 redis.call("DEL", KEYS[2], KEYS[4])
-redis.call("ZREM", KEYS[3], ARGV[2])
-redis.call("ZREM", KEYS[5], ARGV[2])
-redis.call("ZREM", KEYS[7], ARGV[2])
+for _, index in ipairs({KEYS[3], KEYS[5], KEYS[7], KEYS[8]}) do
+  redis.call("ZREM", index, ARGV[2])
+end
 if w[3] and w[3] ~= "" then
   redis.call("ZADD", KEYS[6], redis_now(), w[3])
   redis.call("ZREMRANGEBYRANK", KEYS[6], 0, -tonumber(ARGV[4]) - 1)
@@ -524,18 +553,24 @@ end
 return out
 """
 
-INDEX_UNFINISHED: Final = r"""
--- Add the unfinished among some stored workloads to the unfinished index (a store written
--- before the index existed). Each state is read and indexed in this one call: a workload
--- finishing or submitted again meanwhile keeps the index right through its own script.
--- KEYS[1] the unfinished workloads zset  KEYS[2..n+1] workload hashes
+INDEX_WORKLOADS: Final = r"""
+-- Put some stored workloads in the unfinished or the finished index, whichever their
+-- state says, where missing (a store written before the indexes existed). Each state is
+-- read and indexed in this one call: a workload finishing or submitted again meanwhile
+-- keeps the indexes right through its own script.
+-- KEYS[1] the unfinished workloads zset  KEYS[2] the finished workloads zset
+-- KEYS[3..n+2] workload hashes
 -- ARGV[1] .. ARGV[n] their submission times, ARGV[n+1] .. ARGV[2n] their workload keys
-local n = #KEYS - 1
+local n = #KEYS - 2
 local added = 0
 for i = 1, n do
-  local state = redis.call("HGET", KEYS[i + 1], "state")
-  if state and state ~= "Finished" then
-    added = added + redis.call("ZADD", KEYS[1], ARGV[i], ARGV[n + i])
+  local w = redis.call("HMGET", KEYS[i + 2], "state", "finished_at")
+  if w[1] == "Finished" then
+    if w[2] and tonumber(w[2]) then
+      added = added + redis.call("ZADD", KEYS[2], "NX", w[2], ARGV[n + i])
+    end
+  elseif w[1] then
+    added = added + redis.call("ZADD", KEYS[1], "NX", ARGV[i], ARGV[n + i])
   end
 end
 return added
@@ -551,7 +586,7 @@ SCRIPTS: Final = {
     "pod_start": POD_START, "pod_exit": POD_EXIT,
     "register_node": REGISTER_NODE, "node_scheduling": NODE_SCHEDULING,
     "node_remove": NODE_REMOVE, "heartbeat": HEARTBEAT, "node_leave": NODE_LEAVE,
-    "purge_finished": PURGE_FINISHED, "index_unfinished": INDEX_UNFINISHED,
+    "purge_finished": PURGE_FINISHED, "index_workloads": INDEX_WORKLOADS,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
     "read_many": READ_MANY,
 }

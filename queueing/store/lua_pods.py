@@ -41,7 +41,8 @@ return "ok"
 POD_EXIT: Final = r"""
 -- A pod's process ended. Record it; finish, retry or fail the gang as the exit says.
 -- KEYS[1] pod hash  KEYS[2] workload hash  KEYS[3] node pods set  KEYS[4] history
--- KEYS[5] events  KEYS[6] the unfinished workloads zset  KEYS[7..] the other pods of the attempt
+-- KEYS[5] events  KEYS[6] the unfinished workloads zset  KEYS[7] the finished workloads zset
+-- KEYS[8..] the other pods of the attempt
 -- ARGV[1] pod id  ARGV[2] attempt  ARGV[3] exit code  ARGV[4] now
 -- ARGV[5] "1" if stopped on request  ARGV[6] events maxlen  ARGV[7] message  ARGV[8] pid
 -- ARGV[9] the reporting worker's node
@@ -77,14 +78,14 @@ if phase == "Succeeded" then
   if done >= tonumber(w[3]) then
     redis.call("HSET", KEYS[2], "state", step(w[1], "finish"), "outcome", "Succeeded",
                "reason", "Succeeded", "message", "all pods exited 0", "finished_at", ARGV[4])
-    redis.call("ZREM", KEYS[6], p[2])
+    finished(KEYS[6], KEYS[7], p[2], ARGV[4])
     note(KEYS[4], {at = now, event = "Finished", outcome = "Succeeded"})
   end
   return "ok:" .. phase
 end
 -- The gang failed: its other pods are asked to stop, and while any is live the workload is
 -- Evicting, holding its quota, until the scheduler sees them gone (STOPPED).
-local stopping = stop_pods(7)
+local stopping = stop_pods(8)
 local failures = tonumber(w[4] or "0")
 local after, message = "finish", ARGV[7]
 if failures < tonumber(w[5] or "0") then
@@ -106,7 +107,7 @@ elseif after == "requeue" then
              "admission", "", "cq", "", "placement", "")
 else
   redis.call("HSET", KEYS[2], "state", step(w[1], "finish"), "finished_at", ARGV[4])
-  redis.call("ZREM", KEYS[6], p[2])
+  finished(KEYS[6], KEYS[7], p[2], ARGV[4])
   note(KEYS[4], {at = now, event = "Finished", outcome = "Failed", message = message})
 end
 return "ok:" .. phase

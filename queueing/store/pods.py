@@ -94,7 +94,7 @@ class PodStore:
         k = self._keys
         return self._scripts.batch("pod_exit", [
             ([k.pod(e.ref), k.workload(e.ref.workload), k.node_pods(e.node),
-              k.history(e.ref.workload), k.events, k.unfinished,
+              k.history(e.ref.workload), k.events, k.unfinished, k.finished,
               *(k.pod(PodRef(e.ref.workload, e.ref.attempt, i))
                 for i in range(e.pod_count) if i != e.ref.index)],
              [e.ref.id, e.ref.attempt, e.exit_code, now, e.stopped, EVENTS_MAXLEN, e.message,

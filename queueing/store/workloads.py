@@ -156,7 +156,7 @@ class WorkloadStore:
         ]
         k = self._keys
         return ([k.workload(r.key), k.workloads, k.history(r.key), k.events,
-                 k.workloads_in(r.key.partition("/")[0]), k.unfinished],
+                 k.workloads_in(r.key.partition("/")[0]), k.unfinished, k.finished],
                 [r.key, r.submission, now, EVENTS_MAXLEN, *fields])
 
     def cancel(self, key: str, *, now: float, message: str = "cancelled by user") -> None:
@@ -166,7 +166,7 @@ class WorkloadStore:
             k = self._keys
             status = self._scripts.run(
                 "cancel", [k.workload(key), k.history(key), k.events, k.unfinished,
-                           *(k.pod(ref) for ref in record.pod_refs())],
+                           k.finished, *(k.pod(ref) for ref in record.pod_refs())],
                 [key, record.attempt, now, EVENTS_MAXLEN, message])
             if not status.startswith("stale:"):
                 outcome(status, f"workload {key}")
@@ -279,29 +279,31 @@ class WorkloadStore:
         pipe.execute()
         return len(entries)
 
-    def index_unfinished(self, *, chunk: int = READ_CHUNK) -> int:
-        """Put every unfinished workload in the unfinished index (:attr:`Keys.unfinished`),
-        once per store (a store written before the index existed), and mark the index
-        complete; returns how many were indexed."""
+    def index_workloads(self, *, chunk: int = READ_CHUNK) -> int:
+        """Put every workload in the unfinished or the finished index
+        (:attr:`Keys.unfinished`, :attr:`Keys.finished`), once per store (a store written
+        before the indexes existed), and mark them complete; returns how many were
+        indexed."""
         k = self._keys
         if self._r.exists(k.unfinished_marker):
             return 0
-        added = self.put_unfinished(self._r.zrange(k.workloads, 0, -1, withscores=True),
-                                    chunk=chunk)
+        added = self.put_indexed(self._r.zrange(k.workloads, 0, -1, withscores=True),
+                                 chunk=chunk)
         self._r.set(k.unfinished_marker, "1")
         return added
 
-    def put_unfinished(self, entries: Sequence[tuple[str, float]], *,
-                       chunk: int = READ_CHUNK) -> int:
-        """Put those of the (key, submission time) workloads that are unfinished in the
-        unfinished index where missing (stored by an older kuota), ``chunk`` at a time;
-        returns how many were missing."""
+    def put_indexed(self, entries: Sequence[tuple[str, float]], *,
+                    chunk: int = READ_CHUNK) -> int:
+        """Put each of the (key, submission time) workloads in the index its state calls
+        for (unfinished, or finished by when) where missing — stored or finished by an
+        older kuota — ``chunk`` at a time; returns how many were missing."""
         k = self._keys
         added = 0
         for start in range(0, len(entries), chunk):
             part = entries[start:start + chunk]
             added += int(self._scripts.read(
-                "index_unfinished", [k.unfinished, *(k.workload(key) for key, _ in part)],
+                "index_workloads",
+                [k.unfinished, k.finished, *(k.workload(key) for key, _ in part)],
                 [*(at for _, at in part), *(key for key, _ in part)]))
         return added
 
@@ -449,13 +451,13 @@ class WorkloadStore:
         k = self._keys
         return self._scripts.batch("stopped", [
             ([k.lease, k.workload(r.key), k.history(r.key), k.events, k.unfinished,
-              *(k.pod(ref) for ref in r.pod_refs())],
+              k.finished, *(k.pod(ref) for ref in r.pod_refs())],
              [holder, r.attempt, now, r.key, EVENTS_MAXLEN]) for r in records])
 
     def reject(self, holder: str, key: str, *, message: str, now: float) -> str:
         k = self._keys
         return self._scripts.run("reject", [k.lease, k.workload(key), k.history(key), k.events,
-                                            k.unfinished], [holder, message, now, key])
+                                            k.unfinished, k.finished], [holder, message, now, key])
 
     def quarantine(self, holder: str, key: str, *, message: str, now: float,
                    pods: Iterable[PodRef] = ()) -> str:
@@ -486,29 +488,37 @@ class WorkloadStore:
             ([k.lease, k.workload(key)], [holder, attempt, doc])
             for key, attempt, doc in decisions])
 
-    def purge_finished(self, holder: str, keys: Iterable[str], *,
+    def purge_finished(self, holder: str, keys: Sequence[str], *,
                        before: float) -> dict[str, str]:
         """Retention: forget workloads that finished before ``before`` — record, history,
-        every attempt's pods and logs. One status per key read: ``ok:purged``, ``young``,
-        ``state:<State>`` (not finished: kept), or ``fenced``."""
+        every attempt's pods and logs. One status per key: ``ok:purged``, ``ok:absent``,
+        ``young`` (kept), ``state:<State>`` (not finished: kept), ``dispatched`` (a copy,
+        left to its manager) or ``fenced``."""
         k = self._keys
+        records = self.get_many(keys)
         calls: list[tuple[list[str], list[object]]] = []
-        purged: list[str] = []
-        for key, record in self.get_many(keys).items():
-            if record.state is not State.FINISHED:
-                continue
-            # Earlier attempts may have had more pods than the last (partial admission):
-            # the spec's full count bounds them all.
-            most = max(record.pods, _spec_pods(record))
-            refs = [PodRef(key, attempt, index) for attempt in range(1, record.attempt + 1)
-                    for index in range(most)]
+        for key in keys:
+            record = records.get(key)
+            refs: list[PodRef] = []
+            if record is not None and record.state is State.FINISHED:
+                # Earlier attempts may have had more pods than the last (partial admission):
+                # the spec's full count bounds them all.
+                most = max(record.pods, _spec_pods(record))
+                refs = [PodRef(key, attempt, index)
+                        for attempt in range(1, record.attempt + 1) for index in range(most)]
             namespace = key.partition("/")[0]
             calls.append(([k.lease, k.workload(key), k.workloads, k.history(key),
                            k.workloads_in(namespace), k.purged(namespace), k.unfinished,
+                           k.finished,
                            *(name for ref in refs for name in (k.pod(ref), k.log(ref)))],
                           [holder, key, before, PURGED_KEPT]))
-            purged.append(key)
-        return dict(zip(purged, self._scripts.batch("purge_finished", calls), strict=True))
+        return dict(zip(keys, self._scripts.batch("purge_finished", calls), strict=True))
+
+    def finished_before(self, cutoff: float, limit: int) -> list[str]:
+        """At most ``limit`` workloads that finished before ``cutoff``, the oldest first
+        (from the finished index: what retention forgets next)."""
+        return [str(key) for key in self._r.zrangebyscore(
+            self._keys.finished, "-inf", f"({cutoff}", start=0, num=limit)]
 
     def lookup(self, wanted: Sequence[tuple[str, str]]) -> list[str]:
         """What became of each (workload key, submission id): ``held`` (the store has that

@@ -1,10 +1,11 @@
-"""The unfinished index (``Keys.unfinished``) holds exactly the workloads not Finished.
+"""The store's indexes: ``Keys.unfinished`` holds exactly the workloads not Finished,
+``Keys.finished`` the finished ones by when they finished.
 
 Whatever reads only live workloads — a scheduler's rebuild, the dashboard, ``kuota
-status``, ``kuota get workloads`` — reads this index, so that a pool retaining a week
-of finished workloads costs them nothing. Each way a workload is stored, finished,
-purged or removed is driven here through the store's scripts, and the index is then
-compared with the states the records hold.
+status``, ``kuota get workloads`` — reads the first, and retention forgets the oldest of
+the second, so that a pool retaining a week of finished workloads costs them nothing.
+Each way a workload is stored, finished, purged or removed is driven here through the
+store's scripts, and the indexes are then compared with the states the records hold.
 """
 
 from __future__ import annotations
@@ -25,8 +26,17 @@ def index(store: Store) -> set[str]:
     return set(store.redis.zrange(store.keys.unfinished, 0, -1))
 
 
+def finished_index(store: Store) -> dict[str, float]:
+    return dict(store.redis.zrange(store.keys.finished, 0, -1, withscores=True))
+
+
 def unfinished(store: Store) -> set[str]:
     return {r.key for r in store.workloads.all() if r.state is not State.FINISHED}
+
+
+def finished(store: Store) -> dict[str, float]:
+    return {r.key: r.finished_at or 0.0 for r in store.workloads.all()
+            if r.state is State.FINISHED}
 
 
 def exit_all(store: Store, refs: list, code: int) -> None:
@@ -86,21 +96,24 @@ def admitted(store: Store) -> None:
 @dataclass(frozen=True)
 class Case:
     run: Callable[[Store], None]
-    want_index: set[str]
+    want_unfinished: set[str]
+    want_finished: frozenset[str] = frozenset()
 
 
+W = frozenset({"ns/w"})  # the finished index holds ns/w
 CASES = {
     "submitted": Case(lambda s: submit(s), {"ns/w"}),
     "admitted": Case(admitted, {"ns/w"}),
     "running": Case(lambda s: running_gang(s), {"ns/w"}),
-    "cancelled while pending": Case(lambda s: (submit(s), s.workloads.cancel("ns/w", now=2.0)),
-                                    set()),
-    "cancelled while running, then its pods stopped": Case(cancel_running, set()),
-    "every pod exited 0": Case(lambda s: exit_all(s, running_gang(s)[1], 0), set()),
-    "failed, no retry left": Case(lambda s: exit_all(s, running_gang(s, pods=1)[1], 1), set()),
+    "cancelled while pending": Case(
+        lambda s: (submit(s), s.workloads.cancel("ns/w", now=2.0)), set(), W),
+    "cancelled while running, then its pods stopped": Case(cancel_running, set(), W),
+    "every pod exited 0": Case(lambda s: exit_all(s, running_gang(s)[1], 0), set(), W),
+    "failed, no retry left": Case(
+        lambda s: exit_all(s, running_gang(s, pods=1)[1], 1), set(), W),
     "failed, requeued": Case(
         lambda s: exit_all(s, running_gang(s, pods=1, backoff_limit=1)[1], 1), {"ns/w"}),
-    "rejected": Case(rejected, set()),
+    "rejected": Case(rejected, set(), W),
     "set aside as Invalid": Case(quarantined, {"ns/w"}),
     "finished, then submitted again": Case(resubmit, {"ns/w"}),
     "purged": Case(purge, set()),
@@ -110,32 +123,35 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_the_index_follows_every_way_a_workload_comes_and_goes(case: Case) -> None:
+def test_the_indexes_follow_every_way_a_workload_comes_and_goes(case: Case) -> None:
     store = new_store()
     case.run(store)
-    assert index(store) == case.want_index == unfinished(store)
+    assert index(store) == case.want_unfinished == unfinished(store)
+    assert finished_index(store) == finished(store)
+    assert finished_index(store).keys() == case.want_finished
 
 
-def test_a_store_written_before_the_index_is_indexed_once() -> None:
+def test_a_store_written_before_the_indexes_is_indexed_once() -> None:
     store = new_store()
     for i, finish in enumerate([False, True, False, True]):
         submit(store, f"ns/w{i}", now=float(i))
         if finish:
-            store.workloads.cancel(f"ns/w{i}", now=10.0)
-    store.redis.delete(store.keys.unfinished)  # as an older kuota left it
+            store.workloads.cancel(f"ns/w{i}", now=10.0 + i)
+    store.redis.delete(store.keys.unfinished, store.keys.finished)  # as an older kuota left it
     assert store.workloads.unfinished_keys() == ["ns/w0", "ns/w1", "ns/w2", "ns/w3"], \
-        "until the index is complete, every key is read"
-    assert store.workloads.index_unfinished(chunk=3) == 2
+        "until the indexes are complete, every key is read"
+    assert store.workloads.index_workloads(chunk=3) == 4
     assert store.workloads.unfinished_keys() == ["ns/w0", "ns/w2"]
     assert store.redis.zscore(store.keys.unfinished, "ns/w2") == 2.0  # its submission time
-    assert store.workloads.index_unfinished() == 0  # marked complete: not walked again
+    assert finished_index(store) == {"ns/w1": 11.0, "ns/w3": 13.0}  # when they finished
+    assert store.workloads.index_workloads() == 0  # marked complete: not walked again
     assert set(store.workloads.unfinished()) == {"ns/w0", "ns/w2"}
 
 
 def test_a_key_left_behind_by_an_older_writer_is_not_read_as_unfinished() -> None:
     store = new_store()
     submit(store)
-    store.workloads.index_unfinished()
+    store.workloads.index_workloads()
     store.workloads.cancel("ns/w", now=2.0)
     store.redis.zadd(store.keys.unfinished, {"ns/w": 1.0})  # an older kuota finished it
     assert store.workloads.unfinished() == {}
@@ -154,4 +170,34 @@ def test_the_leaders_resync_puts_back_what_an_older_writer_left_out(
     store.redis.zrem(store.keys.unfinished, key)
     pool.run(3, advance=6.0)  # (the resync comes with a node check: every 5 s)
     assert pool.state(key) == "Pending" and key in index(store)
-    assert "1 unfinished workload(s) were missing from the unfinished index" in caplog.text
+    assert "1 workload(s) were missing from the store's indexes" in caplog.text
+
+
+@pytest.mark.parametrize(("case", "want_status", "want_score"), [
+    ("live, listed by an older writer", "state:Pending", None),
+    ("a copy a manager dispatched here", "dispatched", None),
+    ("listed too early", "young", 50.0),
+])
+def test_retention_drops_what_is_wrongly_in_the_finished_index(
+        case: str, want_status: str, want_score: float | None) -> None:
+    """Retention reads the finished index oldest first: an entry it may not forget must
+    leave it (or move to its true time), else it would block the ones behind it."""
+    store = new_store()
+    holder = lead(store)
+    if case.startswith("live"):
+        submit(store)
+        key = "ns/w"
+    elif case.startswith("a copy"):
+        dispatched(remove=False)(store)
+        key = "ns/copy"
+        store.redis.hset(store.keys.workload(key), mapping={"state": "Finished",
+                                                            "finished_at": 3.0})
+    else:
+        submit(store)
+        store.workloads.cancel("ns/w", now=50.0)
+        key = "ns/w"
+    store.redis.zadd(store.keys.finished, {key: 1.0})
+    assert store.workloads.finished_before(10.0, 100) == [key]
+    assert store.workloads.purge_finished(holder, [key], before=10.0) == {key: want_status}
+    assert store.redis.zscore(store.keys.finished, key) == want_score
+    assert store.workloads.finished_before(10.0, 100) == []
