@@ -86,8 +86,7 @@ class Timing:
     #: How often pending reasons are written.
     reasons_every: float = 0.5
     #: How often the live workloads' stored states are compared with the engine's, with
-    #: a window of the others (:attr:`resync_window`), finished workloads past their
-    #: retention forgotten.
+    #: a window of the others (:attr:`resync_window`).
     resync_every: float = 30.0
     #: Stored workloads a resync looks over besides the live ones, the window moving on
     #: at each resync: a store retaining millions of finished workloads costs each
