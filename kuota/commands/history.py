@@ -56,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
     since = time.time() - args.since if args.since is not None else None
     queued = in_queue(client, args.queue)
     objects = args.output in ("json", "yaml")
-    finished = [w for w in client.workloads(spec=objects or bool(selector))
+    # The finished index, read from --since on: not every record the store holds.
+    keys = client.store.workloads.finished_keys(since)
+    finished = [w for w in client.store.workloads.get_many(
+                    keys, spec=objects or bool(selector)).values()
                 if w.state == "Finished"
                 and (since is None or (w.finished_at or 0) >= since) and queued(w)
                 and (args.outcome is None or w.outcome.value.lower() == args.outcome.lower())

@@ -49,6 +49,11 @@ def register(subparsers: Any) -> None:
                         metavar="DURATION",
                         help="how long finished workloads (record, history, pod logs) stay "
                              "in Redis: 90s, 30m, 12h, 7d... or 'forever' (default 7d)")
+    parser.add_argument("--forget-lost-nodes", type=cli.parse_retention, default="1d",
+                        metavar="DURATION",
+                        help="how long the record of a node whose worker is gone (Lost) is "
+                             "kept: 30m, 12h, 1d... or 'forever' (until `kuota node remove`) "
+                             "(default 1d)")
     parser.add_argument("--identity", default=None,
                         help="name of this scheduler in the lease (default host-pid-random)")
     parser.add_argument("--fair-sharing", action="store_true",
@@ -86,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         identity=args.identity or default_identity(),
         timing=Timing(lease_ttl=args.lease_ttl, node_timeout=args.node_timeout, poll=args.poll,
                       batch=args.batch, retain_finished=args.retain_finished,
+                      forget_lost_nodes=args.forget_lost_nodes,
                       restart_pause=args.restart_pause),
         engine=EngineConfig(fair_sharing=args.fair_sharing), observers=[announcer])
     stop_serving = None

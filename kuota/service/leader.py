@@ -64,7 +64,7 @@ from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from kuota.service.placer import Placer
 from kuota.service.stopping import Stops
-from queueing.store import Fenced, PodRef, WorkloadRecord
+from queueing.store import Fenced, NodeState, PodRef, WorkloadRecord
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
 
@@ -98,6 +98,10 @@ class Timing:
     #: How often the finished workloads past their retention are looked for (a step
     #: forgets them at most :data:`EXPIRE_SLICE` at a time, and the next goes on).
     expire_every: float = 1.0
+    #: How long a Lost node's record is kept (its worker gone: a pool whose workers come
+    #: and go under new names would otherwise list every name it ever had); None keeps
+    #: them until ``kuota node remove``.
+    forget_lost_nodes: float | None = 24 * 3600.0
     #: Shortest time between two rounds: what arrives meanwhile is handled as one batch
     #: (one pipeline of decisions, one start job per node), which is what lets a busy
     #: scheduler keep up; it adds at most this much to any decision's latency.
@@ -358,6 +362,7 @@ class Leader:
                 if status == "ok":
                     log.warning("node %s lost: no heartbeat for %gs", node.name,
                                 self.timing.node_timeout)
+        self._forget_lost_nodes(now)
         self.nodes.refresh()
         self._read_nodes(now)
         self.dispatched.check_nodes(now)
@@ -371,6 +376,21 @@ class Leader:
         if now >= self._resync_at:
             self._resync_at = now + self.timing.resync_every
             self._resync(now)
+
+    def _forget_lost_nodes(self, now: float) -> None:
+        """Forget the nodes Lost longer than ``Timing.forget_lost_nodes`` ago: what ran
+        there was requeued when they were lost, and a worker that comes back under the
+        name registers it anew."""
+        keep = self.timing.forget_lost_nodes
+        if keep is None:
+            return
+        for node in self.nodes.records.values():
+            if node.state is NodeState.LOST and 0 < node.lost_at < now - keep:
+                status = self.store.nodes.forget(self.holder, node.name, before=now - keep)
+                self._check(status, f"forgetting node {node.name}")
+                if status == "ok":
+                    log.info("forgot node %s, lost more than %gs ago", node.name, keep)
+                    self.nodes.dirty = True
 
     def _evict_from_lost_members(self, now: float) -> None:
         """Requeue what holds quota on a pool member with no node left (ClusterLost), and

@@ -54,6 +54,7 @@ redis.call("HSET", KEYS[2], "name", ARGV[1], "pool", ARGV[2], "capacity", ARGV[3
            "labels", ARGV[4], "devices", ARGV[5], "state", "Ready", "heartbeat", redis_now(),
            "registered_at", ARGV[6], "reason", "", "heartbeat_every", ARGV[9],
            "stops_within", ARGV[10])
+redis.call("HDEL", KEYS[2], "lost_at")
 redis.call("SADD", KEYS[1], ARGV[1])
 emit(KEYS[4], ARGV[7], "kind", "node", "node", ARGV[1])
 return "ok:" .. epoch
@@ -122,6 +123,22 @@ if state == "Ready" then return "state:Ready" end
 redis.call("DEL", KEYS[2], KEYS[3])
 redis.call("SREM", KEYS[1], ARGV[1])
 emit(KEYS[4], ARGV[2], "kind", "node", "node", ARGV[1])
+return "ok"
+"""
+
+NODE_FORGET: Final = r"""
+-- The scheduler forgets a node Lost since before a cutoff (``--forget-lost-nodes``): its
+-- record and its pods set, as NODE_REMOVE does. A worker that comes back under the name
+-- registers it anew.
+-- KEYS[1] lease  KEYS[2] nodes set  KEYS[3] node hash  KEYS[4] node pods set  KEYS[5] events
+-- ARGV[1] lease holder  ARGV[2] node  ARGV[3] cutoff (epoch seconds)  ARGV[4] events maxlen
+if fenced(KEYS[1], ARGV[1]) then return "fenced" end
+local n = redis.call("HMGET", KEYS[3], "state", "lost_at")
+if n[1] ~= "Lost" then return "state:" .. (n[1] or "missing") end
+if not tonumber(n[2]) or tonumber(n[2]) >= tonumber(ARGV[3]) then return "young" end
+redis.call("DEL", KEYS[3], KEYS[4])
+redis.call("SREM", KEYS[2], ARGV[2])
+emit(KEYS[5], ARGV[4], "kind", "node", "node", ARGV[2])
 return "ok"
 """
 

@@ -91,6 +91,14 @@ class NodeStore:
                            f"(`kuota node drain {name}` moves its workloads elsewhere)")
         outcome(status, f"node {name}")
 
+    def forget(self, holder: str, name: str, *, before: float) -> str:
+        """The scheduler forgets a node Lost since before ``before`` (fenced): ``ok``,
+        ``young``, ``state:<state>`` (not Lost: kept) or ``fenced``."""
+        k = self._keys
+        return self._scripts.run("node_forget", [k.lease, k.nodes, k.node(name),
+                                                 k.node_pods(name), k.events],
+                                 [holder, name, before, EVENTS_MAXLEN])
+
     def heartbeat(self, name: str, epoch: int) -> str:
         """``ok``, ``replaced`` (another worker took the name), ``state:Lost``, ``missing``, or
         ``unregistered`` (the store has an earlier epoch: it lost this registration)."""

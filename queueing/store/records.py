@@ -330,6 +330,8 @@ class NodeRecord:
     #: Seconds a process of this node's worker may run on once the store no longer lists
     #: its pod: the worker's stop check plus its grace (0 from a worker that does not say).
     stops_within: float = 0.0
+    #: When the node was declared Lost (0: not Lost, or not said).
+    lost_at: float = 0.0
 
     @classmethod
     def from_hash(cls, name: str, h: Mapping[str, str]) -> NodeRecord:
@@ -359,7 +361,8 @@ class NodeRecord:
                    devices=tuple(json.loads(h.get("devices") or "[]")),
                    epoch=_int(h, "epoch"), heartbeat=_float(h, "heartbeat") or 0.0,
                    reason=h.get("reason", ""), cordoned=h.get("cordoned") == "1",
-                   draining=h.get("draining") == "1", stops_within=stops_within)
+                   draining=h.get("draining") == "1", stops_within=stops_within,
+                   lost_at=_float(h, "lost_at") or 0.0)
 
     @property
     def ready(self) -> bool:

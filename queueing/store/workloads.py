@@ -514,6 +514,16 @@ class WorkloadStore:
                           [holder, key, before, PURGED_KEPT]))
         return dict(zip(keys, self._scripts.batch("purge_finished", calls), strict=True))
 
+    def finished_keys(self, since: float | None = None) -> list[str]:
+        """The keys of the workloads finished (since ``since``), the earliest end first:
+        from the finished index once it is complete, else every key (readers check the
+        state they read)."""
+        k = self._keys
+        if not self._r.exists(k.unfinished_marker):
+            return self.keys()
+        low = "-inf" if since is None else since
+        return [str(key) for key in self._r.zrangebyscore(k.finished, low, "+inf")]
+
     def finished_before(self, cutoff: float, limit: int) -> list[str]:
         """At most ``limit`` workloads that finished before ``cutoff``, the oldest first
         (from the finished index: what retention forgets next)."""

@@ -66,3 +66,30 @@ def test_only_a_node_no_worker_serves_can_be_removed() -> None:
     pool.store.nodes.leave("a", epoch, reason="bye", now=1.0)
     pool.store.nodes.remove("a")
     assert pool.store.nodes.all() == []
+
+
+@pytest.mark.parametrize(("lost_for", "want_status", "want_kept"), [
+    (None, "state:Ready", True),   # its worker still serves it
+    (5.0, "young", True),          # lost, but not long enough
+    (20.0, "ok", False),           # lost longer than the scheduler keeps it
+])
+def test_a_node_lost_long_enough_ago_is_forgotten_by_the_scheduler(
+        lost_for: float | None, want_status: str, want_kept: bool) -> None:
+    """A pool whose workers come and go under new names (containers, spot machines) would
+    list every name it ever had: the scheduler forgets a Lost node after
+    ``--forget-lost-nodes``."""
+    pool = SteppedPool(forget_lost_nodes=10.0)
+    epoch = node(pool.store, "a")
+    if lost_for is not None:
+        pool.store.nodes.leave("a", epoch, reason="bye", now=pool.now)
+    pool.run(1)
+    assert pool.store.nodes.forget("nobody", "a", before=pool.now) == "fenced"
+    pool.run(3, advance=(lost_for or 20.0) / 3)  # the scheduler checks nodes every few seconds
+    assert ("a" in pool.store.nodes.names()) is want_kept
+    holder = str(pool.store.redis.get(pool.store.keys.lease))
+    if want_kept:
+        assert pool.store.nodes.forget(holder, "a", before=pool.now - 10.0) == want_status
+    else:
+        assert pool.store.redis.exists(pool.store.keys.node("a"), pool.store.keys.node_pods("a")) \
+            == 0
+        assert node(pool.store, "a") == 1, "a worker coming back registers it anew"

@@ -140,10 +140,13 @@ def test_a_store_written_before_the_indexes_is_indexed_once() -> None:
     store.redis.delete(store.keys.unfinished, store.keys.finished)  # as an older kuota left it
     assert store.workloads.unfinished_keys() == ["ns/w0", "ns/w1", "ns/w2", "ns/w3"], \
         "until the indexes are complete, every key is read"
+    assert store.workloads.finished_keys(since=12.0) == ["ns/w0", "ns/w1", "ns/w2", "ns/w3"]
     assert store.workloads.index_workloads(chunk=3) == 4
     assert store.workloads.unfinished_keys() == ["ns/w0", "ns/w2"]
     assert store.redis.zscore(store.keys.unfinished, "ns/w2") == 2.0  # its submission time
     assert finished_index(store) == {"ns/w1": 11.0, "ns/w3": 13.0}  # when they finished
+    assert store.workloads.finished_keys(since=12.0) == ["ns/w3"]
+    assert store.workloads.finished_keys() == ["ns/w1", "ns/w3"]
     assert store.workloads.index_workloads() == 0  # marked complete: not walked again
     assert set(store.workloads.unfinished()) == {"ns/w0", "ns/w2"}
 
