@@ -56,7 +56,8 @@ def queues(count: int, *, per_cohort: int = 100, nominal: int = 20,
 def fill(client: Client, count: int, *, queues_count: int, cpu: int = 1, name: str = "wl",
          finished: bool = False) -> None:
     """``count`` workloads ``default/NAME-I`` spread over the LocalQueues, each asking for
-    ``cpu``; pending, or finished (Succeeded) with ``finished``."""
+    ``cpu``; pending, or finished (Succeeded) with ``finished``, their ends spread over
+    the last six days (within the default retention, a week)."""
     store = client.store
     model = client.submit(["true"], queue="default/lq-0", name="model", requests={"cpu": cpu})
     fields = store.redis.hgetall(store.keys.workload(model.key))
@@ -66,11 +67,15 @@ def fill(client: Client, count: int, *, queues_count: int, cpu: int = 1, name: s
     store.redis.delete(store.keys.workload(model.key), store.keys.history(model.key))
     store.redis.zrem(store.keys.workloads, model.key)
     store.redis.zrem(store.keys.workloads_in("default"), model.key)
+    store.redis.zrem(store.keys.unfinished, model.key)
     now = time.time()
     for start in range(0, count, 5_000):
         pipe = store.redis.pipeline(transaction=False)
         for i in range(start, min(count, start + 5_000)):
             key, queue, at = f"default/{name}-{i}", f"lq-{i % queues_count}", now + i / 1000
+            ended = now - 6 * 86400 * (count - i) / count
+            if finished:
+                at = ended - 60.0
             spec["metadata"]["name"], spec["spec"]["queueName"] = f"{name}-{i}", queue
             text = digests.canonical(spec)
             pipe.hset(store.keys.workload(key), mapping={
@@ -79,7 +84,10 @@ def fill(client: Client, count: int, *, queues_count: int, cpu: int = 1, name: s
                 "created": at, "queued_at": at, "submission": f"bench-{i}"})
             pipe.zadd(store.keys.workloads, {key: at})
             pipe.zadd(store.keys.workloads_in("default"), {key: at})
-            if not finished:
+            if finished:  # (as the scripts that finish a workload index it)
+                pipe.hset(store.keys.workload(key), "finished_at", ended)
+                pipe.zadd(store.keys.finished, {key: ended})
+            else:
                 pipe.zadd(store.keys.unfinished, {key: at})
         pipe.execute()
 
