@@ -68,6 +68,8 @@ _CHANGE_FIELDS = tuple(f for f in _STATUS_FIELDS
                        if f not in ("admission", "created", "shape", "spec_sum"))
 #: Every field a record is made of (``WorkloadRecord.from_hash`` reads no other).
 _RECORD_FIELDS = (*_STATUS_FIELDS, "spec", "dispatch")
+#: Most pod keys (and as many log keys) the retention deletes with one workload.
+PURGE_PODS_MOST: Final = 100_000
 #: Most workloads one ``read_many`` call reads (larger reads are sent as several calls).
 READ_CHUNK: Final = 2_000
 #: Most admission encodings the store keeps for reuse (all are let go when full).
@@ -502,10 +504,14 @@ class WorkloadStore:
             refs: list[PodRef] = []
             if record is not None and record.state is State.FINISHED:
                 # Earlier attempts may have had more pods than the last (partial admission):
-                # the spec's full count bounds them all.
+                # the spec's full count bounds them all. A record written around kuota may
+                # claim absurd counts: past PURGE_PODS_MOST, only the last attempt's pods.
                 most = max(record.pods, _spec_pods(record))
+                attempts = range(1, record.attempt + 1)
+                if len(attempts) * most > PURGE_PODS_MOST:
+                    attempts, most = range(record.attempt, record.attempt + 1), record.pods
                 refs = [PodRef(key, attempt, index)
-                        for attempt in range(1, record.attempt + 1) for index in range(most)]
+                        for attempt in attempts for index in range(min(most, PURGE_PODS_MOST))]
             namespace = key.partition("/")[0]
             calls.append(([k.lease, k.workload(key), k.workloads, k.history(key),
                            k.workloads_in(namespace), k.purged(namespace), k.unfinished,

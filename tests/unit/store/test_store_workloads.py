@@ -379,3 +379,18 @@ class TestRetention:
         assert store.workloads.purge_finished(holder, ["ns/w"], before=99.0) == {
             "ns/w": "fenced"}
         assert store.workloads.find("ns/w") is not None
+
+    def test_a_record_claiming_absurd_counts_is_forgotten_without_hanging(self) -> None:
+        """A record written around kuota may say it had a billion attempts of a billion
+        pods: retention deletes the last attempt's pods and goes on."""
+        store = new_store()
+        holder, refs = running_gang(store)
+        for ref in refs:
+            exit_pod(store, ref, 0)
+        key = store.keys.workload("ns/w")
+        spec = store.redis.hget(key, "spec").replace(
+            '"spec":{', '"spec":{"podSets":[{"count":1000000000}],', 1)
+        store.redis.hset(key, mapping={"attempt": 10**9, "spec": spec})
+        assert store.workloads.purge_finished(holder, ["ns/w"], before=99.0) == {
+            "ns/w": "ok:purged"}
+        assert store.workloads.find("ns/w") is None
