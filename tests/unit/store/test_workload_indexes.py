@@ -11,12 +11,24 @@ store's scripts, and the indexes are then compared with the states the records h
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 
 import pytest
-from store_builders import SteppedPool, admit, lead, new_store, running_gang, submit
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from store_builders import (
+    SteppedPool,
+    admit,
+    lead,
+    new_store,
+    node,
+    place,
+    running_gang,
+    submit,
+)
 
-from queueing.store import Store
+from queueing.store import PodRef, Store, StoreError
 from queueing.store.pods import PodExit
 from quota.lifecycle import State
 from quota.workload import Admission, PodSetAdmission
@@ -204,3 +216,60 @@ def test_retention_drops_what_is_wrongly_in_the_finished_index(
     assert store.workloads.purge_finished(holder, [key], before=10.0) == {key: want_status}
     assert store.redis.zscore(store.keys.finished, key) == want_score
     assert store.workloads.finished_before(10.0, 100) == []
+
+
+# -- any sequence of the store's writes keeps the indexes right ----------------------------
+
+KEYS = ("ns/a", "ns/b")
+#: "next" moves a workload one step on its way (submitted, admitted, placed, started,
+#: exited 0), so that sequences reach every state; the others break in.
+OPS = ("next",) * 5 + ("exit 1", "cancel", "stopped", "reject", "purge", "submit")
+
+
+def apply(store: Store, holder: str, op: str, key: str, step: int) -> None:
+    """One write, whatever state the workload is in: the store refuses what the state
+    does not allow (a status or a StoreError), which is part of what is tested."""
+    record = store.workloads.find(key)
+    if op == "next":
+        op = "submit" if record is None or record.state is State.FINISHED else \
+            "admit" if record.state is State.PENDING else \
+            "place" if record.state is State.ADMITTED and not record.placement else \
+            "start or exit 0"
+    pod = PodRef(key, record.attempt, 0) if record is not None else None
+    with suppress(StoreError):
+        if op == "submit":
+            submit(store, key, backoff_limit=step % 2, submission=f"s{step}", now=float(step))
+        elif record is None or pod is None:
+            return
+        elif op == "admit":
+            admit(store, holder, key, attempt=record.attempt, decision=f"d{step}")
+        elif op == "place":
+            place(store, holder, key, record.attempt, [("n0", store.nodes.get("n0").epoch)])
+        elif op == "start or exit 0" and store.pods.start(
+                pod, node="n0", epoch=store.nodes.get("n0").epoch, devices="",
+                now=float(step)) != "ok":
+            store.pods.exit_many([PodExit(pod, "n0", 1, 0, False, "", 1)], float(step))
+        elif op == "exit 1":
+            store.pods.exit_many([PodExit(pod, "n0", 1, 1, False, "", 1)], float(step))
+        elif op == "cancel":
+            store.workloads.cancel(key, now=float(step))
+        elif op == "stopped":
+            store.workloads.stopped_many(holder, [record], now=float(step))
+        elif op == "reject":
+            store.workloads.reject(holder, key, message="unreadable", now=float(step))
+        elif op == "purge":
+            store.workloads.purge_finished(holder, [key], before=float(step))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(KEYS)), max_size=25))
+def test_any_sequence_of_writes_keeps_the_indexes_right(ops: list[tuple[str, str]]) -> None:
+    store = new_store()
+    holder = lead(store)
+    node(store, "n0", cpu=8)
+    for step, (op, key) in enumerate(ops, start=1):
+        apply(store, holder, op, key, step)
+        assert index(store) == unfinished(store), (step, op, key)
+        assert finished_index(store) == finished(store), (step, op, key)
+    for record in store.workloads.all():
+        event(f"ends {record.state.value}")
