@@ -6,14 +6,17 @@ unless --redis is given) with N finished workloads (default 300,000; copies of a
 record, spec included) and 1,000 pending ones, then prints the wall time of each command
 as a user runs it (a fresh ``kuota`` process, its output read to the end), and what the
 dashboard's store reader costs: its first read and a read with nothing changed (it
-reads again every second).
+reads again every second); and the Redis memory a finished workload takes (with
+``--listpack-value N``, Redis's ``hash-max-listpack-value`` is set to N first: a
+workload's hash stays compact only while every value is shorter).
 
 Before finished workloads were left in Redis (kuota status, get, the dashboard) and the
 tables printed without rich's layout, at 300,000: ``status`` 5.9 s, ``get workloads``
 5.7 s, ``get workloads -A`` 150 s, ``history`` 156 s; the dashboard's first read
 7.8 s, each later read 2.1 s (and a reader of 596 MiB).
 
-Usage: python benchmarks/retained_reads.py [--finished 300000] [--redis URL]
+Usage: python benchmarks/retained_reads.py [--finished 300000] [--listpack-value N]
+           [--redis URL]
 """
 
 from __future__ import annotations
@@ -39,12 +42,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--finished", type=int, default=300_000)
+    parser.add_argument("--listpack-value", type=int, default=None, metavar="BYTES",
+                        help="set Redis's hash-max-listpack-value first (default: leave it)")
     bigstore.add_redis_arg(parser)
     args = parser.parse_args()
     with bigstore.bench_store(args.redis) as bench:
         client = bench.client
         client.apply(bigstore.queues(10, nominal=4))
+        redis = client.store.redis
+        if args.listpack_value is not None:
+            redis.config_set("hash-max-listpack-value", args.listpack_value)
+        before = redis.info("memory")["used_memory"]
         bigstore.fill(client, args.finished, queues_count=10, name="done", finished=True)
+        per_record = (redis.info("memory")["used_memory"] - before) / max(args.finished, 1)
+        listpack = redis.config_get("hash-max-listpack-value").get("hash-max-listpack-value")
         bigstore.fill(client, 1_000, queues_count=10, name="wl")
         started = time.perf_counter()
         client.store.workloads.index_workloads()  # as a scheduler does when it first leads
@@ -70,6 +81,8 @@ def main() -> None:
             times.append(time.perf_counter() - started)
         print(f"  dashboard reader: first read {times[0]:.2f} s, a read with nothing "
               f"changed {min(times[1:]):.2f} s")
+        print(f"  Redis memory per finished workload: {per_record:,.0f} bytes "
+              f"(hash-max-listpack-value {listpack})")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,10 @@ def test_a_preempted_groups_quota_is_held_until_its_terminating_pods_are_gone(
                                                      label_selector="kuota.dev/pod-group-name=low")
                                if (p.get("status") or {}).get("phase") == "Running"]) == 2,
                   what="the low group running")
+    # The ClusterQueue's status is written every --status-interval: a run fast enough
+    # could otherwise read one written before the group's admission (0) below.
+    kube.wait_for(lambda: _reserved(kube, cq, rf) == "4",
+                  what="the group's reservation in the ClusterQueue's status")
 
     kube.create(b.job("high", namespace, cpu="4", run_for="2s",
                       priority_class=f"{namespace}-high"))
@@ -70,7 +74,8 @@ def test_a_preempted_groups_quota_is_held_until_its_terminating_pods_are_gone(
         assert not b.is_true(high, "QuotaReserved"), "admitted beside terminating pods"
         assert suspended is True
         # (What the Workloads said then, should the reservation ever read wrong again: one
-        # run in many has read "0" here while the pods still terminated.)
+        # run in many read "0" here, a status written before the group's admission, until
+        # the test waited for the status to show it.)
         assert reserved in ("4", None), [
             ((w.get("metadata") or {}).get("name"), (w.get("status") or {}).get("conditions"))
             for w in kube.list(b.API, "Workload", namespace)]
