@@ -90,7 +90,7 @@ class Timing:
     resync_every: float = 30.0
     #: Stored workloads a resync looks over besides the live ones, the window moving on
     #: at each resync: a store retaining millions of finished workloads costs each
-    #: resync the same as a store of a few (a full pass takes more resyncs).
+    #: resync the same as a store of a few (a full pass takes more resyncs); 0: none.
     resync_window: int = 20_000
     #: How long a finished workload (record, history, pods, logs) is kept in Redis;
     #: None keeps them forever.
