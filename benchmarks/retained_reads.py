@@ -58,7 +58,7 @@ def main() -> None:
         listpack = redis.config_get("hash-max-listpack-value").get("hash-max-listpack-value")
         bigstore.fill(client, 1_000, queues_count=10, name="wl")
         started = time.perf_counter()
-        client.store.workloads.index_workloads()  # as a scheduler does when it first leads
+        client.store.indexes.build()  # as a scheduler does when it first leads
         print(f"== {args.finished:,} finished (ended over six days) and 1,000 pending "
               f"workloads (the store's indexes checked in {time.perf_counter() - started:.2f} "
               "s, once per store)")

@@ -51,7 +51,7 @@ def main() -> None:
               f"{time.monotonic() - started:.1f} s")
         if not args.unindexed:  # a store this kuota wrote: its indexes are complete
             client.store.workloads.index_namespaces()
-            client.store.workloads.index_workloads()
+            client.store.indexes.build()
         job = client.submit(["true"], queue="default/lq-0", name="new", requests={"cpu": 1})
         env, logs = bench.env, bench.logs
         t0 = time.monotonic()

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     queued = in_queue(client, args.queue)
     objects = args.output in ("json", "yaml")
     # The finished index, read from --since on: not every record the store holds.
-    keys = client.store.workloads.finished_keys(since)
+    keys = client.store.indexes.finished_keys(since)
     finished = [w for w in client.store.workloads.get_many(
                     keys, spec=objects or bool(selector)).values()
                 if w.state == "Finished"

@@ -169,7 +169,7 @@ class Leader:
         self._expire_at = now
         self._round_at = now
         self.store.workloads.index_namespaces()
-        self.store.workloads.index_workloads()
+        self.store.indexes.build()
         # A standby's copy (module standby), caught up after the lease was taken; or the
         # store read now, the stream followed from before the read: what happens during it
         # is seen twice, which re-reading makes harmless.
@@ -388,9 +388,8 @@ class Leader:
             if node.state is NodeState.LOST and 0 < node.lost_at < now - keep:
                 status = self.store.nodes.forget(self.holder, node.name, before=now - keep)
                 self._check(status, f"forgetting node {node.name}")
-                if status == "ok":
+                if status == "ok":  # (the node view is read again right after)
                     log.info("forgot node %s, lost more than %gs ago", node.name, keep)
-                    self.nodes.dirty = True
 
     def _evict_from_lost_members(self, now: float) -> None:
         """Requeue what holds quota on a pool member with no node left (ClusterLost), and
@@ -455,9 +454,9 @@ class Leader:
         finished by an older kuota) is put back in it: the rebuild reads the unfinished
         index, retention the finished one."""
         size = self.timing.resync_window
-        window = self.store.workloads.keys_from(self._resync_from, size) if size > 0 else []
+        window = self.store.indexes.window(self._resync_from, size) if size > 0 else []
         self._resync_from = self._resync_from + size if len(window) == size > 0 else 0
-        indexed = self.store.workloads.put_indexed(window)
+        indexed = self.store.indexes.mend(window)
         if indexed:
             log.warning("%d workload(s) were missing from the store's indexes (stored or "
                         "finished by an older kuota?): put back", indexed)
@@ -488,7 +487,7 @@ class Leader:
         step waits long for it."""
         retain = self.timing.retain_finished
         assert retain is not None
-        due = self.store.workloads.finished_before(now - retain, EXPIRE_SLICE)
+        due = self.store.indexes.finished_before(now - retain, EXPIRE_SLICE)
         self._expire_at = now + (0.0 if len(due) == EXPIRE_SLICE else self.timing.expire_every)
         if not due:
             return

@@ -280,7 +280,7 @@ def load(store: Store, config: EngineConfig | None = None) -> Loaded:
     configs = load_configs(store)
     loaded = Loaded(new_engine(configs, config or EngineConfig()), configs, {}, {})
     specs = SpecCache()
-    keys = store.workloads.unfinished_keys()  # (not the many finished ones a pool keeps)
+    keys = store.indexes.unfinished_keys()  # (not the many finished ones a pool keeps)
     for record in store.workloads.records_not_in(SET_ASIDE, keys).values():
         loaded.put(record, specs)
     loaded.engine.drain_outbox()

@@ -14,6 +14,7 @@ import redis as redis_py
 
 from queueing.store.dispatched import DispatchedStore
 from queueing.store.events import EventStream
+from queueing.store.indexes import WorkloadIndexes
 from queueing.store.keys import DEFAULT_PREFIX, Keys
 from queueing.store.lease import Lease
 from queueing.store.nodes import NodeStore
@@ -30,7 +31,9 @@ class Store:
         self.keys = Keys(prefix)
         self.scripts = Scripts(redis)
         self.objects = ObjectStore(redis, self.keys)
-        self.workloads = WorkloadStore(redis, self.keys, self.scripts,
+        #: The workloads by state: unfinished, finished by when (module indexes).
+        self.indexes = WorkloadIndexes(redis, self.keys, self.scripts)
+        self.workloads = WorkloadStore(redis, self.keys, self.scripts, self.indexes,
                                        refused=redis_py.exceptions.NoPermissionError)
         self.dispatched = DispatchedStore(redis, self.keys, self.scripts, self.workloads)
         self.nodes = NodeStore(redis, self.keys, self.scripts)

@@ -40,6 +40,7 @@ from typing import Any, Final
 from queueing.store import digests
 from queueing.store.errors import Conflict, NotFound, outcome
 from queueing.store.events import EVENTS_MAXLEN
+from queueing.store.indexes import WorkloadIndexes
 from queueing.store.keys import Keys, PodRef
 from queueing.store.records import WorkloadRecord, admission_to_json, vector_to_json
 from queueing.store.scripts import Scripts, Sent, text
@@ -115,11 +116,12 @@ class PlaceRequest:
 
 
 class WorkloadStore:
-    def __init__(self, redis: Any, keys: Keys, scripts: Scripts, *,
+    def __init__(self, redis: Any, keys: Keys, scripts: Scripts, indexes: WorkloadIndexes, *,
                  refused: type[Exception] = PermissionError) -> None:
         self._r = redis
         self._keys = keys
         self._scripts = scripts
+        self._indexes = indexes
         #: What the client raises when Redis refuses this user a command (redis-py's
         #: NoPermissionError, passed in by :class:`~queueing.store.store.Store`: only that
         #: module of the package imports redis).
@@ -251,14 +253,6 @@ class WorkloadStore:
         """Every workload key, oldest submission first."""
         return [str(k) for k in self._r.zrange(self._keys.workloads, 0, -1)]
 
-    def keys_from(self, rank: int, count: int) -> list[tuple[str, float]]:
-        """At most ``count`` (> 0) workload keys with their submission times, oldest first,
-        from the ``rank``-th (0: the oldest)."""
-        if count <= 0:
-            raise ValueError(f"count must be positive, not {count}")
-        return [(str(k), float(at)) for k, at in self._r.zrange(
-            self._keys.workloads, rank, rank + count - 1, withscores=True)]
-
     def all(self) -> list[WorkloadRecord]:
         found = self.get_many(self.keys())
         return list(found.values())
@@ -280,43 +274,6 @@ class WorkloadStore:
         pipe.set(k.namespace_index_marker, "1")
         pipe.execute()
         return len(entries)
-
-    def index_workloads(self, *, chunk: int = READ_CHUNK) -> int:
-        """Put every workload in the unfinished or the finished index
-        (:attr:`Keys.unfinished`, :attr:`Keys.finished`), once per store (a store written
-        before the indexes existed), and mark them complete; returns how many were
-        indexed."""
-        k = self._keys
-        if self._r.exists(k.unfinished_marker):
-            return 0
-        added = self.put_indexed(self._r.zrange(k.workloads, 0, -1, withscores=True),
-                                 chunk=chunk)
-        self._r.set(k.unfinished_marker, "1")
-        return added
-
-    def put_indexed(self, entries: Sequence[tuple[str, float]], *,
-                    chunk: int = READ_CHUNK) -> int:
-        """Put each of the (key, submission time) workloads in the index its state calls
-        for (unfinished, or finished by when) where missing — stored or finished by an
-        older kuota — ``chunk`` at a time; returns how many were missing."""
-        k = self._keys
-        added = 0
-        for start in range(0, len(entries), chunk):
-            part = entries[start:start + chunk]
-            added += int(self._scripts.read(
-                "index_workloads",
-                [k.unfinished, k.finished, *(k.workload(key) for key, _ in part)],
-                [*(at for _, at in part), *(key for key, _ in part)]))
-        return added
-
-    def unfinished_keys(self) -> list[str]:
-        """The keys of every workload not finished (a few finished ones too, at times),
-        oldest submission first: from the unfinished index once it is complete, else
-        every key."""
-        k = self._keys
-        if not self._r.exists(k.unfinished_marker):
-            return self.keys()
-        return [str(key) for key in self._r.zrange(k.unfinished, 0, -1)]
 
     def records_not_in(self, states: Collection[str], keys: Sequence[str] | None = None, *,
                        spec: bool = True, chunk: int = READ_CHUNK) -> dict[str, WorkloadRecord]:
@@ -344,7 +301,7 @@ class WorkloadStore:
         store retains a week of finished workloads or none. A user that may not run
         scripts reads every record and drops the finished ones here."""
         if keys is None:
-            keys = self.unfinished_keys()
+            keys = self._indexes.unfinished_keys()
         if self._scripted_reads:
             try:
                 return self.records_not_in((State.FINISHED,), keys, spec=spec)
@@ -519,22 +476,6 @@ class WorkloadStore:
                            *(name for ref in refs for name in (k.pod(ref), k.log(ref)))],
                           [holder, key, before, PURGED_KEPT]))
         return dict(zip(keys, self._scripts.batch("purge_finished", calls), strict=True))
-
-    def finished_keys(self, since: float | None = None) -> list[str]:
-        """The keys of the workloads finished (since ``since``), the earliest end first:
-        from the finished index once it is complete, else every key (readers check the
-        state they read)."""
-        k = self._keys
-        if not self._r.exists(k.unfinished_marker):
-            return self.keys()
-        low = "-inf" if since is None else since
-        return [str(key) for key in self._r.zrangebyscore(k.finished, low, "+inf")]
-
-    def finished_before(self, cutoff: float, limit: int) -> list[str]:
-        """At most ``limit`` workloads that finished before ``cutoff``, the oldest first
-        (from the finished index: what retention forgets next)."""
-        return [str(key) for key in self._r.zrangebyscore(
-            self._keys.finished, "-inf", f"({cutoff}", start=0, num=limit)]
 
     def lookup(self, wanted: Sequence[tuple[str, str]]) -> list[str]:
         """What became of each (workload key, submission id): ``held`` (the store has that

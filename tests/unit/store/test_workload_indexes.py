@@ -150,23 +150,23 @@ def test_a_store_written_before_the_indexes_is_indexed_once() -> None:
         if finish:
             store.workloads.cancel(f"ns/w{i}", now=10.0 + i)
     store.redis.delete(store.keys.unfinished, store.keys.finished)  # as an older kuota left it
-    assert store.workloads.unfinished_keys() == ["ns/w0", "ns/w1", "ns/w2", "ns/w3"], \
+    assert store.indexes.unfinished_keys() == ["ns/w0", "ns/w1", "ns/w2", "ns/w3"], \
         "until the indexes are complete, every key is read"
-    assert store.workloads.finished_keys(since=12.0) == ["ns/w0", "ns/w1", "ns/w2", "ns/w3"]
-    assert store.workloads.index_workloads(chunk=3) == 4
-    assert store.workloads.unfinished_keys() == ["ns/w0", "ns/w2"]
+    assert store.indexes.finished_keys(since=12.0) == ["ns/w0", "ns/w1", "ns/w2", "ns/w3"]
+    assert store.indexes.build(chunk=3) == 4
+    assert store.indexes.unfinished_keys() == ["ns/w0", "ns/w2"]
     assert store.redis.zscore(store.keys.unfinished, "ns/w2") == 2.0  # its submission time
     assert finished_index(store) == {"ns/w1": 11.0, "ns/w3": 13.0}  # when they finished
-    assert store.workloads.finished_keys(since=12.0) == ["ns/w3"]
-    assert store.workloads.finished_keys() == ["ns/w1", "ns/w3"]
-    assert store.workloads.index_workloads() == 0  # marked complete: not walked again
+    assert store.indexes.finished_keys(since=12.0) == ["ns/w3"]
+    assert store.indexes.finished_keys() == ["ns/w1", "ns/w3"]
+    assert store.indexes.build() == 0  # marked complete: not walked again
     assert set(store.workloads.unfinished()) == {"ns/w0", "ns/w2"}
 
 
 def test_a_key_left_behind_by_an_older_writer_is_not_read_as_unfinished() -> None:
     store = new_store()
     submit(store)
-    store.workloads.index_workloads()
+    store.indexes.build()
     store.workloads.cancel("ns/w", now=2.0)
     store.redis.zadd(store.keys.unfinished, {"ns/w": 1.0})  # an older kuota finished it
     assert store.workloads.unfinished() == {}
@@ -212,10 +212,10 @@ def test_retention_drops_what_is_wrongly_in_the_finished_index(
         store.workloads.cancel("ns/w", now=50.0)
         key = "ns/w"
     store.redis.zadd(store.keys.finished, {key: 1.0})
-    assert store.workloads.finished_before(10.0, 100) == [key]
+    assert store.indexes.finished_before(10.0, 100) == [key]
     assert store.workloads.purge_finished(holder, [key], before=10.0) == {key: want_status}
     assert store.redis.zscore(store.keys.finished, key) == want_score
-    assert store.workloads.finished_before(10.0, 100) == []
+    assert store.indexes.finished_before(10.0, 100) == []
 
 
 # -- any sequence of the store's writes keeps the indexes right ----------------------------
