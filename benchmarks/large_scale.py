@@ -111,12 +111,13 @@ def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str,
     # drain's rate (docs/benchmarks.md, "The small class is bound by the drain's rate").
     print("  where the time to admission goes (seconds from the start)")
     print(f"    {'class':<8}{'sent late':>10}{'admitted 10 / 50 / 90 %':>26}"
-          f"{'(virtual run)':>22}{'quota held past run time':>26}")
+          f"{'(virtual run)':>22}{'quota held past run time':>26}{'evictions':>11}")
     three = lambda xs: " / ".join(f"{x:.2f}" for x in xs)  # noqa: E731
     for name, *_ in LARGE_SCALE.classes:
         t = r["timeline"][name]
         print(f"    {name:<8}{t['late']:>10.2f}{three(t['admitted']):>26}"
-              f"{three(virtual['admitted_deciles'][name]):>22}{t['held_over']:>26.2f}")
+              f"{three(virtual['admitted_deciles'][name]):>22}{t['held_over']:>26.2f}"
+              f"{t['evicted']:>11,}")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import multiprocessing
 import os
 import shutil
 import socket
@@ -68,6 +69,10 @@ from queueing.store.pods import PodExit, PodStart  # noqa: E402
 from queueing.store.workloads import SubmitRequest  # noqa: E402
 
 BIN = Path(sys.executable).parent
+#: Submissions sent in one pipeline by the real-time runs' submitter, at most.
+SEND_MOST = 500
+#: Submitter processes of the real-time runs.
+SENDERS = 2
 
 
 # -- jobs for plain rq (imported by the rq workers by name) ----------------------------------
@@ -339,17 +344,32 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
     prefix = f"kueue{uuid.uuid4().hex[:6]}"
     client = Client(connection=connect(url, prefix=prefix))
     client.apply(generated["objects"])
-    arrivals: list[tuple[float, Any]] = []
+    requests: list[tuple[float, SubmitRequest]] = []
     runtimes: dict[str, float] = {}
     for wl in generated["workloads"]:
         cpu = wl["podSets"][0]["requests"]["cpu"]
         manifest = submission.from_args(["true"], queue=f"{wl['namespace']}/{wl['queueName']}",
                                         name=wl["name"], requests={"cpu": cpu},
                                         priority=wl["priority"])
-        checked = submission.check(manifest, {})
-        arrivals.append((wl["arrival"], checked))
-        runtimes[checked.key] = wl["duration"]
-    arrivals.sort(key=lambda a: (a[0], a[1].key))
+        c = submission.check(manifest, {})
+        requests.append((wl["arrival"], SubmitRequest(c.key, c.manifest, c.queue, c.priority,
+                                                      0, c.key)))
+        runtimes[c.key] = wl["duration"]
+    requests.sort(key=lambda a: (a[0], a[1].key))
+    # Made ready before the clock starts, as Kueue's generator has its objects: the
+    # submitter stands in for many clients on other machines, and what it would spend
+    # encoding and hashing specs here (36 µs each) is taken from the scheduler's cores.
+    arrivals = list(zip((at for at, _ in requests),
+                        client.store.workloads.prepare([r for _, r in requests]), strict=True))
+    # The submitter is a process of its own, forked before the runner's threads start: in
+    # this one it would share the interpreter's lock with them, and fall behind the pace
+    # whenever a wave of pods ends.
+    fork = multiprocessing.get_context("fork")
+    pipes = [fork.Pipe(duplex=False) for _ in range(SENDERS)]
+    senders = [fork.Process(target=_send_paced, args=(url, prefix, arrivals[i::SENDERS], start),
+                            daemon=True) for i, (start, _) in enumerate(pipes)]
+    for sender in senders:
+        sender.start()
     runner = TimedRunner(url, client.store, "bench-node", runtimes)
     children = Children(url, prefix)
     metrics_port = free_port()
@@ -360,22 +380,15 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         scheduler = children.procs[-1].pid
         terms = Terms(client.store)
         t0 = time.time()
-        submitted = 0
-        while submitted < len(arrivals):
-            # Everything due is sent in one pipeline: one thread keeps up with Kueue's
-            # large-scale pace (50,000 arrivals in about 4 s) only this way.
-            now = time.time()
-            due = []
-            while submitted < len(arrivals) and arrivals[submitted][0] <= now - t0:
-                due.append(arrivals[submitted][1])
-                submitted += 1
-            if due:
-                client.store.workloads.submit_many([SubmitRequest(
-                    c.key, c.manifest, c.queue, c.priority, 0, c.key) for c in due], now)
+        for _, started in pipes:
+            started.send(t0)
+        for sender in senders:
+            while sender.is_alive():
                 terms.look()
-            else:
-                time.sleep(min(0.005, max(0.0, t0 + arrivals[submitted][0] - now)))
-        keys = [c.key for _, c in arrivals]
+                sender.join(0.05)
+            if sender.exitcode != 0:
+                sys.exit(f"a submitter failed (exit code {sender.exitcode})")
+        keys = [p.key for _, p in arrivals]
         done = Finished(client.store, keys)
 
         def ended() -> bool:
@@ -385,15 +398,38 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         wait_until("every workload to finish", ended, 3600)
         if runner.failure is not None:
             sys.exit(f"the timed runner failed: {runner.failure!r}")
-        due = {c.key: at for at, c in arrivals}
+        due = {p.key: at for at, p in arrivals}
         figures = _baseline_figures(client.store, keys, t0, shape.classes, due)
         figures.update(cpu=cpu_seconds(scheduler), rss=peak_rss(scheduler),
                        terms=len(terms.seen), **step_figures(metrics_port))
         return figures
     finally:
+        for sender in senders:
+            sender.kill()
         runner.close()
         children.stop()
         client.store.reset()
+
+
+def _send_paced(url: str, prefix: str, arrivals: list[tuple[float, Any]],
+                start: Any) -> None:
+    """Submit each workload at its arrival time after the t0 ``start`` gives, in pipelines
+    of :data:`SEND_MOST`: one process keeps up with Kueue's large-scale pace (50,000
+    arrivals in about 2 s) only this way. Each is stamped with the time it is sent."""
+    store = connect(url, prefix=prefix).store
+    t0 = start.recv()
+    submitted = 0
+    while submitted < len(arrivals):
+        now = time.time()
+        due = []
+        while submitted < len(arrivals) and arrivals[submitted][0] <= now - t0 \
+                and len(due) < SEND_MOST:
+            due.append(arrivals[submitted][1])
+            submitted += 1
+        if due:
+            store.workloads.submit_prepared(due, now)
+        else:
+            time.sleep(min(0.005, max(0.0, t0 + arrivals[submitted][0] - now)))
 
 
 def free_port() -> int:
@@ -444,6 +480,7 @@ def _baseline_figures(store: Store, keys: list[str], t0: float, classes: Any,
     waits: dict[str, list[float]] = defaultdict(list)
     admitted_at: dict[str, list[float]] = defaultdict(list)
     late: dict[str, list[float]] = defaultdict(list)
+    evicted: dict[str, int] = defaultdict(int)
     held_over: dict[str, list[float]] = defaultdict(list)
     used: dict[str, float] = defaultdict(float)
     end = max(r.finished_at or 0.0 for r in records.values())
@@ -452,7 +489,9 @@ def _baseline_figures(store: Store, keys: list[str], t0: float, classes: Any,
         record = records[key]
         cls = key.split("/")[1].split("-")[0]
         spec = next(c for c in classes if c[0] == cls)
-        admissions = [e["at"] for e in map(json.loads, history) if e["event"] == "Admitted"]
+        events = [json.loads(e) for e in history]
+        admissions = [e["at"] for e in events if e["event"] == "Admitted"]
+        evicted[cls] += sum(e["event"] == "Evicted" for e in events)
         waits[cls].append(admissions[0] - record.created)
         admitted_at[cls].append(admissions[0] - t0)
         if due is not None:
@@ -463,7 +502,8 @@ def _baseline_figures(store: Store, keys: list[str], t0: float, classes: Any,
 
     timeline = {cls: {"late": statistics.fmean(late[cls]) if late[cls] else float("nan"),
                       "admitted": deciles(admitted_at[cls]),
-                      "held_over": statistics.median(held_over[cls] or [float("nan")])}
+                      "held_over": statistics.median(held_over[cls] or [float("nan")]),
+                      "evicted": evicted[cls]}
                 for cls in waits}
     return {"wall": wall, "waits": {k: sum(v) / len(v) for k, v in waits.items()},
             "min_usage": min(v / (20 * wall) for v in used.values()), "admitted": len(keys),

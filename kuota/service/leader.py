@@ -65,6 +65,7 @@ from kuota.service.nodeview import NodeView
 from kuota.service.placer import Placer
 from kuota.service.stopping import Stops
 from queueing.store import Fenced, NodeState, PodRef, WorkloadRecord
+from queueing.store.events import READ_COUNT, Event
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
 
@@ -72,6 +73,8 @@ log = logging.getLogger(__name__)
 
 #: Live workloads whose pending reasons are looked over per second, at most.
 REASONS_PER_SECOND = 20_000
+#: Longest the pending reasons wait for the leader to catch up with a burst of events.
+REASONS_DEFERRED_MOST = 5.0
 #: Finished workloads past their retention forgotten per step, at most (see
 #: :meth:`Leader._expire`).
 EXPIRE_SLICE = 500
@@ -220,7 +223,8 @@ class Leader:
         if now >= self._renew_at:
             self._renew(now)
         self.intake.step(now)
-        events = self.store.events.read(self.follower.last_event, block_ms=self._block_ms(now))
+        events = self.store.events.read(self.follower.last_event, block_ms=self._block_ms(now),
+                                       count=READ_COUNT)
         now = self.clock()
         self.follower.follow_some(events, now)
         if self._feeds_nodes() and (self.nodes.dirty or (
@@ -236,10 +240,18 @@ class Leader:
         self.placer.step(now)
         if now >= self._node_check_at:
             self._watch_nodes(now)
-        if now >= self._reasons_at:
+        if now >= self._reasons_at and (
+                not self._catching_up(events) or now >= self._reasons_at + REASONS_DEFERRED_MOST):
             self._publish_reasons(now)
         if self.timing.retain_finished is not None and now >= self._expire_at:
             self._expire(now)
+
+    def _catching_up(self, events: Sequence[Event]) -> bool:
+        """Are events left to read or follow (a burst)? Then what is only told to users, the
+        pending reasons, waits (at most :data:`REASONS_DEFERRED_MOST`): writing thousands of
+        new workloads' reasons took a third of such a step, and delayed everything queued
+        behind the burst in the stream — the ends of pods among it."""
+        return self.follower.behind or len(events) >= READ_COUNT
 
     def _renew(self, now: float) -> None:
         lease = self.store.lease(self.holder.rpartition("|")[0], self.timing.lease_ttl)

@@ -19,6 +19,8 @@ from typing import Any, Final, NamedTuple
 from queueing.store.keys import Keys
 
 EVENTS_MAXLEN: Final = 100_000
+#: Entries read at a time: a read that returns this many has likely left more behind.
+READ_COUNT: Final = 5000
 #: Id before every entry.
 START: Final = "0-0"
 
@@ -49,7 +51,8 @@ class EventStream:
         newest = self._r.xrevrange(self._keys.events, count=1)
         return str(newest[0][0]) if newest else START
 
-    def read(self, after: str, *, block_ms: int | None, count: int = 5000) -> list[Event]:
+    def read(self, after: str, *, block_ms: int | None,
+             count: int = READ_COUNT) -> list[Event]:
         reply = self._r.xread({self._keys.events: after}, count=count, block=block_ms)
         events: list[Event] = []
         for _stream, entries in reply or ():
@@ -58,7 +61,7 @@ class EventStream:
                                     fields.get("pod", ""), fields.get("node", "")))
         return events
 
-    def read_all(self, after: str, count: int = 5000) -> list[Event]:
+    def read_all(self, after: str, count: int = READ_COUNT) -> list[Event]:
         """Every entry after ``after`` up to the newest one when called (entries added
         meanwhile are left for the next read)."""
         end = _id_tuple(self.last_id())

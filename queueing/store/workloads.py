@@ -88,6 +88,20 @@ class SubmitRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class PreparedSubmission:
+    """A workload ready to be stored (:meth:`WorkloadStore.prepare`): the submit script's
+    keys and arguments but the time."""
+
+    keys: list[str]
+    key: str
+    submission: str
+    fields: list[object]
+
+    def call(self, now: float) -> tuple[list[str], list[object]]:
+        return self.keys, [self.key, self.submission, now, EVENTS_MAXLEN, *self.fields]
+
+
+@dataclass(frozen=True, slots=True)
 class AdmitRequest:
     key: str
     attempt: int  # the attempt the scheduler last read (the new one is attempt + 1)
@@ -140,17 +154,26 @@ class WorkloadStore:
 
         Raises :class:`~queueing.store.errors.AlreadyExists` for a live workload of that name.
         """
-        keys, args = self._submit_call(SubmitRequest(key, spec, queue, priority, backoff_limit,
-                                                     submission), now)
-        status = self._scripts.run("submit", keys, args)
+        [prepared] = self.prepare([SubmitRequest(key, spec, queue, priority, backoff_limit,
+                                                 submission)])
+        status = self._scripts.run("submit", *prepared.call(now))
         return outcome(status, f"workload {key}") != "again"
 
     def submit_many(self, requests: Sequence[SubmitRequest], now: float) -> list[str]:
         """Store many new workloads in one pipeline (a job array, a benchmark's arrivals);
         one status each: ``ok``, ``ok:again`` or ``exists:<State>``."""
-        return self._scripts.batch("submit", [self._submit_call(r, now) for r in requests])
+        return self.submit_prepared(self.prepare(requests), now)
 
-    def _submit_call(self, r: SubmitRequest, now: float) -> tuple[list[str], list[object]]:
+    def prepare(self, requests: Sequence[SubmitRequest]) -> list[PreparedSubmission]:
+        """What storing each workload takes besides the time (the canonical spec and its
+        digests): made ahead by a client that must then submit at given times."""
+        return [self._prepared(r) for r in requests]
+
+    def submit_prepared(self, prepared: Sequence[PreparedSubmission], now: float) -> list[str]:
+        """:meth:`submit_many` of workloads :meth:`prepare` made ready."""
+        return self._scripts.batch("submit", [p.call(now) for p in prepared])
+
+    def _prepared(self, r: SubmitRequest) -> PreparedSubmission:
         text = digests.canonical(r.spec)
         fields: list[object] = [
             "spec", text, "spec_sum", digests.digest(text), "shape", digests.shape(r.spec),
@@ -159,9 +182,10 @@ class WorkloadStore:
             "admission", "", "cq", "", "placement", "", "decision", "",
         ]
         k = self._keys
-        return ([k.workload(r.key), k.workloads, k.history(r.key), k.events,
-                 k.workloads_in(r.key.partition("/")[0]), k.unfinished, k.finished],
-                [r.key, r.submission, now, EVENTS_MAXLEN, *fields])
+        return PreparedSubmission(
+            [k.workload(r.key), k.workloads, k.history(r.key), k.events,
+             k.workloads_in(r.key.partition("/")[0]), k.unfinished, k.finished],
+            r.key, r.submission, fields)
 
     def cancel(self, key: str, *, now: float, message: str = "cancelled by user") -> None:
         """Finish the workload as Cancelled and stop its pods (retries if it moves meanwhile)."""

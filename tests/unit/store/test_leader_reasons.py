@@ -1,0 +1,47 @@
+"""Why pending workloads wait is written to their records every ``Timing.reasons_every``,
+but not while the leader is catching up with a burst of events (its reads come back
+full): the reasons wait, at most ``REASONS_DEFERRED_MOST`` seconds, and the burst's
+followers — the ends of pods among them — do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from kuota.service import leader as leader_module
+from tests.unit.store.store_builders import SteppedPool
+
+SUBMITTED = "waiting for the scheduler"  # the message a submission is stored with
+
+
+def _message(pool: SteppedPool, key: str) -> str:
+    return pool.store.workloads.get(key).message
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> SteppedPool:
+    monkeypatch.setattr(leader_module, "READ_COUNT", 2)  # a read of two entries is full
+    pool = SteppedPool()
+    pool.submit("holder", cpu=4)  # holds the whole queue: what follows waits
+    pool.run(steps=3, advance=1.0)
+    return pool
+
+
+def test_reasons_wait_while_reads_come_back_full_and_are_written_after(
+        pool: SteppedPool) -> None:
+    waiters = [pool.submit(f"w-{i}", cpu=4) for i in range(4)]
+    pool.run(steps=1, advance=1.0)  # two of four read: a burst
+    assert _message(pool, waiters[0]) == SUBMITTED
+    pool.run(steps=4, advance=1.0)
+    assert all(_message(pool, key) != SUBMITTED for key in waiters)
+
+
+def test_reasons_wait_no_longer_than_the_most_for_a_burst_that_does_not_end(
+        pool: SteppedPool) -> None:
+    first = pool.submit("first", cpu=4)
+    seconds = 0
+    while _message(pool, first) == SUBMITTED and seconds < 20:
+        pool.submit(f"a-{seconds}", cpu=4)  # every read comes back full
+        pool.submit(f"b-{seconds}", cpu=4)
+        pool.run(steps=1, advance=1.0)
+        seconds += 1
+    assert leader_module.REASONS_DEFERRED_MOST <= seconds <= leader_module.REASONS_DEFERRED_MOST + 2
