@@ -1,7 +1,7 @@
 """Why pending workloads wait is written to their records every ``Timing.reasons_every``,
 but not while the leader is catching up with a burst of events (its reads come back
-full): the reasons wait, at most ``REASONS_DEFERRED_MOST`` seconds, and the burst's
-followers — the ends of pods among them — do not."""
+full): the reasons wait, at most ``REASONS_DEFERRED_MOST`` seconds, so that following
+the burst (the ends of pods among it) does not."""
 
 from __future__ import annotations
 
