@@ -178,12 +178,10 @@ class RedisReader:
         return moved | gone, said & fresh.keys()
 
     def fingerprints(self) -> dict[str, str]:
-        keys = self.store.keys
         # The unfinished index once it is complete: a pool retains a week of finished
         # workloads, which the walk would otherwise go through every second.
-        index = keys.unfinished if self.store.redis.exists(keys.unfinished_marker) \
-            else keys.workloads
-        prefix = keys.workload("")
+        index = self.store.indexes.unfinished_index()
+        prefix = self.store.keys.workload("")
         total = self.store.redis.zcard(index)
         out: dict[str, str] = {}
         for start in range(0, total, CHUNK):

@@ -70,11 +70,15 @@ class WorkloadIndexes:
         return [(str(key), float(at)) for key, at in self._r.zrange(
             self._keys.workloads, rank, rank + count - 1, withscores=True)]
 
+    def unfinished_index(self) -> str:
+        """The index to walk for the unfinished workloads (a few finished ones too, at
+        times): every workload's while the indexes are incomplete."""
+        return self._keys.unfinished if self.complete() else self._keys.workloads
+
     def unfinished_keys(self) -> list[str]:
         """The keys of every workload not finished (a few finished ones too, at times),
         oldest submission first; every key while the indexes are incomplete."""
-        index = self._keys.unfinished if self.complete() else self._keys.workloads
-        return [str(key) for key in self._r.zrange(index, 0, -1)]
+        return [str(key) for key in self._r.zrange(self.unfinished_index(), 0, -1)]
 
     def finished_keys(self, since: float | None = None) -> list[str]:
         """The keys of the workloads finished (since ``since``), the earliest end first;
