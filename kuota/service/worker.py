@@ -185,7 +185,15 @@ class PoolWorker:
         beat.start()
         try:
             while not stop.is_set() and not self.replaced:
-                self._rq = self._new_rq_worker()
+                try:
+                    self._rq = self._new_rq_worker()
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    # rq's worker names itself in Redis as it is made: Redis may still be
+                    # away (a failover slower than the wait below). Try again.
+                    log.warning("node %s: cannot start rq, redis unavailable (%s)", self.node,
+                                exc)
+                    stop.wait(1.0)
+                    continue
                 self._in_main_thread = threading.current_thread() is threading.main_thread()
                 if threading.current_thread() is not threading.main_thread():
                     threading.Thread(target=self._stop_rq_on, args=(stop, self._rq),

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 from harness import (
     CQ,
     Processes,
@@ -24,6 +26,8 @@ from harness import (
 
 from kuota.client import Client
 from kuota.service.connection import connect
+from kuota.service.worker import PoolWorker
+from queueing.store import Outcome
 from quota import api
 
 pytestmark = pytest.mark.redis
@@ -256,3 +260,35 @@ def test_a_lost_start_job_is_sent_again(redis_server_url: str, redis_prefix: str
     assert again == first, "the same pods make the same job"
     assert [p.pod_id for p in decode(*job.args)] == ["default/orphan:1:0"]
     assert waited >= 0.5, "not re-sent before the pod had a chance to start"
+
+
+def test_a_worker_starts_rq_again_after_redis_comes_back(
+        redis_server_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rq gives up when Redis goes away mid-job (a failover, a restart) and the worker
+    starts it again; building rq's worker talks to Redis too, so while Redis is still
+    away that fails as well, and must be tried again, not end the worker."""
+    made = []
+    make = PoolWorker._new_rq_worker
+
+    def new_rq_worker(worker: PoolWorker) -> Any:
+        made.append(len(made))
+        if len(made) == 2:  # Redis still away
+            raise redis.ConnectionError("Error 111 connecting to Redis. Connection refused.")
+        rq = make(worker)
+        if len(made) == 1:  # the first gives up at once, as when Redis goes away mid-job
+            monkeypatch.setattr(rq, "work", _gone)
+        return rq
+
+    monkeypatch.setattr(PoolWorker, "_new_rq_worker", new_rq_worker)
+    with local_cluster(redis_server_url, redis_prefix, [node("p", "n1", "cpu=2")]) as cluster:
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 2})))
+        run = client.submit(["true"], queue="default/lq-cq", name="after", requests={"cpu": 1})
+        assert run.wait(timeout=30).outcome == Outcome.SUCCEEDED
+        _, _, thread = cluster.workers["n1"]
+        assert thread.is_alive()
+    assert len(made) >= 3
+
+
+def _gone(**_: Any) -> bool:
+    raise redis.ConnectionError("Error while reading from Redis: Connection reset by peer")
