@@ -19,7 +19,12 @@ Prints, as medians over the rounds after the first two (warm-up): wall and CPU t
 round and per workload, and the share of the wall time the leader spent not on its own
 CPU — waiting for Redis, mostly.
 
-Usage: python benchmarks/leader_step.py [--rounds 12] [--redis URL]
+The pool is one node big enough for everything, unless ``--nodes N`` registers N nodes of
+64 cpus each (more when they would hold fewer than 2,000 pods): binpack fills them one
+after the other and the pods' ends free them, so the best node changes from gang to gang.
+That shows how the round's cost grows with the size of the pool.
+
+Usage: python benchmarks/leader_step.py [--rounds 12] [--nodes 1] [--redis URL]
 
 Starts its own redis-server on a free port of 127.0.0.1 unless ``--redis URL`` is given.
 Imports the package found first on ``sys.path`` (``PYTHONPATH`` decides which checkout is
@@ -69,13 +74,16 @@ def submissions(tag: str) -> list[SubmitRequest]:
     return out
 
 
-def rounds(url: str, count: int) -> list[tuple[float, float]]:
+def rounds(url: str, count: int, nodes: int = 1) -> list[tuple[float, float]]:
     """(wall, CPU) seconds of each round after the warm-up."""
     conn = connect(url, prefix=f"step{uuid.uuid4().hex[:6]}")
     Client(connection=conn).apply(baseline(shape=LARGE_SCALE, preemption=True)["objects"])
     store = conn.store
-    store.nodes.register("n1", pool="bench", capacity={"cpu": 10**9}, labels={},
-                         devices=[], now=time.time())
+    for i in range(nodes):
+        store.nodes.register(f"n{i + 1}", pool="bench",
+                             capacity={"cpu": 10**9 if nodes == 1
+                                       else 1000 * max(64, -(-2000 // nodes))}, labels={},
+                             devices=[], now=time.time())
     lease = store.lease("bench", 30.0)
     try:
         if not lease.acquire() or lease.holder is None:
@@ -84,9 +92,11 @@ def rounds(url: str, count: int) -> list[tuple[float, float]]:
                         config=EngineConfig(), clock=time.time)
         measured: list[tuple[float, float]] = []
         for n in range(count + WARM_UP):
-            live = [PodRef(key, t.attempt, 0) for key, t in leader.tracked.items() if t.placed]
+            live = [(PodRef(key, t.attempt, 0), t.placed[0][0])
+                    for key, t in leader.tracked.items() if t.placed]
             if live:
-                store.pods.exit_many([PodExit(ref, "n1", 1, 0) for ref in live], time.time())
+                store.pods.exit_many([PodExit(ref, node, 1, 0) for ref, node in live],
+                                     time.time())
             store.workloads.submit_many(submissions(f"r{n}"), time.time())
             wall, cpu = time.perf_counter(), time.process_time()
             while True:
@@ -106,16 +116,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=12, help="measured rounds (default 12)")
+    parser.add_argument("--nodes", type=int, default=1, help="nodes in the pool (default 1)")
     parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
     args = parser.parse_args()
     gctuning.tune()  # as `kuota scheduler` does
     with redis_server(args.redis) as url:
-        measured = rounds(url, args.rounds)
+        measured = rounds(url, args.rounds, args.nodes)
     wall = statistics.median(w for w, _ in measured)
     cpu = statistics.median(c for _, c in measured)
     per = LARGE_SCALE.cohorts * LARGE_SCALE.queues
     print(f"leader round of the large-scale drain: {per:,} workloads finished, submitted, "
-          f"admitted and placed ({args.rounds} rounds, medians)")
+          f"admitted and placed on {args.nodes:,} node(s) ({args.rounds} rounds, medians)")
     print(f"  wall   {1000 * wall:7.1f} ms a round, {1e6 * wall / per:6.1f} µs a workload")
     print(f"  CPU    {1000 * cpu:7.1f} ms a round, {1e6 * cpu / per:6.1f} µs a workload")
     print(f"  not on the leader's CPU (waiting for Redis, mostly): "

@@ -9,5 +9,6 @@ Pure core (values in, values out; no I/O). Modules, one noun each:
 :mod:`~placement.domains` (topology domain assignment for admission),
 :mod:`~placement.objects` (Kubernetes JSON to values),
 :mod:`~placement.cache` (nodes and bound-pod usage fed by events),
-:mod:`~placement.memo` (reuse of per-node answers). See ``docs/placement.md``.
+:mod:`~placement.memo` (reuse of per-node answers), :mod:`~placement.ranking`
+(a pool's nodes kept ranked between gangs). See ``docs/placement.md``.
 """

@@ -52,7 +52,7 @@ def placement_key(admission: Admission, pools: Mapping[str, str]) -> str:
     return repr((sorted(nodes.items()), pool))
 
 
-def place(pods: Sequence[GangPod], admission: Admission, pools: Mapping[str, Sequence[Node]],
+def place(pods: Sequence[GangPod], admission: Admission, pools: Mapping[str, placing.Pool],
           *, pool: str | None = None) -> Placed | Unplaceable:
     """Place the gang where the admission allows; ``pool``: the one pool dispatch chose."""
     if pool is not None:
@@ -66,7 +66,7 @@ def place(pods: Sequence[GangPod], admission: Admission, pools: Mapping[str, Seq
     nodes = pinned(admission)
     if not nodes:
         return placing.place(pods, pools)
-    return _place_pinned(pods, nodes, pools)
+    return _place_pinned(pods, nodes, {name: placing.members(p) for name, p in pools.items()})
 
 
 def _place_pinned(pods: Sequence[GangPod], nodes: Mapping[str, tuple[str, ...]],

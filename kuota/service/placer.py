@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING
 
 from admission.errors import blame
 from kuota.service import jobs, pinning, placing
+from placement.ranking import NodeRanking
 from queueing.store import PodPhase, PodRef, WorkloadRecord
 from queueing.store.workloads import PlaceRequest, PodPlacement
 from quota.lifecycle import State
@@ -103,6 +104,9 @@ class Placer:
         #: Placements found but not stored yet (some ahead: :meth:`plan_ahead`): gang ->
         #: what to store, its pods, and the node view (its refresh count) they were added to.
         self._planned: dict[str, tuple[PlaceRequest, list[placing.GangPod], int]] = {}
+        #: Each pool's nodes, ranked for the kinds of pod placed there (kept between
+        #: rounds: a round ranks again only the nodes that changed since the last).
+        self._rankings: dict[str, NodeRanking] = {}
 
     def resume(self, records: Iterable[WorkloadRecord]) -> None:
         """Set aside as Inadmissible by an earlier leader: tried again at the first step."""
@@ -157,7 +161,7 @@ class Placer:
         leader = self.leader
         if not leader.unplaced:
             return
-        pools = leader.nodes.pools()
+        pools = self._pools()
         for key in [k for k in leader.unplaced if k not in self._kind_of]:
             record = leader.engine.records.get(key)
             if record is None or record.admission is None or key not in leader.tracked:
@@ -194,7 +198,7 @@ class Placer:
                     break
                 # Later gangs of this round see these pods on their nodes.
                 leader.nodes.update(result.updated)
-                pools[result.pool] = [result.updated.get(n.name, n) for n in pools[result.pool]]
+                pools[result.pool].update(result.updated.values())
                 self._planned[key] = (PlaceRequest(key, tracked.attempt, tuple(
                     PodPlacement(PodRef(key, tracked.attempt, p.index), node, p.pod_set,
                                  p.requests, leader.nodes.epoch(node))
@@ -206,6 +210,15 @@ class Placer:
             if not keys:
                 del self._by_kind[kind]
                 self._could_fit.pop(kind, None)
+
+    def _pools(self) -> dict[str, NodeRanking]:
+        """The node view's pools, as rankings brought up to date with it."""
+        pools = self.leader.nodes.pools()
+        self._rankings = {name: self._rankings.get(name) or NodeRanking(placing.SCORER)
+                          for name in pools}
+        for name, ranking in self._rankings.items():
+            ranking.sync(pools[name])
+        return self._rankings
 
     def _set_aside(self, kind: Kind, keys: dict[str, None], key: str,
                    pods: list[placing.GangPod], admission: Admission, pool: str | None,

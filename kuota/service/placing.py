@@ -8,7 +8,9 @@ of a pool. A gang runs inside one pool (a pool acts as one member cluster);
 pools are tried in name order and the first that takes the whole gang wins.
 Inside the pool :func:`placement.gang.place_gang` places every pod or none,
 scoring with kube-scheduler's MostAllocated (binpack), so small gangs fill
-nodes up and leave whole nodes free for big ones.
+nodes up and leave whole nodes free for big ones. The leader passes its pools
+as :class:`placement.ranking.NodeRanking` s, which give place_gang's answer at
+the cost of the nodes that changed since the last gang instead of every node.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from placement.model import (
     SelectorOperator,
     add_amounts,
 )
+from placement.ranking import NodeRanking
 from placement.scoring import ResourceAllocationScorer, Strategy
 from queueing.store import NodeRecord
 from quota.config import FlavorConfig
@@ -126,14 +129,28 @@ def without_requests(node: Node, requests: ResourceVector) -> Node:
                 node.unschedulable)
 
 
-def place(pods: Sequence[GangPod], pools: Mapping[str, Sequence[Node]]) -> Placed | Unplaceable:
+#: A pool's nodes: a list, or a ranking of them (:mod:`placement.ranking`).
+Pool = Sequence[Node] | NodeRanking
+
+
+def members(pool: Pool) -> Sequence[Node]:
+    """The pool's nodes as a list."""
+    return list(pool.nodes.values()) if isinstance(pool, NodeRanking) else pool
+
+
+def place(pods: Sequence[GangPod], pools: Mapping[str, Pool]) -> Placed | Unplaceable:
     """All pods in the first pool (by name) that takes them all, or why none does."""
     if not pods:
         return Placed("", (), {})
     reasons: list[str] = []
+    requirements = [p.requirements for p in pods]
     for pool in sorted(pools):
+        nodes = pools[pool]
         try:
-            result = place_gang([p.requirements for p in pods], pools[pool], SCORER)
+            # A ranking answers as place_gang would; a gang it cannot place is scanned
+            # for the reasons.
+            result = (nodes.place_gang(requirements) if isinstance(nodes, NodeRanking)
+                      else None) or place_gang(requirements, members(nodes), SCORER)
         except ModelError as exc:
             return Unplaceable(str(exc))
         if isinstance(result, GangPlacement):
