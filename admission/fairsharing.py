@@ -34,9 +34,10 @@ As in classical preemption, unneeded victims are put back at the end.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from admission.preemption import (
     Target,
@@ -90,67 +91,130 @@ def share(snapshot: Snapshot, node: qt.QuotaNode) -> Share:
     return (False, ratio * MILLI / w)
 
 
-def _path_shares(snapshot: Snapshot, cq: str, usage: FRVector) -> dict[str, Share]:
-    """Share of each node on the path up from ``cq``, keyed by its parent's name,
-    as it would be with ``usage`` admitted."""
-    snapshot.tree.add(cq, usage)
-    try:
-        shares: dict[str, Share] = {}
-        node = snapshot.tree.queues[cq]
-        while node.parent is not None:
-            shares[node.parent.name] = share(snapshot, node)
-            node = node.parent
-        return shares
-    finally:
-        snapshot.tree.remove(cq, usage)
-
-
 def fair_order(snapshot: Snapshot, entries: Sequence[E], *, cluster_queue: Callable[[E], str],
                usage: Callable[[E], FRVector], order: Callable[[E], tuple[int, float, str]],
                preempting: Callable[[E], bool] = lambda _: False) -> Iterator[E]:
     """Yield entries one by one in tournament order; the caller admits between yields.
     ``order`` ranks equal shares: (-priority, queue-order timestamp, key). Entries still
     waiting for their victims to stop (``preempting``) win before any share is compared,
-    so the quota their victims free is not taken from under them."""
+    so the quota their victims free is not taken from under them.
+
+    Each yield runs the tournament of the cohort tree holding the best-ranked entry left.
+    Only the parts of it that can have changed since the last are run again
+    (:class:`_Tournament`), so a cycle over a cohort of hundreds of queues costs per
+    admission about the length of one path, not a share for every queue."""
     def rank(e: E) -> tuple[bool, int, float, str]:
         return (not preempting(e), *order(e))
 
-    remaining = list(entries)
-    while remaining:
-        first = min(remaining, key=rank)
-        node = snapshot.tree.queues[cluster_queue(first)]
-        if node.parent is None:
-            remaining.remove(first)
-            yield first
+    queues = snapshot.tree.queues
+    tournament = _Tournament(snapshot, entries, cluster_queue, usage, rank)
+    # The best-ranked entry left, first among equals in ``entries`` order; entries already
+    # yielded are dropped when they come to the top.
+    heap = [(rank(e), i, e) for i, e in enumerate(entries)]
+    heapq.heapify(heap)
+    while heap:
+        first = heap[0][2]
+        if tournament.yielded(first):
+            heapq.heappop(heap)
             continue
-        root = node.root()
-        contenders = {cluster_queue(e): e for e in remaining
-                      if snapshot.tree.queues[cluster_queue(e)].root() is root}
-        shares = {cq: _path_shares(snapshot, cq, usage(e)) for cq, e in contenders.items()}
-
-        winner = _tournament(root, contenders, shares, cluster_queue, rank)
+        node = queues[cluster_queue(first)]
+        winner = first if node.parent is None else tournament.winner(node.root())
         assert winner is not None  # the root holds at least ``first``
-        remaining.remove(winner)
+        tournament.remove(winner)
         yield winner
 
 
-def _tournament(cohort: qt.QuotaNode, contenders: Mapping[str, E],
-                shares: Mapping[str, Mapping[str, Share]], cluster_queue: Callable[[E], str],
-                rank: Callable[[E], tuple[bool, int, float, str]]) -> E | None:
-    """The winner under ``cohort``: children's winners compete by their share at this level
-    (a preemptor waiting for its victims before any share)."""
-    best: E | None = None
-    best_key: tuple[bool, Share, int, float, str] | None = None
-    for child in cohort.children:
-        winner = (_tournament(child, contenders, shares, cluster_queue, rank) if child.is_cohort
-                  else contenders.get(child.name))
-        if winner is None:
-            continue
-        waits, priority, timestamp, name = rank(winner)
-        key = (waits, shares[cluster_queue(winner)][cohort.name], priority, timestamp, name)
-        if best_key is None or key < best_key:
-            best, best_key = winner, key
-    return best
+class _Tournament(Generic[E]):
+    """The tournaments of one cycle, kept between its admissions.
+
+    Under a Cohort, each child's candidate (the winner below it, or a ClusterQueue's
+    last entry left) competes by the child's share with that candidate admitted. That
+    key depends on the usage in the child's subtree and on the candidate alone, and the
+    winner under a Cohort on the usage and the entries left in its subtree. A usage
+    change marks the subtrees holding it (:attr:`quota.tree.QuotaNode.stamp`) and an
+    entry yielded is counted against the cohorts above its queue, so a key or a winner
+    computed before holds while both marks are as they were then."""
+
+    def __init__(self, snapshot: Snapshot, entries: Sequence[E],
+                 cluster_queue: Callable[[E], str], usage: Callable[[E], FRVector],
+                 rank: Callable[[E], tuple[bool, int, float, str]]) -> None:
+        self._snapshot = snapshot
+        self._cluster_queue, self._usage, self._rank = cluster_queue, usage, rank
+        #: Per ClusterQueue its entries not yielded, in order: the last one competes.
+        self._left: dict[str, list[E]] = {}
+        for e in entries:
+            self._left.setdefault(cluster_queue(e), []).append(e)
+        self._yielded: set[int] = set()
+        #: Entries yielded under each cohort (by id).
+        self._taken: dict[int, int] = {}
+        #: Cohort (by id) -> (its stamp, entries yielded under it, its winner) when computed.
+        self._winners: dict[int, tuple[int, int, E | None]] = {}
+        #: Child (by id) -> (its stamp, its candidate, the candidate's key at its parent).
+        self._keys: dict[int, tuple[int, E, tuple[bool, Share, int, float, str]]] = {}
+
+    def yielded(self, e: E) -> bool:
+        return id(e) in self._yielded
+
+    def remove(self, e: E) -> None:
+        self._yielded.add(id(e))
+        left = self._left[self._cluster_queue(e)]
+        for i in range(len(left) - 1, -1, -1):  # (the competing one: the last, mostly)
+            if left[i] is e:
+                del left[i]
+                break
+        node = self._snapshot.tree.queues[self._cluster_queue(e)].parent
+        while node is not None:
+            self._taken[id(node)] = self._taken.get(id(node), 0) + 1
+            node = node.parent
+
+    def winner(self, cohort: qt.QuotaNode) -> E | None:
+        """The winner under ``cohort``: children's candidates compete by their share at
+        this level (a preemptor waiting for its victims before any share); ties go to the
+        earlier child."""
+        taken = self._taken.get(id(cohort), 0)
+        known = self._winners.get(id(cohort))
+        if known is not None and known[0] == cohort.stamp and known[1] == taken:
+            return known[2]
+        best: E | None = None
+        best_key: tuple[bool, Share, int, float, str] | None = None
+        for child in cohort.children:
+            if child.is_cohort:
+                candidate = self.winner(child)
+            else:
+                left = self._left.get(child.name)
+                candidate = left[-1] if left else None
+            if candidate is None:
+                continue
+            key = self._key(child, candidate)
+            if best_key is None or key < best_key:
+                best, best_key = candidate, key
+        self._winners[id(cohort)] = (cohort.stamp, taken, best)
+        return best
+
+    def _key(self, child: qt.QuotaNode, candidate: E) -> tuple[bool, Share, int, float, str]:
+        known = self._keys.get(id(child))
+        if known is not None and known[0] == child.stamp and known[1] is candidate:
+            return known[2]
+        waits, priority, timestamp, name = self._rank(candidate)
+        queue = self._snapshot.tree.queues[self._cluster_queue(candidate)]
+        key = (waits, _share_with(self._snapshot, queue, self._usage(candidate), child),
+               priority, timestamp, name)
+        self._keys[id(child)] = (child.stamp, candidate, key)
+        return key
+
+
+def _share_with(snapshot: Snapshot, queue: qt.QuotaNode, usage: FRVector,
+                node: qt.QuotaNode) -> Share:
+    """The share of ``node`` (``queue`` or a cohort above it) were ``usage`` admitted at
+    ``queue``. The usage is added for the computation and taken back: unmarked, since
+    the tree is then as it was."""
+    for fr, amount in usage.items():
+        qt.add_usage(queue, fr, amount)
+    try:
+        return share(snapshot, node)
+    finally:
+        for fr, amount in usage.items():
+            qt.remove_usage(queue, fr, amount)
 
 
 def _meeting_nodes(a: qt.QuotaNode, b: qt.QuotaNode) -> tuple[qt.QuotaNode, qt.QuotaNode]:

@@ -21,7 +21,10 @@ harness); prints wall, admissions/s, mean time to admission per class, min usage
 the scheduler's CPU seconds and peak RSS, how many lease terms there were, and the
 leader's longest step (from its /metrics).
 
-Usage: python benchmarks/large_scale.py [--no-preemption] [--scaling]
+``--fair-sharing`` runs all of it with fair sharing on (Kueue's shape has it off): each
+cohort's heads are then ordered by a tournament of dominant resource shares.
+
+Usage: python benchmarks/large_scale.py [--no-preemption] [--fair-sharing] [--scaling]
            [--realtime [--realtime-scale S]]
 """
 
@@ -48,7 +51,7 @@ def per_admission(r: dict[str, Any]) -> float:
     return 1e6 * (r["cpu"] - r["setup"]) / max(r["decisions"], 1)
 
 
-def scaling(preemption: bool) -> None:
+def scaling(preemption: bool, fair_sharing: bool) -> None:
     print("== scaling: engine CPU per admission (queue setup excluded)")
     print(f"  {'shape':<44} {'setup CPU s':>11} {'peak pending':>12} {'µs/admission':>13}")
     rows: list[tuple[str, Shape, float, float]] = [
@@ -59,7 +62,7 @@ def scaling(preemption: bool) -> None:
              for n in (1_000, 10_000, 50_000)]
     for title, shape, interval, count in rows:
         r = run(shape=shape, interval_scale=interval, count_scale=count,
-                preemption=preemption)
+                preemption=preemption, fair_sharing=fair_sharing)
         print(f"  {title:<44} {r['setup']:>11.2f} {r['peak_pending']:>12,} "
               f"{per_admission(r):>13.1f}")
 
@@ -69,6 +72,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-preemption", action="store_true",
                         help="drop the shape's preemption settings")
+    parser.add_argument("--fair-sharing", action="store_true",
+                        help="turn fair sharing on (the scheduler's --fair-sharing)")
     parser.add_argument("--scaling", action="store_true",
                         help="also print the scaling table (several more runs)")
     parser.add_argument("--realtime", action="store_true",
@@ -80,22 +85,25 @@ def main() -> None:
     args = parser.parse_args()
     gctuning.tune()  # as `kuota simulate` and `kuota scheduler` do
     preemption = not args.no_preemption
-    r = run(shape=LARGE_SCALE, preemption=preemption)
-    report("large-scale (Kueue's shape" + (", preemption on)" if preemption else ")"), r)
+    r = run(shape=LARGE_SCALE, preemption=preemption, fair_sharing=args.fair_sharing)
+    report("large-scale (Kueue's shape" + (", preemption on" if preemption else "")
+           + (", fair sharing on" if args.fair_sharing else "") + ")", r)
     print(f"  CPU seconds, queue setup {r['setup']:.2f}")
     print(f"  CPU per admission (run)  {per_admission(r):.1f} µs")
     print(f"  {KUEUE}")
     if args.scaling:
-        scaling(preemption)
+        scaling(preemption, args.fair_sharing)
     if args.realtime:
-        realtime(args.realtime_scale, preemption, args.redis, r)
+        realtime(args.realtime_scale, preemption, args.redis, r, args.fair_sharing)
 
 
-def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str, Any]) -> None:
+def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str, Any],
+             fair_sharing: bool) -> None:
     from redis_throughput import realtime_baseline, redis_server
 
     with redis_server(url) as server:
-        r = realtime_baseline(server, scale, 0.01, shape=LARGE_SCALE, preemption=preemption)
+        r = realtime_baseline(server, scale, 0.01, shape=LARGE_SCALE, preemption=preemption,
+                              scheduler_args=("--fair-sharing",) if fair_sharing else ())
     waits = ", ".join(f"{name} {r['waits'][name]:.2f} s" for name, *_ in LARGE_SCALE.classes)
     print(f"== real time on Redis (scale {scale:g}: {r['admitted']:,} workloads)")
     print(f"  wall                     {r['wall']:.1f} s "

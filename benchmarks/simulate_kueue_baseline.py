@@ -88,9 +88,12 @@ def baseline(*, interval_scale: float = 1.0, count_scale: float = 1.0,
 
 
 def run(*, interval_scale: float = 1.0, count_scale: float = 1.0,
-        preemption: bool, shape: Shape = BASELINE) -> dict[str, Any]:
-    scenario = parse_scenario(baseline(interval_scale=interval_scale, count_scale=count_scale,
-                                       preemption=preemption, shape=shape), source="baseline")
+        preemption: bool, shape: Shape = BASELINE, fair_sharing: bool = False) -> dict[str, Any]:
+    doc = baseline(interval_scale=interval_scale, count_scale=count_scale,
+                   preemption=preemption, shape=shape)
+    if fair_sharing:
+        doc["config"] = {"fairSharing": {"enable": True}}
+    scenario = parse_scenario(doc, source="baseline")
     start = time.process_time()
     sim = Simulation(scenario)
     setup = time.process_time() - start

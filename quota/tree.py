@@ -61,6 +61,10 @@ class QuotaNode:
     #: :func:`add_usage` and :func:`remove_usage`): a victim search in a cohort of
     #: hundreds of queues visits only those that borrow.
     borrowers: dict[FlavorResource, dict[QuotaNode, None]] = field(default_factory=dict)
+    #: Counts the usage changes made in this node's subtree through :meth:`QuotaTree.add`
+    #: and :meth:`QuotaTree.remove`: an answer computed from the subtree's usage holds
+    #: while this is unchanged (the fair-sharing tournament keeps its winners so).
+    stamp: int = 0
 
     def __post_init__(self) -> None:
         self.lending = {fr: c.lending_limit for fr, c in self.quotas.items()
@@ -138,6 +142,14 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, amount: Amount) -> None:
         if node.parent is None or stored_in_parent <= 0:
             return
         node, amount = node.parent, min(amount, stored_in_parent)
+
+
+def _stamp(node: QuotaNode | None) -> None:
+    """Mark a usage change at ``node`` in the subtrees holding it (every ancestor: what
+    spills up stops somewhere, but a mark too many only costs a recomputation)."""
+    while node is not None:
+        node.stamp += 1
+        node = node.parent
 
 
 def _track(node: QuotaNode, fr: FlavorResource) -> None:
@@ -302,12 +314,14 @@ class QuotaTree:
     def add(self, queue: str, usage: Mapping[FlavorResource, Amount]) -> None:
         node = self.queues[queue]
         self.version += 1
+        _stamp(node)
         for fr, amount in usage.items():
             add_usage(node, fr, amount)
 
     def remove(self, queue: str, usage: Mapping[FlavorResource, Amount]) -> None:
         node = self.queues[queue]
         self.version += 1
+        _stamp(node)
         for fr, amount in usage.items():
             remove_usage(node, fr, amount)
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from admission import fairsharing, partial
-from quota.cache import QuotaCache
+from quota.cache import QuotaCache, Snapshot
 from quota.resources import FlavorResource
+from quota.tree import QuotaNode
 from quota.workload import Admission, PodSetAdmission
 from tests.builders import ClusterQueueBuilder, WorkloadBuilder, cohort, flavor
 
@@ -94,3 +99,131 @@ def test_partial_search(sets: list[tuple[int, int | None]], fits_up_to: int,
 
     assert partial.search(info, attempt) == want
     assert len(tried) <= 1 + max(c - (m or c) for c, m in sets).bit_length() + 1
+
+
+# -- the tournament kept between admissions: the order of one run afresh every time -----
+
+def fresh_order(snapshot: Snapshot, entries: list[Pending]) -> Iterator[Pending]:
+    """The tournament order by its definition: before every yield, every share computed
+    again for the last entry left of every queue of the tree (what fair_order did before
+    it kept its tournaments)."""
+    remaining = list(entries)
+    while remaining:
+        first = min(remaining, key=Pending.rank)
+        node = snapshot.tree.queues[first.cq]
+        if node.parent is None:
+            remaining.remove(first)
+            yield first
+            continue
+        root = node.root()
+        contenders = {e.cq: e for e in remaining if snapshot.tree.queues[e.cq].root() is root}
+        shares = {}
+        for cq, e in contenders.items():
+            snapshot.tree.add(cq, e.usage)
+            path, at = {}, snapshot.tree.queues[cq]
+            while at.parent is not None:
+                path[at.parent.name] = fairsharing.share(snapshot, at)
+                at = at.parent
+            snapshot.tree.remove(cq, e.usage)
+            shares[cq] = path
+
+        def winner_under(cohort: QuotaNode) -> Pending | None:
+            best, best_key = None, None
+            for child in cohort.children:
+                w = winner_under(child) if child.is_cohort else contenders.get(child.name)
+                if w is None:
+                    continue
+                waits, *rest = w.rank()
+                key = (waits, shares[w.cq][cohort.name], *rest)
+                if best_key is None or key < best_key:
+                    best, best_key = w, key
+            return best
+
+        won = winner_under(root)
+        assert won is not None
+        remaining.remove(won)
+        yield won
+
+
+@dataclass(frozen=True)
+class Pending:
+    name: str
+    cq: str
+    priority: int
+    cpu: int
+    mem: int
+    preempting: bool
+
+    @property
+    def usage(self) -> dict[FlavorResource, int]:
+        return {CPU: self.cpu * 1000, MEM: self.mem * 1000}
+
+    def rank(self) -> tuple[bool, int, float, str]:
+        return (not self.preempting, -self.priority, 0.0, self.name)
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> tuple[QuotaCache, list[tuple[str, int, int]]]:
+    """A cohort tree two levels deep (queues under the root too, and a queue outside),
+    its queues' quotas and weights, and the usage admitted before the cycle."""
+    cache = QuotaCache()
+    cache.flavors["default"] = flavor("default")
+    cache.cohorts["root"] = cohort("root", cpu=draw(st.integers(0, 12)),
+                                   memory=draw(st.integers(0, 12)))
+    parents = ["root"]
+    for i in range(draw(st.integers(0, 3))):
+        name = f"c{i}"
+        cache.cohorts[name] = replace(
+            cohort(name, "root", cpu=draw(st.integers(0, 6)), memory=draw(st.integers(0, 6))),
+            fair_weight=draw(st.sampled_from([0, 500, 1000, 2000])))
+        parents.append(name)
+    used = []
+    for i in range(draw(st.integers(1, 7))):
+        name = f"q{i}"
+        parent = draw(st.sampled_from([*parents, None]))
+        builder = ClusterQueueBuilder(name).flavor(
+            "default", {"cpu": draw(st.integers(0, 4)), "memory": draw(st.integers(0, 4))},
+            borrowing=draw(st.sampled_from([None, {"cpu": 2}])),
+            lending=draw(st.sampled_from([None, {"cpu": 1}])))
+        if parent is not None:
+            builder = builder.cohort(parent)
+        cache.cluster_queues[name] = builder.set(
+            fair_weight=draw(st.sampled_from([0, 500, 1000, 2000]))).obj()
+        used += [(name, draw(st.integers(0, 4)), draw(st.integers(0, 4)))
+                 for _ in range(draw(st.integers(0, 2)))]
+    cache.rebuild()
+    used = list(dict.fromkeys(used))  # (one workload each)
+    for cq, cpu, mem in used:
+        use(cache, cq, cpu, mem)
+    return cache, used
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(), st.data())
+def test_the_kept_tournament_yields_the_order_of_one_run_afresh(
+        tree: tuple[QuotaCache, list[tuple[str, int, int]]], data: st.DataObject) -> None:
+    cache, used = tree
+    queues = sorted(cache.cluster_queues)
+    entries = [Pending(f"w{i}", data.draw(st.sampled_from(queues)),
+                       data.draw(st.integers(0, 2)), data.draw(st.integers(0, 3)),
+                       data.draw(st.integers(0, 3)), data.draw(st.integers(0, 4)) == 0)
+               for i in range(data.draw(st.integers(1, 12)))]
+    # What the caller does after each yield: admit it, pass, or also evict something.
+    moves = data.draw(st.lists(st.sampled_from(["admit", "admit", "pass", "evict"]),
+                               min_size=len(entries), max_size=len(entries)))
+    got = []
+    for run in (fairsharing.fair_order, fresh_order):
+        snapshot, victims, yielded = cache.snapshot(), list(used), []
+        order = (run(snapshot, entries, cluster_queue=lambda e: e.cq,
+                     usage=lambda e: e.usage, order=lambda e: e.rank()[1:],
+                     preempting=lambda e: e.preempting)
+                 if run is fairsharing.fair_order else run(snapshot, entries))
+        for entry, move in zip(order, moves, strict=False):
+            yielded.append(entry.name)
+            if move == "admit":
+                snapshot.tree.add(entry.cq, entry.usage)
+            elif move == "evict" and victims:
+                cq, cpu, mem = victims.pop()
+                snapshot.tree.remove(cq, {CPU: cpu * 1000, MEM: mem * 1000})
+        got.append(yielded)
+    assert got[0] == got[1]
