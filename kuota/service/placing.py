@@ -142,20 +142,27 @@ def place(pods: Sequence[GangPod], pools: Mapping[str, Pool]) -> Placed | Unplac
     """All pods in the first pool (by name) that takes them all, or why none does."""
     if not pods:
         return Placed("", (), {})
-    reasons: list[str] = []
     requirements = [p.requirements for p in pods]
-    for pool in sorted(pools):
-        nodes = pools[pool]
-        try:
-            # A ranking answers as place_gang would; a gang it cannot place is scanned
-            # for the reasons.
+    scanned: dict[str, str] = {}  # pool -> why the gang does not fit there
+    try:
+        for pool in sorted(pools):
+            nodes = pools[pool]
+            # A ranking answers as place_gang would, without the reasons: those are scanned
+            # for below, and only when no pool takes the gang.
             result = (nodes.place_gang(requirements) if isinstance(nodes, NodeRanking)
-                      else None) or place_gang(requirements, members(nodes), SCORER)
-        except ModelError as exc:
-            return Unplaceable(str(exc))
-        if isinstance(result, GangPlacement):
-            return Placed(pool, result.assignments, result.nodes)
-        reasons.append(f"pool {pool}: {result.reason}")
+                      else place_gang(requirements, nodes, SCORER))
+            if isinstance(result, GangPlacement):
+                return Placed(pool, result.assignments, result.nodes)
+            if result is not None:
+                scanned[pool] = result.reason
+        for pool in sorted(pools.keys() - scanned.keys()):
+            result = place_gang(requirements, members(pools[pool]), SCORER)
+            if isinstance(result, GangPlacement):  # (never: a ranking is exact)
+                return Placed(pool, result.assignments, result.nodes)
+            scanned[pool] = result.reason
+    except ModelError as exc:
+        return Unplaceable(str(exc))
+    reasons = [f"pool {pool}: {reason}" for pool, reason in sorted(scanned.items())]
     if not reasons:
         return Unplaceable("no Ready nodes in any pool")
     return Unplaceable("; ".join(reasons))

@@ -6,6 +6,7 @@ import pytest
 
 from kuota.service import placing
 from placement.model import Node, PodRequirements
+from placement.ranking import NodeRanking
 from quota.config import FlavorConfig
 from quota.workload import Admission, PodSetAdmission, PodSetInfo, WorkloadInfo
 
@@ -32,17 +33,23 @@ def test_flavor_labels_and_the_pod_sets_selector_both_apply() -> None:
     assert dict(pod.requirements.node_selector) == {"zone": "a", "tier": "fast"}
 
 
-def test_the_whole_gang_lands_in_one_pool_or_nowhere() -> None:
+@pytest.mark.parametrize("ranked", [False, True], ids=["lists", "rankings"])
+def test_the_whole_gang_lands_in_one_pool_or_nowhere(ranked: bool) -> None:
     info, admission = gang(3)
     pods = placing.gang_pods(info, admission, FLAVORS)
     fast = {"tier": "fast"}
-    pools = {"a": nodes(("a1", 2, fast)), "b": nodes(("b1", 2, fast), ("b2", 2, fast))}
+    lists = {"a": nodes(("a1", 2, fast)), "b": nodes(("b1", 2, fast), ("b2", 2, fast))}
+    pools: dict[str, placing.Pool] = (
+        {name: NodeRanking(placing.SCORER, members) for name, members in lists.items()}
+        if ranked else dict(lists))
     result = placing.place(pods, pools)
     assert isinstance(result, placing.Placed)
     assert (result.pool, sorted(result.nodes)) == ("b", ["b1", "b1", "b2"])
     too_big = placing.place(placing.gang_pods(*gang(5), FLAVORS), pools)
     assert isinstance(too_big, placing.Unplaceable)
-    assert "pool a:" in too_big.reason and "pool b:" in too_big.reason
+    assert too_big.reason == (
+        "pool a: main: 0/1 nodes are available: 1 Insufficient cpu.; "
+        "pool b: main: 0/2 nodes are available: 2 Insufficient cpu.")
 
 
 def test_nodes_without_the_flavor_labels_are_never_chosen() -> None:
