@@ -157,22 +157,23 @@ class DispatchedWorkloads:
         if not waiting:
             return
         view = self.leader.nodes
-        pools = view.pools()
+        pools = self.leader.placer.pools()
         requests: list[PlaceRequest] = []
         gangs: dict[str, list[placing.GangPod]] = {}
         reasons: list[tuple[str, int, str, str]] = []
         for copy in waiting:
             pods = _gang(copy.spec)
-            nodes = pools.get(copy.spec.pool, [])
-            result = (placing.place(pods, {copy.spec.pool: nodes}) if nodes else
+            nodes = pools.get(copy.spec.pool)
+            result = (placing.place(pods, {copy.spec.pool: nodes}) if nodes and nodes.nodes else
                       placing.Unplaceable(f"pool {copy.spec.pool} has no Ready nodes"))
             if isinstance(result, placing.Unplaceable):
                 if result.reason != copy.why:
                     copy.why = result.reason
                     reasons.append((copy.key, copy.attempt, WAITING, result.reason))
                 continue
+            assert nodes is not None
             view.update(result.updated)
-            pools[copy.spec.pool] = [result.updated.get(n.name, n) for n in nodes]
+            nodes.update(result.updated.values())
             gangs[copy.key] = pods
             requests.append(PlaceRequest(copy.key, copy.attempt, tuple(
                 PodPlacement(PodRef(copy.key, copy.attempt, p.index), node, p.pod_set,

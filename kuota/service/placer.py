@@ -161,7 +161,7 @@ class Placer:
         leader = self.leader
         if not leader.unplaced:
             return
-        pools = self._pools()
+        pools = self.pools()
         for key in [k for k in leader.unplaced if k not in self._kind_of]:
             record = leader.engine.records.get(key)
             if record is None or record.admission is None or key not in leader.tracked:
@@ -211,8 +211,9 @@ class Placer:
                 del self._by_kind[kind]
                 self._could_fit.pop(kind, None)
 
-    def _pools(self) -> dict[str, NodeRanking]:
-        """The node view's pools, as rankings brought up to date with it."""
+    def pools(self) -> dict[str, NodeRanking]:
+        """The node view's pools, as rankings brought up to date with it. Who places a gang
+        on one :meth:`NodeRanking.update` s it, as the node view."""
         pools = self.leader.nodes.pools()
         self._rankings = {name: self._rankings.get(name) or NodeRanking(placing.SCORER)
                           for name in pools}
