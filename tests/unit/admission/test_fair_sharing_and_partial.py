@@ -126,23 +126,25 @@ def fresh_order(snapshot: Snapshot, entries: list[Pending]) -> Iterator[Pending]
                 at = at.parent
             snapshot.tree.remove(cq, e.usage)
             shares[cq] = path
-
-        def winner_under(cohort: QuotaNode) -> Pending | None:
-            best, best_key = None, None
-            for child in cohort.children:
-                w = winner_under(child) if child.is_cohort else contenders.get(child.name)
-                if w is None:
-                    continue
-                waits, *rest = w.rank()
-                key = (waits, shares[w.cq][cohort.name], *rest)
-                if best_key is None or key < best_key:
-                    best, best_key = w, key
-            return best
-
-        won = winner_under(root)
+        won = winner_under(root, contenders, shares)
         assert won is not None
         remaining.remove(won)
         yield won
+
+
+def winner_under(cohort: QuotaNode, contenders: dict[str, Pending],
+                 shares: dict[str, dict[str, fairsharing.Share]]) -> Pending | None:
+    best, best_key = None, None
+    for child in cohort.children:
+        w = (winner_under(child, contenders, shares) if child.is_cohort
+             else contenders.get(child.name))
+        if w is None:
+            continue
+        waits, *rest = w.rank()
+        key = (waits, shares[w.cq][cohort.name], *rest)
+        if best_key is None or key < best_key:
+            best, best_key = w, key
+    return best
 
 
 @dataclass(frozen=True)
