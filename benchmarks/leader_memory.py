@@ -21,25 +21,17 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import time
 import tracemalloc
-import uuid
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from large_scale import LARGE_SCALE
-from leader_step import submissions
+from leader_step import drain_leader, end_and_submit, step_until_idle
 from redis_throughput import redis_server
-from simulate_kueue_baseline import baseline
 
 from kuota import gctuning
-from kuota.client import Client
-from kuota.service.connection import connect
-from kuota.service.leader import Leader, Timing
-from queueing.store import PodRef
-from queueing.store.pods import PodExit
-from quota.config import EngineConfig
+from kuota.service.leader import Timing
 
 
 def main() -> None:
@@ -50,44 +42,22 @@ def main() -> None:
     parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
     args = parser.parse_args()
     gctuning.tune()  # as `kuota scheduler` does
-    with redis_server(args.redis) as url:
-        conn = connect(url, prefix=f"mem{uuid.uuid4().hex[:6]}")
-        Client(connection=conn).apply(baseline(shape=LARGE_SCALE, preemption=True)["objects"])
-        store = conn.store
-        epoch = store.nodes.register("n1", pool="bench", capacity={"cpu": 10**9}, labels={},
-                                     devices=[], now=time.time())
-        lease = store.lease("bench", 3600.0)
-        if not lease.acquire() or lease.holder is None:
-            sys.exit("could not take the scheduler lease")
-        leader = Leader(conn, lease.holder, config=EngineConfig(), clock=time.time,
-                        timing=Timing(lease_ttl=3600.0, retain_finished=5.0))
+    # (tracing slows the rounds down: the node must not be lost meanwhile)
+    timing = Timing(lease_ttl=3600.0, node_timeout=3600.0, retain_finished=5.0)
+    with redis_server(args.redis) as url, drain_leader(url, timing) as leader:
 
         def run(count: int, tag: str) -> None:
             for n in range(count):
-                store.nodes.heartbeat("n1", epoch)  # (tracing slows the rounds down)
-                live = [PodRef(key, t.attempt, 0)
-                        for key, t in leader.tracked.items() if t.placed]
-                if live:
-                    store.pods.exit_many([PodExit(ref, "n1", 1, 0) for ref in live],
-                                         time.time())
-                store.workloads.submit_many(submissions(f"{tag}{n}"), time.time())
-                while True:
-                    leader.step()
-                    if not (leader.follower.behind or leader.unplaced or leader.busy
-                            or leader.recheck):
-                        break
+                end_and_submit(leader, f"{tag}{n}")
+                step_until_idle(leader)
 
-        try:
-            tracemalloc.start(4)
-            run(args.warm_up, "w")
-            gc.collect()
-            before = tracemalloc.take_snapshot()
-            run(args.rounds, "r")
-            gc.collect()
-            after = tracemalloc.take_snapshot()
-        finally:
-            lease.release()
-            store.reset()
+        tracemalloc.start(4)
+        run(args.warm_up, "w")
+        gc.collect()
+        before = tracemalloc.take_snapshot()
+        run(args.rounds, "r")
+        gc.collect()
+        after = tracemalloc.take_snapshot()
     jobs = args.rounds * LARGE_SCALE.cohorts * LARGE_SCALE.queues
     stats = after.compare_to(before, "traceback")
     growth = sum(s.size_diff for s in stats)

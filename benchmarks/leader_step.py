@@ -38,6 +38,8 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,8 +76,10 @@ def submissions(tag: str) -> list[SubmitRequest]:
     return out
 
 
-def rounds(url: str, count: int, nodes: int = 1) -> list[tuple[float, float]]:
-    """(wall, CPU) seconds of each round after the warm-up."""
+@contextmanager
+def drain_leader(url: str, timing: Timing, nodes: int = 1) -> Iterator[Leader]:
+    """A ``Leader`` on the shape's 1,000 ClusterQueues and a pool of ``nodes`` nodes, in a
+    store of its own on ``url`` (emptied afterwards)."""
     conn = connect(url, prefix=f"step{uuid.uuid4().hex[:6]}")
     Client(connection=conn).apply(baseline(shape=LARGE_SCALE, preemption=True)["objects"])
     store = conn.store
@@ -84,32 +88,45 @@ def rounds(url: str, count: int, nodes: int = 1) -> list[tuple[float, float]]:
                              capacity={"cpu": 10**9 if nodes == 1
                                        else 1000 * max(64, -(-2000 // nodes))}, labels={},
                              devices=[], now=time.time())
-    lease = store.lease("bench", 30.0)
+    lease = store.lease("bench", timing.lease_ttl)
     try:
         if not lease.acquire() or lease.holder is None:
             sys.exit("could not take the scheduler lease")
-        leader = Leader(conn, lease.holder, timing=Timing(lease_ttl=30.0),
-                        config=EngineConfig(), clock=time.time)
-        measured: list[tuple[float, float]] = []
-        for n in range(count + WARM_UP):
-            live = [(PodRef(key, t.attempt, 0), t.placed[0][0])
-                    for key, t in leader.tracked.items() if t.placed]
-            if live:
-                store.pods.exit_many([PodExit(ref, node, 1, 0) for ref, node in live],
-                                     time.time())
-            store.workloads.submit_many(submissions(f"r{n}"), time.time())
-            wall, cpu = time.perf_counter(), time.process_time()
-            while True:
-                leader.step()
-                if not (leader.follower.behind or leader.unplaced or leader.busy
-                        or leader.recheck):
-                    break
-            if n >= WARM_UP:
-                measured.append((time.perf_counter() - wall, time.process_time() - cpu))
-        return measured
+        yield Leader(conn, lease.holder, timing=timing, config=EngineConfig(), clock=time.time)
     finally:
         lease.release()
         store.reset()
+
+
+def end_and_submit(leader: Leader, tag: str) -> None:
+    """Round set-up: end the pods the last round placed, submit the next 1,000 workloads."""
+    store = leader.store
+    live = [(PodRef(key, t.attempt, 0), t.placed[0][0])
+            for key, t in leader.tracked.items() if t.placed]
+    if live:
+        store.pods.exit_many([PodExit(ref, node, 1, 0) for ref, node in live], time.time())
+    store.workloads.submit_many(submissions(tag), time.time())
+
+
+def step_until_idle(leader: Leader) -> None:
+    """The measured part of a round: the leader's steps until it has nothing left to do."""
+    while True:
+        leader.step()
+        if not (leader.follower.behind or leader.unplaced or leader.busy or leader.recheck):
+            return
+
+
+def rounds(url: str, count: int, nodes: int = 1) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of each round after the warm-up."""
+    measured: list[tuple[float, float]] = []
+    with drain_leader(url, Timing(lease_ttl=30.0), nodes) as leader:
+        for n in range(count + WARM_UP):
+            end_and_submit(leader, f"r{n}")
+            wall, cpu = time.perf_counter(), time.process_time()
+            step_until_idle(leader)
+            if n >= WARM_UP:
+                measured.append((time.perf_counter() - wall, time.process_time() - cpu))
+    return measured
 
 
 def main() -> None:
