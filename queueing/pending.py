@@ -68,6 +68,9 @@ class PendingQueue:
         self._items: dict[str, _Item] = {}
         self._classes: dict[int, list[tuple[SortKey, str]]] = {}
         self._tops: list[tuple[SortKey, int]] = []
+        #: Waiting workloads per class (the class heaps keep stale entries): a blocked
+        #: count for the metrics without walking every waiting workload.
+        self._counts: dict[int, int] = {}
         #: Blocked classes → (reason, message) of the failed try.
         self.blocked: dict[int, tuple[str, str]] = {}
         #: StrictFIFO: the head failed and holds the queue.
@@ -87,6 +90,7 @@ class PendingQueue:
         item = self._items[info.key] = _Item(info, sort_key(info, timestamp))
         members = self._classes.setdefault(info.equivalence, [])
         heapq.heappush(members, (item.key, info.key))
+        self._counts[info.equivalence] = self._counts.get(info.equivalence, 0) + 1
         if info.equivalence not in self.blocked and members[0][1] == info.key:
             heapq.heappush(self._tops, (item.key, info.equivalence))
         if self.strategy == "StrictFIFO" and self.held is not None:
@@ -102,6 +106,11 @@ class PendingQueue:
         if key == self.pinned:
             self.pinned = None
         eq = item.info.equivalence
+        left = self._counts[eq] - 1
+        if left:
+            self._counts[eq] = left
+        else:
+            del self._counts[eq]
         members = self._classes[eq]
         was_head = members[0][1] == key
         self._clean(members)
@@ -166,9 +175,8 @@ class PendingQueue:
         """How many waiting workloads :meth:`why_blocked` names a reason for (metrics)."""
         if self.held is not None:
             return len(self._items)
-        if not self.blocked:
-            return 0
-        return sum(1 for item in self._items.values() if item.info.equivalence in self.blocked)
+        counts = self._counts
+        return sum(counts.get(eq, 0) for eq in self.blocked)
 
     def ordered(self) -> Iterator[WorkloadInfo]:
         """Every waiting workload in admission order (for positions and listings)."""

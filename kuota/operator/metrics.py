@@ -15,9 +15,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from admission.events import Kind, WorkloadEvent
 from quota.lifecycle import State
+from quota.resources import FlavorResource
 
 if TYPE_CHECKING:
     from admission.engine import Engine
+    from quota.config import ClusterQueueConfig
 
 
 class Controller(Protocol):
@@ -34,6 +36,8 @@ _CELL = ("cohort", "cluster_queue", "flavor", "resource")
 class Metrics:
     def __init__(self) -> None:
         self._per_cq: dict[str, tuple[Counter, Histogram]] = {}
+        #: The queue gauges' series per ClusterQueue, as last exported.
+        self._exported: dict[str, _QueueSeries] = {}
         self.registry = CollectorRegistry()
         r = self.registry
         self.pending = Gauge("kueue_pending_workloads", "Workloads waiting, per ClusterQueue",
@@ -64,6 +68,8 @@ class Metrics:
                              registry=r)
         self.borrowing_limit = Gauge("kueue_cluster_queue_borrowing_limit", "Borrowing limit",
                                      _CELL, registry=r)
+        self.lending_limit = Gauge("kueue_cluster_queue_lending_limit", "Lending limit", _CELL,
+                                   registry=r)
         self.borrowed = Gauge("kuota_cluster_queue_resource_borrowed",
                               "Quota reserved above the nominal quota", _CELL, registry=r)
         self.conflicts = Counter("kuota_operator_write_conflicts_total",
@@ -103,39 +109,141 @@ class Metrics:
     def _admission_children(self, cq: str) -> tuple[Counter, Histogram]:
         """The admission counter and wait histogram of ``cq``, looked up once: ``labels()``
         costs more than the increment, and a busy scheduler counts thousands a second.
-        (These two are never cleared, so a child kept here is always the exported one.)"""
+        (Dropped with the queue's series when the queue is deleted.)"""
         children = self._per_cq.get(cq)
         if children is None:
             children = self._per_cq[cq] = (self.admitted.labels(cq), self.wait.labels(cq))
         return children
 
     def observe_queues(self, controller: Controller) -> None:
+        """Set the queue gauges from the engine: only a ClusterQueue whose figures changed
+        is written, and a deleted ClusterQueue's series (or a cell's, or a cohort's label
+        it left) are removed, as Kueue clears them — a dashboard never shows a queue that is
+        gone. Each queue's children are labelled once: with 1,000 ClusterQueues ``labels()``
+        was most of an export."""
         engine = controller.engine
         if engine is None:
             return
         cache = engine.cache
+        for name in [n for n in self._exported if n not in cache.cluster_queues]:
+            self._exported.pop(name).remove()
+            # Its counts go too, as Kueue clears them: a queue made again starts afresh.
+            self._per_cq.pop(name, None)
+            for counter in (self.admitted, self.reserved, self.wait, self.evicted):
+                counter.remove_by_labels({"cluster_queue": name})
         for name, cq in cache.cluster_queues.items():
-            queue = engine.queues.queues.get(name)
-            waiting = len(queue) if queue is not None else 0
-            blocked = queue.blocked_count() if queue is not None else 0
-            self.pending.labels(name, "active").set(waiting - blocked)
-            self.pending.labels(name, "inadmissible").set(blocked)
-            holding = cache.workloads.get(name, {})
-            admitted = [e for k, e in holding.items()
-                        if k in engine.records and engine.records[k].state is State.ADMITTED]
-            self.reserving.labels(name).set(len(holding))
-            self.admitted_active.labels(name).set(len(admitted))
-            active = name not in cache.inactive
-            self.cq_status.labels(name, "active").set(1 if active else 0)
-            self.cq_status.labels(name, "pending").set(0 if active else 1)
-            cohort = cq.cohort or ""
-            for fr, quota in cq.quotas.items():
-                cell = (cohort, name, fr.flavor, fr.resource)
-                reserved = sum(e.admission.usage().get(fr, 0) for e in holding.values())
-                used = sum(e.admission.usage().get(fr, 0) for e in admitted)
-                self.reservation.labels(*cell).set(reserved / 1000)
-                self.usage.labels(*cell).set(used / 1000)
-                self.nominal.labels(*cell).set(quota.nominal / 1000)
-                self.borrowed.labels(*cell).set(max(0, reserved - quota.nominal) / 1000)
-                if quota.borrowing_limit is not None:
-                    self.borrowing_limit.labels(*cell).set(quota.borrowing_limit / 1000)
+            figures = _figures(engine, cq)
+            cells = figures[-1]
+            exported = self._exported.get(name)
+            if exported is None or not exported.labels_fit(cq.cohort or "", cells):
+                if exported is not None:
+                    exported.remove()
+                exported = self._exported[name] = _QueueSeries(self, name, cq.cohort or "",
+                                                               cells)
+            exported.set(figures)
+
+    def clear_queues(self) -> None:
+        """Drop every queue gauge (a scheduler that stops leading reports no queue)."""
+        for series in self._exported.values():
+            series.remove()
+        self._exported.clear()
+
+
+#: One queue's figures: active and inadmissible waiting, reserving, admitted, whether
+#: active, and per cell (flavor-resource, reserved, used, nominal, borrowing limit, lending
+#: limit), in milli-units as the quota tree counts.
+_Cell = tuple[FlavorResource, int, int, int, int | None, int | None]
+_Figures = tuple[int, int, int, int, bool, tuple[_Cell, ...]]
+
+
+class _QueueSeries:
+    """One ClusterQueue's exported series: children labelled once, values set only when
+    they change."""
+
+    def __init__(self, metrics: Metrics, name: str, cohort: str,
+                 cells: tuple[_Cell, ...]) -> None:
+        self.metrics = metrics
+        self.name = name
+        self.cohort = cohort
+        #: The cells' label sets: which flavor-resources, and which limits they have.
+        self.shape = _shape(cells)
+        self.last: _Figures | None = None
+        m = metrics
+        self.queue_children = (m.pending.labels(name, "active"),
+                               m.pending.labels(name, "inadmissible"),
+                               m.reserving.labels(name), m.admitted_active.labels(name),
+                               m.cq_status.labels(name, "active"),
+                               m.cq_status.labels(name, "pending"))
+        self.cell_children = []
+        for fr, _, _, _, borrowing, lending in cells:
+            labels = (cohort, name, fr.flavor, fr.resource)
+            self.cell_children.append((
+                m.reservation.labels(*labels), m.usage.labels(*labels),
+                m.nominal.labels(*labels), m.borrowed.labels(*labels),
+                m.borrowing_limit.labels(*labels) if borrowing is not None else None,
+                m.lending_limit.labels(*labels) if lending is not None else None))
+
+    def labels_fit(self, cohort: str, cells: tuple[_Cell, ...]) -> bool:
+        return cohort == self.cohort and _shape(cells) == self.shape
+
+    def set(self, figures: _Figures) -> None:
+        if figures == self.last:
+            return
+        self.last = figures
+        active, blocked, reserving, admitted, is_active, cells = figures
+        pending_active, pending_blocked, reserving_g, admitted_g, status_active, status_pending \
+            = self.queue_children
+        pending_active.set(active)
+        pending_blocked.set(blocked)
+        reserving_g.set(reserving)
+        admitted_g.set(admitted)
+        status_active.set(1 if is_active else 0)
+        status_pending.set(0 if is_active else 1)
+        for (_, reserved, used, nominal, borrowing, lending), children in zip(
+                cells, self.cell_children, strict=True):
+            reservation, usage, nominal_g, borrowed, borrowing_g, lending_g = children
+            reservation.set(reserved / 1000)
+            usage.set(used / 1000)
+            nominal_g.set(nominal / 1000)
+            borrowed.set(max(0, reserved - nominal) / 1000)
+            if borrowing_g is not None and borrowing is not None:
+                borrowing_g.set(borrowing / 1000)
+            if lending_g is not None and lending is not None:
+                lending_g.set(lending / 1000)
+
+    def remove(self) -> None:
+        """Remove this queue's gauge series (the queue, a cell or its cohort label went)."""
+        m = self.metrics
+        for gauge in (m.pending, m.reserving, m.admitted_active, m.cq_status, m.reservation,
+                      m.usage, m.nominal, m.borrowed, m.borrowing_limit, m.lending_limit):
+            gauge.remove_by_labels({"cluster_queue": self.name})
+
+
+def _figures(engine: Engine, cq: ClusterQueueConfig) -> _Figures:
+    """A ClusterQueue's figures, from one pass over the workloads holding its quota."""
+    cache = engine.cache
+    queue = engine.queues.queues.get(cq.name)
+    waiting = len(queue) if queue is not None else 0
+    blocked = queue.blocked_count() if queue is not None else 0
+    holding = cache.workloads.get(cq.name, {})
+    admitted = 0
+    reserved: dict[FlavorResource, int] = dict.fromkeys(cq.quotas, 0)
+    used = dict(reserved)
+    for key, entry in holding.items():
+        record = engine.records.get(key)
+        is_admitted = record is not None and record.state is State.ADMITTED
+        admitted += is_admitted
+        for fr, amount in entry.admission.usage().items():
+            if fr in reserved:
+                reserved[fr] += amount
+                if is_admitted:
+                    used[fr] += amount
+    cells = tuple((fr, reserved[fr], used[fr], quota.nominal, quota.borrowing_limit,
+                   quota.lending_limit) for fr, quota in cq.quotas.items())
+    return (waiting - blocked, blocked, len(holding), admitted, cq.name not in cache.inactive,
+            cells)
+
+
+def _shape(cells: tuple[_Cell, ...]) -> tuple[tuple[FlavorResource, bool, bool], ...]:
+    return tuple((fr, borrowing is not None, lending is not None)
+                 for fr, _, _, _, borrowing, lending in cells)

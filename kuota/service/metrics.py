@@ -37,11 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The operator's queue gauges, cleared when this scheduler stops leading.
-_QUEUE_GAUGES = ("pending", "reserving", "admitted_active", "cq_status", "reservation",
-                 "usage", "nominal", "borrowing_limit", "borrowed")
-
-
 class SchedulerMetrics:
     def __init__(self, *, clock: Callable[[], float], interval: float = 1.0) -> None:
         self.metrics = Metrics()
@@ -85,8 +80,7 @@ class SchedulerMetrics:
         self.terms.set(service.terms)
         self.leading.set(1 if service.leader is not None else 0)
         if service.leader is None:
-            for name in _QUEUE_GAUGES:
-                getattr(self.metrics, name).clear()
+            self.metrics.clear_queues()
             return
         started = time.monotonic()
         self.metrics.observe_queues(service.leader)

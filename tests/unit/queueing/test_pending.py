@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from queueing.pending import PendingQueue
 from quota.workload import PodSetInfo, WorkloadInfo
 
@@ -99,3 +102,29 @@ def test_positions_in_cluster_queue_and_local_queue() -> None:
                                   created=at), at)
     got = [(info.name, in_cq, in_lq) for info, in_cq, in_lq in manager.positions("cq")]
     assert got == [("a1", 0, 0), ("b1", 1, 0), ("a2", 2, 1), ("b2", 3, 1)]
+
+
+# A random sequence of queue operations: (op, workload number, cpu class).
+_OPS = st.lists(st.tuples(st.sampled_from(["push", "remove", "block", "unblock"]),
+                          st.integers(0, 7), st.integers(1, 3)), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=_OPS)
+def test_blocked_count_is_the_waiting_workloads_a_reason_is_named_for(
+        ops: list[tuple[str, int, int]]) -> None:
+    q = PendingQueue("cq")
+    infos: dict[int, WorkloadInfo] = {}
+    for op, n, cpu in ops:
+        if op == "push":
+            infos[n] = wl(f"w{n}", cpu=1000 * cpu, created=float(n))
+            q.push(infos[n], infos[n].created)
+        elif op == "remove":
+            q.remove(f"ns/w{n}")
+        elif op == "block" and n in infos:
+            q.block(infos[n], "WaitingForQuota", "no room")
+        elif op == "unblock":
+            q.unblock()
+        want = sum(1 for info in infos.values()
+                   if info.key in q and q.why_blocked(info) is not None)
+        assert q.blocked_count() == want
