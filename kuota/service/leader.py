@@ -366,16 +366,21 @@ class Leader:
         self._node_check_at = now + self.timing.node_check_every
         self.stops.wake_all()  # a pod event may have been missed
         redis_now = self.store.nodes.time()
-        for node in self.store.nodes.all():
+        records = self.store.nodes.all()
+        changed = False
+        for node in records:
             if node.ready and redis_now - node.heartbeat > self.timing.node_timeout:
                 status = self.store.nodes.expire(self.holder, node.name,
                                                  timeout=self.timing.node_timeout, now=now)
                 self._check(status, f"expiring node {node.name}")
                 if status == "ok":
+                    changed = True
                     log.warning("node %s lost: no heartbeat for %gs", node.name,
                                 self.timing.node_timeout)
-        self._forget_lost_nodes(now)
-        self.nodes.refresh()
+        changed = self._forget_lost_nodes(now) or changed
+        # The records just read are the node view's, unless this check changed some (with
+        # 2,000 nodes reading them all is a third of a check).
+        self.nodes.refresh(None if changed else records)
         self._read_nodes(now)
         self.dispatched.check_nodes(now)
         self._evict_from_lost_members(now)
@@ -389,19 +394,22 @@ class Leader:
             self._resync_at = now + self.timing.resync_every
             self._resync(now)
 
-    def _forget_lost_nodes(self, now: float) -> None:
+    def _forget_lost_nodes(self, now: float) -> bool:
         """Forget the nodes Lost longer than ``Timing.forget_lost_nodes`` ago: what ran
         there was requeued when they were lost, and a worker that comes back under the
-        name registers it anew."""
+        name registers it anew. True if one was forgotten."""
         keep = self.timing.forget_lost_nodes
         if keep is None:
-            return
+            return False
+        forgot = False
         for node in self.nodes.records.values():
             if node.state is NodeState.LOST and 0 < node.lost_at < now - keep:
                 status = self.store.nodes.forget(self.holder, node.name, before=now - keep)
                 self._check(status, f"forgetting node {node.name}")
                 if status == "ok":  # (the node view is read again right after)
+                    forgot = True
                     log.info("forgot node %s, lost more than %gs ago", node.name, keep)
+        return forgot
 
     def _evict_from_lost_members(self, now: float) -> None:
         """Requeue what holds quota on a pool member with no node left (ClusterLost), and

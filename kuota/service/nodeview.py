@@ -32,9 +32,12 @@ class NodeView:
         self._pod_requests: dict[str, ResourceVector] = {}
         self._pod_nodes: dict[str, str] = {}
 
-    def refresh(self) -> None:
-        """Read nodes, their pod sets and (for pods not seen yet) their requests."""
-        self.records = {n.name: n for n in self.store.nodes.all()}
+    def refresh(self, records: Iterable[NodeRecord] | None = None) -> None:
+        """Read nodes (unless given ``records`` just read), their pod sets and (for pods
+        not seen yet) their requests. A node whose value comes out the same keeps its
+        object: placement's rankings re-rank only the nodes that changed."""
+        self.records = {n.name: n for n in (self.store.nodes.all() if records is None
+                                            else records)}
         ready = [name for name, n in self.records.items() if n.ready]
         holding = self.store.nodes.pod_ids(ready)
         live = {p for ids in holding.values() for p in ids}
@@ -45,10 +48,13 @@ class NodeView:
                 self._pod_requests[ref.id] = pod.requests if pod is not None else {}
         self._pod_requests = {p: r for p, r in self._pod_requests.items() if p in live}
         self._pod_nodes = {p: name for name, ids in holding.items() for p in ids}
-        self._values = {
-            name: placing.with_requests(placing.node_value(self.records[name]),
-                                        (self._pod_requests[p] for p in sorted(holding[name])))
-            for name in ready}
+        before = self._values
+        self._values = {}
+        for name in ready:
+            value = placing.with_requests(placing.node_value(self.records[name]),
+                                          (self._pod_requests[p] for p in sorted(holding[name])))
+            kept = before.get(name)
+            self._values[name] = kept if kept == value else value
         self.dirty = False
         self.refreshes += 1
 
