@@ -537,7 +537,11 @@ class Leader:
                 continue
             why = (record.pending_reason, record.pending_message or "")
             tracked = self.tracked.get(key)
-            if tracked is None or self._reasons.get(key) == why:
+            written = self._reasons.get(key)
+            # A workload not tried yet has nothing to tell (as the operator, and Kueue,
+            # write no condition for it): of a burst of 50,000 submissions each was
+            # written once for that alone. "Pending" replaces a reason written before.
+            if tracked is None or written == why or (written is None and why[0] == "Pending"):
                 continue
             self._reasons[key] = why
             changed.append((key, tracked.attempt, *why))
@@ -553,6 +557,8 @@ class Leader:
         for record in records:
             self.tracked[record.key] = Tracked(record.attempt, record.pods,
                                                submission=record.submission)
+            if record.reason:  # what Redis says now: replaced only when it changes
+                self._reasons[record.key] = (record.reason, record.message)
             if record.state is State.EVICTING:
                 self.stops.begin(record.key, record.attempt, record.pods)
         for record in sorted((r for r in records if r.state is State.ADMITTED

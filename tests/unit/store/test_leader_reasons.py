@@ -32,7 +32,44 @@ def test_reasons_wait_while_reads_come_back_full_and_are_written_after(
     pool.run(steps=1, advance=1.0)  # two of four read: a burst
     assert _message(pool, waiters[0]) == SUBMITTED
     pool.run(steps=4, advance=1.0)
-    assert all(_message(pool, key) != SUBMITTED for key in waiters)
+    # The head was tried (its class then set aside): its reason is written.
+    assert "insufficient" in _message(pool, waiters[0])
+
+
+def test_a_workload_not_tried_yet_keeps_the_pending_it_was_submitted_with(
+        pool: SteppedPool) -> None:
+    """Its record says Pending already: writing the engine's "waiting for a try" over it
+    told nothing (and cost a write per submission of a burst)."""
+    waiters = [pool.submit(f"w-{i}", cpu=4) for i in range(3)]
+    pool.run(steps=4, advance=1.0)
+    engine = pool.scheduler.leader.engine
+    untried = [k for k in waiters if engine.records[k].pending_reason == "Pending"]
+    assert untried, "w-1 entered with the head, before its class was set aside"
+    assert [(pool.store.workloads.get(k).reason, _message(pool, k)) for k in untried] == \
+        [("Pending", SUBMITTED)] * len(untried)
+
+
+def test_a_new_leader_writes_only_the_reasons_that_changed(
+        pool: SteppedPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    head = pool.submit("head", cpu=4)
+    pool.run(steps=3, advance=1.0)
+    assert "insufficient" in _message(pool, head)
+    written: list[str] = []
+    store_type = type(pool.store.workloads)
+    original = store_type.set_reasons
+
+    def spy(self: object, holder: str, reasons: list[tuple[str, int, str, str]]) -> str:
+        written.extend(key for key, *_ in reasons)
+        return original(self, holder, reasons)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store_type, "set_reasons", spy)
+    pool.restart_scheduler()
+    pool.run(steps=3, advance=1.0)
+    late = pool.submit("late", cpu=4)
+    pool.run(steps=3, advance=1.0)
+    assert head not in written, "the reason it found stored is not written again"
+    assert late in written, "entered behind a class set aside: told why"
+    assert "insufficient" in _message(pool, head)
 
 
 def test_reasons_wait_no_longer_than_the_most_for_a_burst_that_does_not_end(
