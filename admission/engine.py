@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -136,18 +137,34 @@ class Engine:
     #: so what their victims free is not admitted to others meanwhile — they would be the
     #: next victims, and the same workloads would be evicted and readmitted without end.
     _claims: dict[str, tuple[str, FRVector]] = field(default_factory=dict)
+    #: Open :meth:`configuring` blocks: the queues are reconfigured when the last closes.
+    _configuring: int = 0
 
     # -- configuration -------------------------------------------------------
     def apply(self, obj: ConfigObject) -> None:
         self._set(obj)
-        self._reconfigure()
+        if not self._configuring:
+            self._reconfigure()
 
     def apply_all(self, objects: Iterable[ConfigObject]) -> None:
         """Apply many objects with one tree rebuild and one queue reconfiguration."""
-        with self.cache.deferred():
+        with self.configuring():
             for obj in objects:
                 self._set(obj)
-        self._reconfigure()
+
+    @contextmanager
+    def configuring(self) -> Iterator[None]:
+        """Within it, :meth:`apply` and :meth:`delete` take effect at its end, with one tree
+        rebuild and one queue reconfiguration: N objects cost O(N), not N rebuilds of
+        everything (an operator leading anew with 1,000 ClusterQueues took 3.6 CPU s)."""
+        self._configuring += 1
+        try:
+            with self.cache.deferred():
+                yield
+        finally:
+            self._configuring -= 1
+            if not self._configuring:
+                self._reconfigure()
 
     def _set(self, obj: ConfigObject) -> None:
         if isinstance(obj, FlavorConfig):
@@ -171,7 +188,8 @@ class Engine:
         if kind not in deleters:
             raise ValueError(f"cannot delete unknown kind {kind!r}")
         deleters[kind](name)
-        self._reconfigure()
+        if not self._configuring:
+            self._reconfigure()
 
     def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         self.cache.set_namespace(name, labels)

@@ -233,9 +233,10 @@ class Controller:
             self._namespace(body, False)
         for body in self.objects.all("WorkloadPriorityClass"):
             self._priority_class(body, False)
-        for kind in CONFIG_KINDS:
-            for body in self.objects.all(kind):
-                self._ingest(kind, body, False)
+        with self.engine.configuring():  # (one rebuild for every queue object)
+            for kind in CONFIG_KINDS:
+                for body in self.objects.all(kind):
+                    self._ingest(kind, body, False)
         workloads = list(self.objects.all("Workload"))
         workloads.sort(key=lambda b: not _holds_quota(b))
         for body in workloads:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from admission.engine import Engine
@@ -26,8 +28,25 @@ def shape(engine: Engine) -> dict[str, tuple[str | None, int]]:
             for name, node in engine.cache.snapshot().tree.queues.items()}
 
 
-def test_apply_all_rebuilds_the_tree_once_and_matches_one_by_one(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def apply_all(engine: Engine, objs: list[object]) -> None:
+    engine.apply_all(objs)  # type: ignore[arg-type]
+
+
+def apply_in_a_block(engine: Engine, objs: list[object]) -> None:
+    """As the operator leading anew does: one call per object, within ``configuring``; a
+    nested block and a deletion change nothing."""
+    with engine.configuring():
+        engine.apply(ClusterQueueBuilder("gone").flavor("default", {"cpu": 1}).obj())
+        for obj in objs:
+            with engine.configuring():
+                engine.apply(obj)  # type: ignore[arg-type]
+        engine.delete("ClusterQueue", "gone")
+        assert not engine.queues.queues, "nothing reconfigured before the block ends"
+
+
+@pytest.mark.parametrize("batch", [apply_all, apply_in_a_block])
+def test_a_batch_rebuilds_the_tree_once_and_matches_one_by_one(
+        monkeypatch: pytest.MonkeyPatch, batch: Callable[[Engine, list[object]], None]) -> None:
     one_by_one = Engine()
     for obj in objects(20):
         one_by_one.apply(obj)  # type: ignore[arg-type]
@@ -36,7 +55,7 @@ def test_apply_all_rebuilds_the_tree_once_and_matches_one_by_one(
     monkeypatch.setattr(qt.QuotaTree, "build",
                         staticmethod(lambda **kw: builds.append(1) or original(**kw)))
     batched = Engine()
-    batched.apply_all(objects(20))  # type: ignore[arg-type]
+    batch(batched, objects(20))
     assert len(builds) == 1
     assert shape(batched) == shape(one_by_one)
     assert set(batched.queues.queues) == set(one_by_one.queues.queues)
