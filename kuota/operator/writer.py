@@ -105,6 +105,10 @@ class Writer:
         # writes have their own few slots, and each status sync starts only a few of them
         # (:meth:`sync_statuses`).
         self._reason_slots = asyncio.Semaphore(max(1, options.write_concurrency // 8))
+        # Queue statuses too: with 1,000 ClusterQueues and their LocalQueues a sync can have
+        # 2,000 of them to write, which in the decisions' slots would hold every admission
+        # for seconds. A sync then takes longer to write; the next starts when it is done.
+        self._queue_slots = asyncio.Semaphore(max(1, options.write_concurrency // 8))
         self._event_slots = asyncio.Semaphore(4)
         self._chains: dict[str, asyncio.Task[None]] = {}
         self._queued_syncs: set[str] = set()
@@ -568,7 +572,7 @@ class Writer:
     async def _write_queue(self, res: names.Res, kind: str, body: Body, patch: Body) -> None:
         meta = body["metadata"]
         try:
-            async with self._slots:
+            async with self._queue_slots:
                 stored = await self.client.patch(res, meta["name"], patch,
                                                  meta.get("namespace"), subresource="status")
         except ApiError as exc:
