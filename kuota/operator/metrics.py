@@ -9,17 +9,18 @@ Kueue's names and labels. Metrics Kueue has no name for start with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from admission.events import Kind, WorkloadEvent
-from quota.lifecycle import State
+from kuota.operator import tallies
+from kuota.operator.tallies import Cell, QueueFigures
 from quota.resources import FlavorResource
 
 if TYPE_CHECKING:
     from admission.engine import Engine
-    from quota.config import ClusterQueueConfig
 
 
 class Controller(Protocol):
@@ -115,12 +116,14 @@ class Metrics:
             children = self._per_cq[cq] = (self.admitted.labels(cq), self.wait.labels(cq))
         return children
 
-    def observe_queues(self, controller: Controller) -> None:
+    def observe_queues(self, controller: Controller,
+                       figures: Mapping[str, QueueFigures] | None = None) -> None:
         """Set the queue gauges from the engine: only a ClusterQueue whose figures changed
         is written, and a deleted ClusterQueue's series (or a cell's, or a cohort's label
         it left) are removed, as Kueue clears them — a dashboard never shows a queue that is
         gone. Each queue's children are labelled once: with 1,000 ClusterQueues ``labels()``
-        was most of an export."""
+        was most of an export. ``figures``: the queues' figures counted already (the
+        operator's status sync counts them once for the statuses too)."""
         engine = controller.engine
         if engine is None:
             return
@@ -132,15 +135,16 @@ class Metrics:
             for counter in (self.admitted, self.reserved, self.wait, self.evicted):
                 counter.remove_by_labels({"cluster_queue": name})
         for name, cq in cache.cluster_queues.items():
-            figures = _figures(engine, cq)
-            cells = figures[-1]
+            counted = figures.get(name) if figures is not None else None
+            if counted is None:
+                counted = tallies.cluster_queue(engine, cq)
             exported = self._exported.get(name)
-            if exported is None or not exported.labels_fit(cq.cohort or "", cells):
+            if exported is None or not exported.labels_fit(cq.cohort or "", counted.cells):
                 if exported is not None:
                     exported.remove()
                 exported = self._exported[name] = _QueueSeries(self, name, cq.cohort or "",
-                                                               cells)
-            exported.set(figures)
+                                                               counted.cells)
+            exported.set(counted)
 
     def clear_queues(self) -> None:
         """Drop every queue gauge (a scheduler that stops leading reports no queue)."""
@@ -149,25 +153,18 @@ class Metrics:
         self._exported.clear()
 
 
-#: One queue's figures: active and inadmissible waiting, reserving, admitted, whether
-#: active, and per cell (flavor-resource, reserved, used, nominal, borrowing limit, lending
-#: limit), in milli-units as the quota tree counts.
-_Cell = tuple[FlavorResource, int, int, int, int | None, int | None]
-_Figures = tuple[int, int, int, int, bool, tuple[_Cell, ...]]
-
-
 class _QueueSeries:
     """One ClusterQueue's exported series: children labelled once, values set only when
     they change."""
 
     def __init__(self, metrics: Metrics, name: str, cohort: str,
-                 cells: tuple[_Cell, ...]) -> None:
+                 cells: tuple[Cell, ...]) -> None:
         self.metrics = metrics
         self.name = name
         self.cohort = cohort
         #: The cells' label sets: which flavor-resources, and which limits they have.
         self.shape = _shape(cells)
-        self.last: _Figures | None = None
+        self.last: QueueFigures | None = None
         m = metrics
         self.queue_children = (m.pending.labels(name, "active"),
                                m.pending.labels(name, "inadmissible"),
@@ -183,22 +180,22 @@ class _QueueSeries:
                 m.borrowing_limit.labels(*labels) if borrowing is not None else None,
                 m.lending_limit.labels(*labels) if lending is not None else None))
 
-    def labels_fit(self, cohort: str, cells: tuple[_Cell, ...]) -> bool:
+    def labels_fit(self, cohort: str, cells: tuple[Cell, ...]) -> bool:
         return cohort == self.cohort and _shape(cells) == self.shape
 
-    def set(self, figures: _Figures) -> None:
+    def set(self, figures: QueueFigures) -> None:
         if figures == self.last:
             return
         self.last = figures
-        active, blocked, reserving, admitted, is_active, cells = figures
+        cells = figures.cells
         pending_active, pending_blocked, reserving_g, admitted_g, status_active, status_pending \
             = self.queue_children
-        pending_active.set(active)
-        pending_blocked.set(blocked)
-        reserving_g.set(reserving)
-        admitted_g.set(admitted)
-        status_active.set(1 if is_active else 0)
-        status_pending.set(0 if is_active else 1)
+        pending_active.set(figures.waiting - figures.blocked)
+        pending_blocked.set(figures.blocked)
+        reserving_g.set(figures.reserving)
+        admitted_g.set(figures.admitted)
+        status_active.set(1 if figures.active else 0)
+        status_pending.set(0 if figures.active else 1)
         for (_, reserved, used, nominal, borrowing, lending), children in zip(
                 cells, self.cell_children, strict=True):
             reservation, usage, nominal_g, borrowed, borrowing_g, lending_g = children
@@ -219,31 +216,6 @@ class _QueueSeries:
             gauge.remove_by_labels({"cluster_queue": self.name})
 
 
-def _figures(engine: Engine, cq: ClusterQueueConfig) -> _Figures:
-    """A ClusterQueue's figures, from one pass over the workloads holding its quota."""
-    cache = engine.cache
-    queue = engine.queues.queues.get(cq.name)
-    waiting = len(queue) if queue is not None else 0
-    blocked = queue.blocked_count() if queue is not None else 0
-    holding = cache.workloads.get(cq.name, {})
-    admitted = 0
-    reserved: dict[FlavorResource, int] = dict.fromkeys(cq.quotas, 0)
-    used = dict(reserved)
-    for key, entry in holding.items():
-        record = engine.records.get(key)
-        is_admitted = record is not None and record.state is State.ADMITTED
-        admitted += is_admitted
-        for fr, amount in entry.admission.usage().items():
-            if fr in reserved:
-                reserved[fr] += amount
-                if is_admitted:
-                    used[fr] += amount
-    cells = tuple((fr, reserved[fr], used[fr], quota.nominal, quota.borrowing_limit,
-                   quota.lending_limit) for fr, quota in cq.quotas.items())
-    return (waiting - blocked, blocked, len(holding), admitted, cq.name not in cache.inactive,
-            cells)
-
-
-def _shape(cells: tuple[_Cell, ...]) -> tuple[tuple[FlavorResource, bool, bool], ...]:
+def _shape(cells: tuple[Cell, ...]) -> tuple[tuple[FlavorResource, bool, bool], ...]:
     return tuple((fr, borrowing is not None, lending is not None)
                  for fr, _, _, _, borrowing, lending in cells)

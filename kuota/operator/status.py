@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
-from quota.lifecycle import HOLDS_QUOTA, State
+from kuota.operator import tallies
 from quota.resources import Amount, FlavorResource, format_amount
 from quota.workload import Admission
 
@@ -205,17 +204,12 @@ def _flavor_usage(usage: Mapping[FlavorResource, Amount],
     return [{"name": name, "resources": resources} for name, resources in flavors.items()]
 
 
-def _sum(admissions: Iterable[Admission]) -> dict[FlavorResource, Amount]:
-    total: dict[FlavorResource, Amount] = {}
-    for admission in admissions:
-        for fr, amount in admission.usage().items():
-            total[fr] = total.get(fr, 0) + amount
-    return total
-
-
 def cluster_queue_status(engine: Engine, name: str, current: Body, at: float,
-                         problem: str | None = None) -> Body:
-    """The ``status`` patch of ClusterQueue ``name``; ``problem``: why its spec is invalid."""
+                         problem: str | None = None,
+                         figures: tallies.QueueFigures | None = None) -> Body:
+    """The ``status`` patch of ClusterQueue ``name``; ``problem``: why its spec is invalid;
+    ``figures``: its figures counted already (the status sync counts them once for the
+    metrics too)."""
     conditions = (current.get("status") or {}).get("conditions") or []
     cq = engine.cache.cluster_queues.get(name)
     if problem is not None or cq is None:
@@ -227,53 +221,28 @@ def cluster_queue_status(engine: Engine, name: str, current: Body, at: float,
     inactive = engine.cache.inactive.get(name)
     active = (condition("Active", False, inactive.reason, inactive.message, at) if inactive
               else condition("Active", True, "Ready", "Can admit new workloads", at))
-    holding = engine.cache.workloads.get(name, {})
-    admitted = [e.admission for key, e in holding.items()
-                if engine.records.get(key) is not None
-                and engine.records[key].state is State.ADMITTED]
-    queue = engine.queues.queues.get(name)
-    nominal = {fr: q.nominal for fr, q in cq.quotas.items()}
+    if figures is None:
+        figures = tallies.cluster_queue(engine, cq)
+    nominal = figures.nominal()
     order = list(cq.quotas)
     return {"status": {
         "conditions": merge_conditions(conditions, [active]),
-        "pendingWorkloads": len(queue) if queue is not None else 0,
-        "reservingWorkloads": len(holding),
-        "admittedWorkloads": len(admitted),
-        "flavorsReservation": _flavor_usage(_sum(e.admission for e in holding.values()),
-                                            nominal, order),
-        "flavorsUsage": _flavor_usage(_sum(admitted), nominal, order),
+        "pendingWorkloads": figures.waiting,
+        "reservingWorkloads": figures.reserving,
+        "admittedWorkloads": figures.admitted,
+        "flavorsReservation": _flavor_usage(figures.reserved(), nominal, order),
+        "flavorsUsage": _flavor_usage(figures.used(), nominal, order),
     }}
 
 
-@dataclass
-class Tally:
-    """One LocalQueue's workloads, counted in one pass over the engine's records."""
-
-    pending: int = 0
-    reserved: list[Admission] = field(default_factory=list)
-    admitted: list[Admission] = field(default_factory=list)
-
-
-def local_queue_tallies(engine: Engine) -> dict[str, Tally]:
-    tallies: dict[str, Tally] = {}
-    for record in engine.records.values():
-        info = record.info
-        tally = tallies.setdefault(f"{info.namespace}/{info.queue_name}", Tally())
-        if record.state is State.PENDING:
-            tally.pending += 1
-        elif record.admission is not None and record.state in HOLDS_QUOTA:
-            tally.reserved.append(record.admission)
-            if record.state is State.ADMITTED:
-                tally.admitted.append(record.admission)
-    return tallies
-
-
 def local_queue_status(engine: Engine, key: str, current: Body, at: float,
-                       tally: Tally | None = None, problem: str | None = None) -> Body:
-    """The ``status`` patch of LocalQueue ``namespace/name``; ``problem``: why it is invalid."""
+                       tally: tallies.LocalQueueTally | None = None,
+                       problem: str | None = None) -> Body:
+    """The ``status`` patch of LocalQueue ``namespace/name``; ``problem``: why it is invalid;
+    ``tally``: its workloads counted already (:func:`kuota.operator.tallies.local_queues`)."""
     conditions = (current.get("status") or {}).get("conditions") or []
     if tally is None:
-        tally = local_queue_tallies(engine).get(key, Tally())
+        tally = tallies.local_queues(engine).get(key, tallies.LocalQueueTally())
     lq = engine.cache.local_queues.get(key)
     if lq is None:
         active = condition("Active", False, "InvalidSpec",
@@ -287,15 +256,14 @@ def local_queue_status(engine: Engine, key: str, current: Body, at: float,
                            f"{engine.cache.inactive[lq.cluster_queue].message}", at)
     else:
         active = condition("Active", True, "Ready", "Can submit new workloads to localQueue", at)
-    usage_r, usage_a = _sum(tally.reserved), _sum(tally.admitted)
-    order = sorted({*usage_r, *usage_a})
+    order = sorted({*tally.reserved, *tally.used})
     return {"status": {
         "conditions": merge_conditions(conditions, [active]),
         "pendingWorkloads": tally.pending,
-        "reservingWorkloads": len(tally.reserved),
-        "admittedWorkloads": len(tally.admitted),
-        "flavorsReservation": _flavor_usage(usage_r, {}, order, with_borrowed=False),
-        "flavorsUsage": _flavor_usage(usage_a, {}, order, with_borrowed=False),
+        "reservingWorkloads": tally.reserving,
+        "admittedWorkloads": tally.admitted,
+        "flavorsReservation": _flavor_usage(tally.reserved, {}, order, with_borrowed=False),
+        "flavorsUsage": _flavor_usage(tally.used, {}, order, with_borrowed=False),
     }}
 
 

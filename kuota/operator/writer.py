@@ -62,7 +62,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from admission.events import Kind, WorkloadEvent
-from kuota.operator import names, owners, status, topology, ungater
+from kuota.operator import names, owners, status, tallies, topology, ungater
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
@@ -534,22 +534,26 @@ class Writer:
             budget -= 1
             if budget <= 0:
                 break
+        # Each queue's figures are counted once, for its status and its gauges.
+        figures = {name: tallies.cluster_queue(engine, cq)
+                   for name, cq in engine.cache.cluster_queues.items()}
         for body in controller.objects.all("ClusterQueue"):
             name = key_of(body)
             patch = status.cluster_queue_status(
-                engine, name, body, now, controller.problems.get(f"ClusterQueue/{name}"))
+                engine, name, body, now, controller.problems.get(f"ClusterQueue/{name}"),
+                figures.get(name))
             if status.differs(body, patch):
                 writes.append(self._write_queue(names.CLUSTER_QUEUES, "ClusterQueue", body,
                                                 patch))
-        tallies = status.local_queue_tallies(engine)
+        local = tallies.local_queues(engine)
         for body in controller.objects.all("LocalQueue"):
             key = key_of(body)
             patch = status.local_queue_status(engine, key, body, now,
-                                              tallies.get(key, status.Tally()),
+                                              local.get(key, tallies.LocalQueueTally()),
                                               controller.problems.get(f"LocalQueue/{key}"))
             if status.differs(body, patch):
                 writes.append(self._write_queue(names.LOCAL_QUEUES, "LocalQueue", body, patch))
-        self.metrics.observe_queues(controller)
+        self.metrics.observe_queues(controller, figures)
         if writes:
             await asyncio.gather(*writes)
 

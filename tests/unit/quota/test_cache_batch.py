@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from admission.engine import Engine
 from quota import tree as qt
+from quota.cache import QuotaCache
 from quota.resources import FlavorResource
-from tests.builders import ClusterQueueBuilder, cohort, flavor, local_queue
+from quota.workload import Admission, PodSetAdmission
+from tests.builders import ClusterQueueBuilder, WorkloadBuilder, cohort, flavor, local_queue
 
 
 def objects(n: int) -> list[object]:
@@ -60,3 +64,54 @@ def test_a_batch_rebuilds_the_tree_once_and_matches_one_by_one(
     assert shape(batched) == shape(one_by_one)
     assert set(batched.queues.queues) == set(one_by_one.queues.queues)
     assert batched.cache.inactive == one_by_one.cache.inactive
+
+
+# -- a rebuild counts the usage of the workloads holding quota, summed per queue ----------
+
+_CPU = FlavorResource("default", "cpu")
+_cq = st.tuples(st.integers(0, 8), st.one_of(st.none(), st.integers(0, 8)),
+                st.sampled_from(["root", "team"]))
+_ops = st.lists(st.one_of(st.tuples(st.just("assume"), st.integers(0, 3), st.integers(1, 6)),
+                          st.tuples(st.just("forget"), st.integers(0, 30), st.just(0))),
+                max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cqs=st.lists(_cq, min_size=1, max_size=4), ops=_ops)
+def test_a_rebuild_counts_as_adding_each_workload_in_turn(
+        cqs: list[tuple[int, int | None, str]], ops: list[tuple[str, int, int]]) -> None:
+    """Lending limits make a queue keep part of its quota: what spills to the cohort is
+    what its local part cannot take, which depends on the queue's total alone."""
+    cache = QuotaCache()
+    cache.set_flavor(flavor("default"))
+    cache.set_cohort(cohort("root"))
+    cache.set_cohort(cohort("team", "root", cpu=2))
+    for i, (nominal, lending, parent) in enumerate(cqs):
+        cache.set_cluster_queue(ClusterQueueBuilder(f"cq{i}").cohort(parent).flavor(
+            "default", {"cpu": nominal},
+            lending=None if lending is None else {"cpu": lending}).obj())
+    held: list[tuple[str, str, int]] = []  # key, queue, cpu
+    for n, (op, which, cpu) in enumerate(ops):
+        if op == "assume":
+            cq = f"cq{which % len(cqs)}"
+            info = WorkloadBuilder(f"w{n}").pod_set(count=cpu, cpu=1).obj()
+            cache.assume(info, Admission(cq, (PodSetAdmission("main", cpu, {"cpu": "default"},
+                                                             {"cpu": cpu * 1000}),)), 0.0)
+            held.append((info.key, cq, cpu))
+        elif held:
+            key, _, _ = held.pop(which % len(held))
+            cache.forget(key)
+    cache.rebuild()
+    one_by_one = qt.QuotaTree.build(
+        queues={n: (q.cohort, q.quotas) for n, q in cache.cluster_queues.items()},
+        cohorts={n: (c.parent, c.quotas) for n, c in cache.cohorts.items()})
+    for _, cq, cpu in held:
+        one_by_one.add(cq, {_CPU: cpu * 1000})
+
+    def usage(tree: qt.QuotaTree) -> dict[str, tuple[int, list[str]]]:
+        nodes = {**tree.queues, **tree.cohorts}
+        return {name: (node.usage.get(_CPU, 0),
+                       sorted(child.name for child in node.borrowers.get(_CPU, {})))
+                for name, node in nodes.items()}
+
+    assert usage(cache.tree) == usage(one_by_one)
