@@ -433,6 +433,16 @@ class Controller:
         if group_key is not None:
             self.actions.sync_group(group_key)
 
+    def forget_finished(self, key: str) -> None:
+        """The Workload's ``Finished`` condition is stored: its record goes, as a restart
+        would drop it (a rebuild reads no finished Workload). A long-running operator kept
+        every Workload it ever finished until its Job was deleted — in memory, and walked by
+        every status sync — though nothing decided on them anymore."""
+        engine = self.engine
+        record = engine.records.get(key) if engine is not None else None
+        if engine is not None and record is not None and record.state is State.FINISHED:
+            del engine.records[key]
+
     def _job_gone(self, body: Body) -> bool:
         """Whether a Workload stands for a Job that is gone or being deleted: its owner Job
         is not there (or another Job has its name now), or it was made for a Job (labelled

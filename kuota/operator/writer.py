@@ -401,6 +401,8 @@ class Writer:
         elif event.kind is Kind.EVICTING:
             controller.check_stopped(key)  # an owner that never ran is stopped already
         self._announce(event, job_key)
+        if event.kind is Kind.FINISHED and ok:
+            controller.forget_finished(key)
 
     def _rewrite(self, event: WorkloadEvent) -> None:
         """Write again the status of a released-quota event whose write failed, while the

@@ -27,7 +27,7 @@ class TestLifecycle:
     def test_a_job_is_suspended_admitted_started_and_releases_quota(
             self, cluster: Emulator, certs: pathlib.Path) -> None:
         setup_queues(cluster)
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             created = call(cluster.url, "POST", JOBS, h.job("train", cpu="1", parallelism=2,
                                                             node_selector={"disk": "ssd"}))
             assert created.status == 201, created.data
@@ -59,6 +59,19 @@ class TestLifecycle:
                    "the Workload to finish")
             h.wait(cluster, lambda: cq_status().get("admittedWorkloads") == 0, "quota released")
             assert cq_status()["flavorsUsage"][0]["resources"][0]["total"] == "0"
+            # Its Finished condition stored, the operator keeps no record of it (as after a
+            # restart), and the Job, still there, gets no second Workload.
+            engine = running.operator.controller.engine
+            key = f"default/{wl['metadata']['name']}"
+            h.wait(cluster, lambda: engine is not None and key not in engine.records,
+                   "the finished Workload forgotten")
+            cluster.patch("batch/v1", "Job", "train", {"metadata": {"labels": {"seen": "1"}}},
+                          namespace="default")
+            h.settle()
+            owned = [w for w in cluster.list(h.API, "Workload", "default")
+                     if any(r.get("name") == "train"
+                            for r in w["metadata"].get("ownerReferences") or [])]
+            assert [w["metadata"]["name"] for w in owned] == [wl["metadata"]["name"]]
 
 
 class TestWaiting:
