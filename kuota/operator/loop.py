@@ -118,7 +118,11 @@ class Operator:
         assert self.client is not None
         self.writer = Writer(self.controller, self.client, self.metrics, identity=self.identity)
         versions = await self.list_all()
-        self.controller.rebuild(self.writer)
+        # In slices, yielding between them: the webhook and the probes answer meanwhile.
+        self.writer.pause()
+        for _ in self.controller.rebuilding(self.writer):
+            await asyncio.sleep(0)
+        self.writer.resume()
         self.ready.set()
         await label_own_pod(self.client, self.options.pod, leading=True)
         tasks = [asyncio.create_task(self._cycles()), asyncio.create_task(self._statuses()),

@@ -111,6 +111,9 @@ class Writer:
         self._queue_slots = asyncio.Semaphore(max(1, options.write_concurrency // 8))
         self._event_slots = asyncio.Semaphore(4)
         self._chains: dict[str, asyncio.Task[None]] = {}
+        #: Cleared while the controller rebuilds in slices: what it asks is written after.
+        self._open = asyncio.Event()
+        self._open.set()
         self._queued_syncs: set[str] = set()
         self._creating: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -145,6 +148,7 @@ class Writer:
         limit = slots or self._slots
 
         async def run() -> None:
+            await self._open.wait()
             if previous is not None:
                 await asyncio.wait([previous])
             try:
@@ -205,6 +209,14 @@ class Writer:
         pending = [*self._chains.values(), *self._tasks]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
+
+    def pause(self) -> None:
+        """Hold every write asked from now on until :meth:`resume` (a rebuild in slices:
+        no write runs on a view half read)."""
+        self._open.clear()
+
+    def resume(self) -> None:
+        self._open.set()
 
     def cancel(self) -> None:
         for task in [*self._chains.values(), *self._tasks, *self._timers]:

@@ -10,9 +10,11 @@ from kuota.operator import jobs
 from kuota.operator.controller import Controller
 from kuota.operator.settings import Options
 from quota.lifecycle import State
+from quota.resources import FlavorResource
 from quota.workload import Admission
 
 API = "kuota.dev/v1alpha1"
+SPOT_CPU = FlavorResource("spot", "cpu")
 
 
 class FakeActions:
@@ -126,6 +128,30 @@ class TestRebuild:
         controller.engine.run_until_idle(1000)
         assert controller.engine.records["ns/next"].state is State.ADMITTED
         assert "ns/done" not in controller.engine.records
+
+
+    def test_in_slices_events_that_come_meanwhile_are_ingested_after(self) -> None:
+        """A rebuild in slices lets other work run between them; what the watches say
+        meanwhile waits, then counts as if it had come just after."""
+        controller = Controller(Options(), clock=lambda: 1000.0)
+        for kind, body in (*queues("4"), *(("Workload", workload(f"w{i}", 1))
+                                           for i in range(5))):
+            controller.observe(kind, body)
+        steps = controller.rebuilding(FakeActions(), slice_size=2)
+        next(steps)  # two Workloads read
+        engine = controller.engine
+        assert engine is not None and len(engine.records) == 2
+        bigger = queues("8")[2][1]
+        bigger["metadata"] = meta("team")
+        controller.observe("ClusterQueue", bigger)
+        controller.observe("Workload", workload("late", 1))
+        assert engine.cache.cluster_queues["team"].quotas[SPOT_CPU].nominal == 4000
+        assert list(steps) == [None]  # (one more pause: four read; then the last one)
+        assert engine.cache.cluster_queues["team"].quotas[SPOT_CPU].nominal == 8000
+        assert sorted(engine.records) == sorted(f"ns/{n}" for n in
+                                                ("w0", "w1", "w2", "w3", "w4", "late"))
+        engine.run_until_idle(1000)
+        assert all(r.state is State.ADMITTED for r in engine.records.values())
 
 
 class TestConfigs:

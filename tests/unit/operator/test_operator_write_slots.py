@@ -1,5 +1,6 @@
-"""What informs never holds up what decides: queue status writes (a sync of 1,000
-ClusterQueues has 2,000 of them) have slots of their own, apart from the decisions'."""
+"""When writes may start: queue status writes (a sync of 1,000 ClusterQueues has 2,000 of
+them) have slots of their own, apart from the decisions', and no write starts while the
+controller rebuilds in slices."""
 
 from __future__ import annotations
 
@@ -66,3 +67,30 @@ def test_an_admission_is_written_while_queue_statuses_wait() -> None:
         return written_first
 
     assert asyncio.run(run()) == [("Workload", "w")]
+
+
+def test_no_write_starts_while_paused() -> None:
+    objects = [*queues("4"), ("Workload", workload("w", 1))]
+    controller, _ = leading(*objects)
+    client = GatedClient({f"{kind}/{body['metadata']['name']}": body
+                          for kind, body in objects})
+    client.gate.set()
+
+    async def run() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        writer = Writer(controller, client, Metrics())  # type: ignore[arg-type]
+        engine = controller.engine
+        assert engine is not None
+        engine.run_until_idle(1000)
+        writer.pause()
+        writer.persist(engine.drain_outbox())
+        for _ in range(50):
+            await asyncio.sleep(0)
+        paused = list(client.patched)
+        writer.resume()
+        for _ in range(50):
+            if client.patched:
+                break
+            await asyncio.sleep(0)
+        return paused, list(client.patched)
+
+    assert asyncio.run(run()) == ([], [("Workload", "w")])
