@@ -66,6 +66,9 @@ ConfigObject = (FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueCon
 
 # Admission check states, as in Kueue.
 PENDING, READY, RETRY, REJECTED = "Pending", "Ready", "Retry", "Rejected"
+#: The pending reason of a workload queued but not tried yet: it tells nothing a status or
+#: a record does not say already (the operator and the Redis leader write none for it).
+UNTRIED = "Pending"
 
 
 class CheckController(Protocol):
@@ -625,7 +628,7 @@ class Engine:
         if why is not None:
             record.pending_reason, record.pending_message = why
         else:
-            record.pending_reason, record.pending_message = "Pending", "waiting for a try"
+            record.pending_reason, record.pending_message = UNTRIED, "waiting for a try"
 
     def _note(self, key: str, reason: str, message: str) -> None:
         record = self.records[key]

@@ -61,6 +61,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from admission.engine import UNTRIED
 from admission.events import Kind, WorkloadEvent
 from kuota.operator import names, owners, status, tallies, topology, ungater
 from kuota.operator.client import ApiError, Client
@@ -78,7 +79,7 @@ log = logging.getLogger(__name__)
 Body = dict[str, Any]
 
 #: Engine reasons that say nothing more than "not tried yet": not worth a status write.
-_UNINFORMATIVE = {"Pending"}
+_UNINFORMATIVE = {UNTRIED}
 #: Delays between tries of a refused write: the first, and the longest.
 RETRY_FIRST, RETRY_MAX = 1.0, 60.0
 

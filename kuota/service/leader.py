@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from admission.engine import Engine
+from admission.engine import UNTRIED, Engine
 from admission.events import WorkloadEvent
 from kuota.service import decisions, rebuild, topofeed
 from kuota.service.connection import Connection
@@ -540,8 +540,8 @@ class Leader:
             written = self._reasons.get(key)
             # A workload not tried yet has nothing to tell (as the operator, and Kueue,
             # write no condition for it): of a burst of 50,000 submissions each was
-            # written once for that alone. "Pending" replaces a reason written before.
-            if tracked is None or written == why or (written is None and why[0] == "Pending"):
+            # written once for that alone. UNTRIED replaces a reason written before.
+            if tracked is None or written == why or (written is None and why[0] == UNTRIED):
                 continue
             self._reasons[key] = why
             changed.append((key, tracked.attempt, *why))
