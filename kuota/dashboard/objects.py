@@ -25,7 +25,7 @@ from typing import Any
 from admission.engine import Engine
 from kuota import explanation
 from kuota.dashboard.model import Facts, HistoryRow, Member, Overview, overview
-from kuota.operator.controller import admission_from_status, epoch
+from kuota.operator.restore import admission_from_status, epoch
 from quota import api, convert
 from quota.api.membercluster import ACTIVE
 from quota.api.meta import find_condition

@@ -6,37 +6,17 @@ response to our own write) goes through :meth:`Controller.observe`, which
 keeps the newest body in :class:`~kuota.operator.objects.Objects` and, when
 leading, translates it into engine calls:
 
-* queue objects → ``engine.apply`` / ``engine.delete``. Each is checked
-  with the API models first; a malformed one is *not* applied and its
-  problem is kept (a ClusterQueue with a bad spec shows ``Active=False`` with
-  that message) while every other object keeps working. Echoes of our own
-  status writes change no spec and are skipped.
+* queue objects, priority classes, namespaces, nodes and topologies →
+  :class:`~kuota.operator.configs.Configs` (a malformed one is not used, and
+  its problem is kept in :attr:`Controller.problems`);
 * Workloads → ``submit``, or — for one that already holds quota according to
-  its ``status.admission`` — *restore*: counted in the cache exactly as
-  admitted, without a decision. Finished, deactivated and deleted Workloads
-  release their quota.
-* Jobs → a Workload is created for each queue-labelled Job that is not
-  being deleted; Job completion finishes the Workload; readiness feeds
-  ``waitForPodsReady``; and the Job is started or stopped to match its
-  Workload (see :mod:`kuota.operator.jobs`). A Job being deleted or gone has
-  its Workload deleted by kuota — the garbage collector does not do it for a
-  Job deleted with the default (orphan) propagation, and a foreground
-  deletion removes the Workload while the Job is still there — and so does a
-  Workload whose Job another one of the same name replaced, or that lost
-  its owner reference.
-* Evictions wait for the pods (the engine runs with ``wait_for_stop``): an
-  Evicting workload keeps its quota until its Job is suspended with no
-  active or terminating pod, or no pod of its group that kuota started is
-  left; then :meth:`Controller.check_stopped` tells the engine.
-* Nodes and Topologies → ``engine.topology`` (capacity, labels, levels) for
-  topology-aware flavors; a malformed one is logged and skipped, and what was
-  known of it is kept. A Workload restored from its status gets back the
-  nodes its ``topologyAssignment`` names, so their capacity stays taken.
-* Pods labelled ``kuota.dev/tas`` → kept per owner (Job or pod group); a gated
-  one asks the writer to pin its owner's pods (:mod:`kuota.operator.ungater`).
-* Pod groups → a Workload once enough *live* pods exist (terminating ones do
-  not count); it finishes when its pods end, and is deleted when none is
-  left alive (all gone or being deleted) outside an eviction.
+  its ``status.admission`` — *restore* (:mod:`kuota.operator.restore`):
+  counted in the cache exactly as admitted, without a decision. Finished,
+  deactivated and deleted Workloads release their quota; admission check
+  verdicts written into the status reach the engine;
+* Jobs and pod groups → :class:`~kuota.operator.owner_events.Owners`, which
+  also keeps which Workload stands for which owner, and tells the engine
+  when an evicted workload's pods have stopped.
 
 :meth:`Controller.rebuild` builds a fresh engine from the objects when the
 replica starts leading: topologies and nodes, configs, then every Workload
@@ -49,21 +29,21 @@ No decision is made here; the engine makes them in cycles run by
 
 from __future__ import annotations
 
-import datetime
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from admission.engine import Engine, Record
-from kuota.operator import jobs, names, pinning, podgroups, status, topology, webhooks
-from kuota.operator.objects import Objects, being_deleted, key_of, version_of
+from kuota.operator import configs, names
+from kuota.operator.configs import Configs
+from kuota.operator.objects import Objects, key_of, version_of
+from kuota.operator.owner_events import Owners
+from kuota.operator.restore import admission_from_status, epoch, holds_quota
 from kuota.operator.settings import Options
 from quota import api, convert
 from quota.lifecycle import State
-from quota.resources import parse_amount
-from quota.workload import Admission, PodSetAdmission, WorkloadInfo
+from quota.workload import Admission
 
 if TYPE_CHECKING:
     from kuota.federation.federation import Federation
@@ -72,7 +52,6 @@ log = logging.getLogger(__name__)
 Body = dict[str, Any]
 #: Multi-cluster objects, handed to the federation controller.
 FEDERATION_KINDS = ("MemberCluster", "MultiClusterConfig")
-CONFIG_KINDS = tuple(r.kind for r in names.CONFIG_RESOURCES)
 #: Workloads, Jobs and Pods a rebuild reads between two pauses (about 40 ms of Workloads).
 REBUILD_SLICE = 500
 
@@ -91,41 +70,6 @@ class Actions(Protocol):
     def delete_workload(self, key: str) -> None: ...
 
 
-def epoch(stamp: str | None, default: float) -> float:
-    if not stamp:
-        return default
-    try:
-        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return default
-
-
-def admission_from_status(status: api.Admission, engine: Engine | None = None,
-                          info: WorkloadInfo | None = None) -> Admission:
-    """The core's Admission from a Workload's ``status.admission``.
-
-    With ``engine`` and ``info``, a pod set's ``topologyAssignment`` is read back into
-    the nodes and domains its pods take, so restoring it counts them again.
-    """
-    asked = {ps.name: ps.topology[1] for ps in info.pod_sets if ps.topology} if info else {}
-    pod_sets = []
-    for psa in status.pod_set_assignments:
-        admitted = PodSetAdmission(
-            name=psa.name, count=psa.count or 0, flavors=dict(psa.flavors),
-            usage={r: parse_amount(q) for r, q in psa.resource_usage.items()})
-        if psa.topology_assignment is not None and engine is not None:
-            state = engine.topology
-            levels, domains, nodes = topology.placement_from_assignment(
-                psa.topology_assignment,
-                topology=topology.topology_of(psa.flavors.values(), engine.cache.flavors,
-                                              state.topologies),
-                asked=asked.get(psa.name), nodes=state.nodes)
-            admitted = replace(admitted, topology_levels=levels, topology=tuple(domains),
-                               nodes=tuple(nodes))
-        pod_sets.append(admitted)
-    return Admission(status.cluster_queue, tuple(pod_sets))
-
-
 class Controller:
     def __init__(self, options: Options, *, clock: Callable[[], float] = time.time) -> None:
         self.options = options
@@ -135,30 +79,14 @@ class Controller:
         self.actions: Actions | None = None
         #: ``Kind/key`` -> why the object is not used (its validation problems).
         self.problems: dict[str, str] = {}
-        self.priority_classes: dict[str, int] = {}
-        #: ``Kind/key`` -> the spec last applied to the engine.
-        self._applied: dict[str, Any] = {}
-        self.workload_of_job: dict[str, str] = {}
-        self.job_of_workload: dict[str, str] = {}
-        #: Pod groups: ``namespace/group`` -> its pods' keys, and its total count.
-        self.group_pods: dict[str, set[str]] = {}
-        self.group_sizes: dict[str, int] = {}
-        self.workload_of_group: dict[str, str] = {}
-        self.group_of_workload: dict[str, str] = {}
-        #: Pods waiting for (or given) a topology domain: ``job:ns/name`` or
-        #: ``group:ns/group`` -> the pods' keys.
-        self.topology_pods: dict[str, set[str]] = {}
-        #: Node name -> the node last handed to the engine (skip unchanged heartbeats).
-        self._nodes: dict[str, Any] = {}
-        #: Why a Workload finished, for its condition ("Succeeded" / "Failed").
-        self.finish_reasons: dict[str, str] = {}
+        self.configs = Configs(self.problems, self.changed)
+        self.owners = Owners(self)
         #: Set when anything may let a cycle admit more; the loop waits on it.
         self.on_change: Callable[[], None] = lambda: None
-        self.queues_dirty = True
         #: Multi-cluster dispatch (kuota.federation), when the operator runs it.
         self.federation: Federation | None = None
         #: While rebuilding: stops are checked after, and watch events are held (below).
-        self._rebuilding = False
+        self.in_rebuild = False
         #: Watch events that came while a rebuild was under way, ingested after it, in order.
         self._held: list[tuple[str, Body, bool, Body | None]] = []
 
@@ -168,6 +96,10 @@ class Controller:
 
     def manages(self, namespace: str | None) -> bool:
         return not self.options.namespaces or (namespace or "") in self.options.namespaces
+
+    def changed(self) -> None:
+        """Something may let a cycle admit more."""
+        self.on_change()
 
     # -- events in ---------------------------------------------------------------------------
     def observe(self, kind: str, body: Body, *, deleted: bool = False) -> None:
@@ -180,7 +112,7 @@ class Controller:
         elif not self.objects.put(kind, body):
             return  # not newer than what we have
         if self.leading:
-            if self._rebuilding:
+            if self.in_rebuild:
                 self._held.append((kind, body, deleted, previous))
             else:
                 self._ingest(kind, body, deleted, previous)
@@ -188,22 +120,14 @@ class Controller:
     def _ingest(self, kind: str, body: Body, deleted: bool,
                 previous: Body | None = None) -> None:
         try:
-            if kind in CONFIG_KINDS:
-                self._config(kind, body, deleted)
-            elif kind == "WorkloadPriorityClass":
-                self._priority_class(body, deleted)
-            elif kind == "Namespace":
-                self._namespace(body, deleted)
+            if kind in configs.KINDS:
+                self.configs.ingest(kind, body, deleted)
             elif kind == "Workload":
                 self._workload(body, deleted, previous)
             elif kind == "Job":
-                self._job(body, deleted)
+                self.owners.job(body, deleted)
             elif kind == "Pod":
-                self._pod(body, deleted)
-            elif kind == "Node":
-                self._node(body, deleted)
-            elif kind == "Topology":
-                self._topology(body, deleted)
+                self.owners.pod(body, deleted)
             elif kind in FEDERATION_KINDS and self.federation is not None:
                 self.federation.observe(kind, body, deleted)
         except Exception:  # one bad object must never stop the operator
@@ -215,7 +139,7 @@ class Controller:
         body = self.objects.get("Workload", key)
         record = self.engine.records.get(key) if self.engine is not None else None
         if body is not None and record is not None and record.state is State.PENDING \
-                and _holds_quota(body):
+                and holds_quota(body):
             self._adopt(key, body, record)
 
     def rebuild(self, actions: Actions) -> Engine:
@@ -233,160 +157,49 @@ class Controller:
         for 4 s. Watch events that come meanwhile are held and ingested at the end, in
         order, as if they had come just after it."""
         # Pods take time to stop: evicted workloads hold their quota until they have.
-        self.engine = Engine(config=self.options.engine, wait_for_stop=True)
+        engine = self.engine = Engine(config=self.options.engine, wait_for_stop=True)
         self.actions = actions
-        self._rebuilding = True
+        self.in_rebuild = True
         self._held.clear()
         self.problems.clear()
         if self.federation is not None:
-            self.federation.attach(self.engine)
-        self._applied.clear()
-        for index in (self.workload_of_job, self.job_of_workload, self.group_pods,
-                      self.group_sizes, self.workload_of_group, self.group_of_workload,
-                      self.topology_pods, self._nodes):
-            index.clear()
+            self.federation.attach(engine)
+        self.configs.lead(engine)
+        self.owners.clear()
         # Nodes and topologies first: restoring a placed workload counts its nodes.
-        for kind in ("Topology", "Node"):
+        for kind in ("Topology", "Node", "Namespace", "WorkloadPriorityClass"):
             for body in self.objects.all(kind):
                 self._ingest(kind, body, False)
-        for body in self.objects.all("Namespace"):
-            self._namespace(body, False)
-        for body in self.objects.all("WorkloadPriorityClass"):
-            self._priority_class(body, False)
-        with self.engine.configuring():  # (one rebuild for every queue object)
-            for kind in CONFIG_KINDS:
+        with engine.configuring():  # (one rebuild for every queue object)
+            for kind in configs.CONFIG_KINDS:
                 for body in self.objects.all(kind):
                     self._ingest(kind, body, False)
         workloads = list(self.objects.all("Workload"))
-        workloads.sort(key=lambda b: not _holds_quota(b))
+        workloads.sort(key=lambda b: not holds_quota(b))
         owners = [("Job", body) for body in self.objects.all("Job")]
         owners += [("Pod", body) for body in self.objects.all("Pod")]
         for count, (kind, body) in enumerate([("Workload", b) for b in workloads] + owners, 1):
             self._ingest(kind, body, False)
             if count % slice_size == 0:
                 yield
-        self.engine.drain_outbox()  # restoring decides nothing: there is nothing to write
-        self._rebuilding = False
-        for key, record in list(self.engine.records.items()):
+        engine.drain_outbox()  # restoring decides nothing: there is nothing to write
+        self.in_rebuild = False
+        for key, record in list(engine.records.items()):
             if record.state is State.EVICTING:
-                self.check_stopped(key)
+                self.owners.check_stopped(key)
         held, self._held = self._held, []
         for kind, body, deleted, previous in held:
             self._ingest(kind, body, deleted, previous)
-        self.queues_dirty = True
-        self.on_change()
+        self.changed()
 
     def stop_leading(self) -> None:
         self.engine = None
         self.actions = None
-        self._rebuilding = False  # (a rebuild left half-way)
+        self.in_rebuild = False  # (a rebuild left half-way)
         self._held.clear()
+        self.configs.lead(None)
         if self.federation is not None:
             self.federation.detach()
-
-    # -- queue objects -----------------------------------------------------------------------
-    def _config(self, kind: str, body: Body, deleted: bool) -> None:
-        assert self.engine is not None
-        key = key_of(body)
-        ref = f"{kind}/{key}"
-        if deleted:
-            self.problems.pop(ref, None)
-            if self._applied.pop(ref, None) is not None:
-                self.engine.delete(kind, key)
-            self._changed()
-            return
-        spec = body.get("spec")
-        if ref in self._applied and self._applied[ref] == spec:
-            return  # a status write, or a label: nothing the engine reads
-        try:
-            obj = api.parse_object(body, source="")
-        except api.ObjectError as exc:
-            self.problems[ref] = "; ".join(f"{p.field}: {p.message}" if p.field else p.message
-                                           for p in exc.problems)
-            log.warning("%s %s is invalid and not used: %s", kind, key, self.problems[ref])
-            if self._applied.pop(ref, None) is not None:
-                self.engine.delete(kind, key)
-            self._changed()
-            return
-        self.problems.pop(ref, None)
-        self.engine.apply(convert.config(obj))
-        self._applied[ref] = spec
-        self._changed()
-
-    def _priority_class(self, body: Body, deleted: bool) -> None:
-        name = key_of(body)
-        if deleted:
-            self.priority_classes.pop(name, None)
-            return
-        value = body.get("value")
-        if isinstance(value, int) and not isinstance(value, bool):
-            self.priority_classes[name] = value
-
-    def _namespace(self, body: Body, deleted: bool) -> None:
-        assert self.engine is not None
-        if deleted:
-            return
-        name = key_of(body)
-        labels = dict((body.get("metadata") or {}).get("labels") or {})
-        if self.engine.cache.namespaces.get(name, {}) != {
-                **labels, "kubernetes.io/metadata.name": name}:
-            self.engine.set_namespace(name, labels)
-            self._changed()
-
-    # -- nodes and topologies ----------------------------------------------------------------
-    def _node(self, body: Body, deleted: bool) -> None:
-        """A Node's capacity and labels for topology-aware admission. A malformed one is
-        logged and skipped: the engine keeps what it knew of that node."""
-        assert self.engine is not None
-        name = key_of(body)
-        if deleted:
-            if self._nodes.pop(name, None) is not None:
-                self.engine.topology.delete_node(name)
-                self._changed()
-            return
-        try:
-            node = topology.node_from_body(body)
-        except topology.NodeError as exc:
-            self.problems[f"Node/{name}"] = str(exc)
-            log.warning("Node %s is not used for topology (previous state kept): %s", name, exc)
-            return
-        self.problems.pop(f"Node/{name}", None)
-        if self._nodes.get(name) == node:
-            return  # a heartbeat or a status change admission does not read
-        self._nodes[name] = node
-        self.engine.topology.set_node(node)
-        self._changed()
-
-    def _topology(self, body: Body, deleted: bool) -> None:
-        """A Topology's levels. A malformed one is logged and skipped (the previous kept)."""
-        assert self.engine is not None
-        name = key_of(body)
-        ref = f"Topology/{name}"
-        if deleted:
-            self.problems.pop(ref, None)
-            self._applied.pop(ref, None)
-            self.engine.topology.delete_topology(name)
-            self._changed()
-            return
-        spec = body.get("spec")
-        if self._applied.get(ref) == spec:
-            return
-        try:
-            levels = topology.topology_from_body(body)
-        except api.ObjectError as exc:
-            self.problems[ref] = "; ".join(f"{p.field}: {p.message}" if p.field else p.message
-                                           for p in exc.problems)
-            log.warning("Topology %s is invalid and not used (previous state kept): %s", name,
-                        self.problems[ref])
-            return
-        self.problems.pop(ref, None)
-        self.engine.topology.set_topology(levels)
-        self._applied[ref] = spec
-        self._changed()
-
-    def _changed(self) -> None:
-        self.queues_dirty = True
-        self.on_change()
 
     # -- workloads ---------------------------------------------------------------------------
     def _workload(self, body: Body, deleted: bool, previous: Body | None = None) -> None:
@@ -401,33 +214,19 @@ class Controller:
         record = self.engine.records.get(key)
         now = self.clock()
         if deleted:
-            if group_key is not None and self.workload_of_group.get(group_key) == key:
-                del self.workload_of_group[group_key]
-                self.group_of_workload.pop(key, None)
             if record is not None and record.state is not State.FINISHED:
                 self.engine.finish(key, now, "the Workload was deleted")
             self.engine.records.pop(key, None)
-            # (an orphaned Workload no longer names its Job: the index still does)
-            indexed = self.job_of_workload.pop(key, None) or job_key
-            if indexed is not None and self.workload_of_job.get(indexed) == key:
-                del self.workload_of_job[indexed]
-                if job_key is not None and not self._job_gone(body) \
-                        and jobs.finished(self.objects.get("Job", job_key) or {}) is None:
-                    self.actions.create_workload(job_key)  # deleted by hand: it needs one
-            self._changed()
+            self.owners.workload_deleted(key, body, job_key, group_key)
+            self.changed()
             return
-        if self._job_gone(body):
+        if self.owners.job_gone(body):
             self.actions.delete_workload(key)
             if record is not None and record.state is not State.FINISHED:
                 self.engine.finish(key, now, "its Job is gone or being deleted")
-                self._changed()
+                self.changed()
             return
-        if job_key is not None:
-            self.workload_of_job[job_key] = key
-            self.job_of_workload[key] = job_key
-        if group_key is not None:
-            self.workload_of_group[group_key] = key
-            self.group_of_workload[key] = group_key
+        self.owners.link(key, job_key, group_key)
         conditions = {c.get("type"): c.get("status")
                       for c in (body.get("status") or {}).get("conditions") or []}
         active = (body.get("spec") or {}).get("active", True) is not False
@@ -438,18 +237,18 @@ class Controller:
         if record is None or (record.state is State.FINISHED
                               and conditions.get("Finished") != "True"):
             # (an inactive one still holding quota is being stopped: it is counted until then)
-            if conditions.get("Finished") != "True" and (active or _holds_quota(body)):
+            if conditions.get("Finished") != "True" and (active or holds_quota(body)):
                 self._new_workload(key, body)
         elif conditions.get("Finished") == "True" and record.state is not State.FINISHED:
             self.engine.finish(key, now, "the Workload was marked finished")
-            self._changed()
+            self.changed()
         elif not active and record.state not in (State.INACTIVE, State.FINISHED) \
                 and record.deactivation is None:  # (not already being deactivated)
             self.engine.deactivate(key, now, "InactiveWorkload", "spec.active is false")
-            self._changed()
+            self.changed()
         elif active and not was_active and record.state in (State.INACTIVE, State.EVICTING):
             self.engine.activate(key, now)
-            self._changed()
+            self.changed()
         elif record.state is State.QUOTA_RESERVED:
             self._check_verdicts(key, body, record)
         if job_key is not None:
@@ -467,47 +266,12 @@ class Controller:
         if engine is not None and record is not None and record.state is State.FINISHED:
             del engine.records[key]
 
-    def _job_gone(self, body: Body) -> bool:
-        """Whether a Workload stands for a Job that is gone or being deleted: its owner Job
-        is not there (or another Job has its name now), or it was made for a Job (labelled
-        with its uid) but lost its owner reference — the Job was deleted orphaning it."""
-        meta = body.get("metadata") or {}
-        owner = names.owner_job_key(meta)
-        if owner is None:
-            return bool((meta.get("labels") or {}).get(names.JOB_UID_LABEL))
-        job = self.objects.get("Job", owner)
-        return job is None or being_deleted(job) or \
-            (job.get("metadata") or {}).get("uid") != names.job_owner_uid(meta)
-
-    def check_stopped(self, key: str) -> None:
-        """Tell the engine an Evicting workload's pods are gone, once they are: its Job is
-        suspended with no active or terminating pod (or gone), or no pod of its group that
-        kuota started is left."""
-        engine = self.engine
-        record = engine.records.get(key) if engine is not None else None
-        if engine is None or record is None or record.state is not State.EVICTING \
-                or self._rebuilding:
-            return
-        job_key, group_key = self.job_of_workload.get(key), self.group_of_workload.get(key)
-        job = self.objects.get("Job", job_key) if job_key is not None else None
-        if job is not None and not jobs.stopped(job):
-            return
-        if group_key is not None and not podgroups.stopped(self.pods_of(group_key)):
-            return
-        # (said each time: should quota ever be released early, the log shows what was seen)
-        seen = f"Job {job_key} stopped" if job is not None else \
-            f"no pod of group {group_key} runs" if group_key is not None else \
-            f"its owner is gone (Job {job_key})" if job_key is not None else "it has no owner"
-        log.info("Workload %s evicted and stopped (%s): its quota is released", key, seen)
-        engine.stopped(key, self.clock())
-        self._changed()
-
     def deactivate(self, key: str, reason: str, message: str) -> None:
         """Deactivate a workload for a reason found outside the engine (see
         :func:`kuota.operator.owners.placement_conflict`)."""
         if self.engine is not None and key in self.engine.records:
             self.engine.deactivate(key, self.clock(), reason, message)
-            self._changed()
+            self.changed()
 
     def _check_verdicts(self, key: str, body: Body, record: Record) -> None:
         """Admission check controllers write their verdicts into ``status.admissionChecks``."""
@@ -518,7 +282,7 @@ class Controller:
                     and record.checks[name][0] != state \
                     and record.state is State.QUOTA_RESERVED:
                 self.engine.set_check(key, name, state, self.clock(), check.get("message") or "")
-                self._changed()
+                self.changed()
 
     def _new_workload(self, key: str, body: Body) -> None:
         assert self.engine is not None and self.actions is not None
@@ -534,7 +298,7 @@ class Controller:
         spec = obj.spec
         priority = spec.priority
         if priority is None:
-            priority = self.priority_classes.get(spec.priority_class_name or "", 0)
+            priority = self.configs.priority_classes.get(spec.priority_class_name or "", 0)
         now = self.clock()
         created = epoch((body.get("metadata") or {}).get("creationTimestamp"), now)
         info = convert.workload(obj, priority=priority, created=created)
@@ -558,7 +322,7 @@ class Controller:
                 self.engine.evict(key, now, evicted.reason, detail, evicted.message)
         else:
             self.engine.submit(info)
-        self._changed()
+        self.changed()
 
     def _adopt(self, key: str, body: Body, record: Record) -> None:
         """Count the admission in ``body``'s status for a waiting workload (no decision)."""
@@ -575,11 +339,8 @@ class Controller:
         state = State.ADMITTED if obj.is_admitted else State.QUOTA_RESERVED
         self._restore(record.info, held, self.clock(), state, obj)
         self.actions.adopt(key, held)
-        self._changed()
-        if key in self.job_of_workload:
-            self.actions.sync_job(self.job_of_workload[key])
-        if key in self.group_of_workload:
-            self.actions.sync_group(self.group_of_workload[key])
+        self.changed()
+        self.owners.sync(key)
 
     def _restore(self, info: Any, admission: Admission, at: float, state: State,
                  obj: api.Workload) -> Record:
@@ -589,139 +350,3 @@ class Controller:
         checks = {c.name: (c.state, c.message) for c in obj.status.admission_checks}
         return self.engine.restore(info, admission, at, admitted=state is State.ADMITTED,
                                    checks=checks, now=self.clock())
-
-    # -- jobs --------------------------------------------------------------------------------
-    def job_queue(self, job: Body) -> str | None:
-        return jobs.queue_of(job, default_queue=self.options.default_queue,
-                             queue_exists=self.queue_exists)
-
-    def queue_exists(self, namespace: str, name: str) -> bool:
-        return self.objects.get("LocalQueue", f"{namespace}/{name}") is not None
-
-    def job_managed(self, namespace: str, name: str) -> bool:
-        """Whether kuota manages Job ``namespace/name`` (as far as this replica has seen)."""
-        job = self.objects.get("Job", f"{namespace}/{name}")
-        return job is not None and self.job_queue(job) is not None
-
-    def _job(self, body: Body, deleted: bool) -> None:
-        assert self.engine is not None and self.actions is not None
-        key = key_of(body)
-        if not self.manages((body.get("metadata") or {}).get("namespace")):
-            return
-        workload = self.workload_of_job.get(key)
-        mine = self.objects.get("Workload", workload) if workload else None
-        if workload is not None and mine is not None and self._job_gone(mine):
-            # Deleted (or being deleted, or replaced by a Job of the same name): its
-            # Workload goes now, whatever the deletion's propagation.
-            self.actions.delete_workload(workload)
-            if deleted or being_deleted(body):
-                return
-            del self.workload_of_job[key]  # replaced: the new Job gets its own
-            self.job_of_workload.pop(workload, None)
-            workload = None
-        if deleted or being_deleted(body) or self.job_queue(body) is None:
-            return
-        if workload is None:
-            if jobs.finished(body) is None:
-                self.actions.create_workload(key)
-                self.actions.sync_job(key)
-            return
-        record = self.engine.records.get(workload)
-        if record is None:
-            return
-        ended = jobs.finished(body)
-        if ended is not None and record.state is not State.FINISHED:
-            self.finish_reasons[workload] = ended[0]
-            self.engine.finish(workload, self.clock(), ended[1])
-            self._changed()
-            return
-        if record.state is State.ADMITTED and not record.pods_ready and jobs.pods_ready(body):
-            self.engine.pods_ready(workload, self.clock())
-            self.actions.pods_ready(workload)
-        self.check_stopped(workload)
-        self.actions.sync_job(key)
-
-
-    # -- pod groups ----------------------------------------------------------------------------
-    def _pod(self, body: Body, deleted: bool) -> None:
-        assert self.engine is not None and self.actions is not None
-        meta = body.get("metadata") or {}
-        if not self.manages(meta.get("namespace")):
-            return
-        try:
-            found = podgroups.group_of(body)
-        except podgroups.GroupError as exc:
-            log.warning("pod %s: %s", key_of(body), exc)
-            return
-        if names.TOPOLOGY_LABEL in (meta.get("labels") or {}):
-            self._topology_pod(body, deleted, found[0] if found else None)
-        if found is None or names.first_of(meta.get("labels"), names.QUEUE_LABELS) is None:
-            return
-        group_key, total = found
-        members = self.group_pods.setdefault(group_key, set())
-        if deleted:
-            members.discard(key_of(body))
-        else:
-            members.add(key_of(body))
-            self.group_sizes[group_key] = total
-        pods = self.pods_of(group_key)
-        live = [p for p in pods if podgroups.live(p)]
-        workload = self.workload_of_group.get(group_key)
-        record = self.engine.records.get(workload) if workload else None
-        if workload is None:
-            if len(live) >= total:
-                self.actions.create_group_workload(group_key)
-            return
-        if record is None or record.state is State.FINISHED:
-            return
-        ended = podgroups.outcome(pods, total)
-        if ended is not None:
-            log.info("Workload %s finished: %s", workload, ended[1])
-            self.finish_reasons[workload] = ended[0]
-            self.engine.finish(workload, self.clock(), ended[1])
-            self._changed()
-            return
-        self.check_stopped(workload)
-        if not live and record.state is not State.EVICTING:
-            # Every pod is gone or being deleted, and not by an eviction of ours: the
-            # group is no more. Its Workload goes (and its quota with it).
-            self.actions.delete_workload(workload)
-            return
-        if record.state is State.ADMITTED and not record.pods_ready and len(live) >= total \
-                and all(podgroups.ready(p) for p in live):
-            self.engine.pods_ready(workload, self.clock())
-            self.actions.pods_ready(workload)
-        self.actions.sync_group(group_key)
-
-    def _topology_pod(self, body: Body, deleted: bool, group_key: str | None) -> None:
-        """A pod pinned (or to be pinned) to a topology domain: keep it with its owner's, and
-        ask for its owner's gated pods to be given domains."""
-        assert self.actions is not None
-        namespace = (body.get("metadata") or {}).get("namespace") or "default"
-        job = webhooks.job_of(body)
-        if group_key is not None:
-            owner = f"group:{group_key}"
-        elif job is not None:
-            owner = f"job:{namespace}/{job}"
-        else:
-            return
-        members = self.topology_pods.setdefault(owner, set())
-        if deleted:
-            members.discard(key_of(body))
-        else:
-            members.add(key_of(body))
-        if any(pinning.gated(p) for p in self.topology_pods_of(owner)):
-            self.actions.ungate(owner)
-
-    def topology_pods_of(self, owner: str) -> list[Body]:
-        pods = (self.objects.get("Pod", k) for k in self.topology_pods.get(owner, ()))
-        return [p for p in pods if p is not None]
-
-    def pods_of(self, group_key: str) -> list[Body]:
-        pods = (self.objects.get("Pod", k) for k in self.group_pods.get(group_key, ()))
-        return [p for p in pods if p is not None]
-
-
-def _holds_quota(body: Body) -> bool:
-    return bool((body.get("status") or {}).get("admission")) \
-        and status.is_true(body, "QuotaReserved")

@@ -133,14 +133,14 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
             try:
                 suspend = webhooks.job_needs_suspend(
                     dict(body), default_queue=operator.options.default_queue,
-                    queue_exists=controller.queue_exists)
+                    queue_exists=controller.owners.queue_exists)
             except webhooks.Rejected as exc:
                 raise kopf.AdmissionError(str(exc), code=422) from exc
             if suspend:
                 patch.spec["suspend"] = True
             manager = webhooks.job_managed_by(
                 dict(body), default_queue=operator.options.default_queue,
-                queue_exists=controller.queue_exists, lookup=controller.objects.get)
+                queue_exists=controller.owners.queue_exists, lookup=controller.objects.get)
             if manager is not None:  # dispatched: the manager's Job controller keeps off it
                 patch.spec["managedBy"] = manager
 
@@ -148,7 +148,7 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                         registry=registry)
         async def gate_pods(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
             try:
-                gates = webhooks.pod_gates(dict(body), job_managed=controller.job_managed)
+                gates = webhooks.pod_gates(dict(body), job_managed=controller.owners.job_managed)
             except webhooks.Rejected as exc:
                 raise kopf.AdmissionError(str(exc), code=422) from exc
             if gates is not None:

@@ -53,7 +53,7 @@ def _split(key: str) -> tuple[str, str]:
 
 
 def _priority(writer: Writer, labels: dict[str, str], owner: Body) -> tuple[int, str | None]:
-    classes = writer.controller.priority_classes
+    classes = writer.controller.configs.priority_classes
     name = names.first_of(labels, names.PRIORITY_LABELS)
     if name and name not in classes:
         writer.event(owner, "Warning", "PriorityClassNotFound",
@@ -89,10 +89,10 @@ def admitted_record(writer: Writer, workload: str | None) -> Record | None:
 async def create_job_workload(writer: Writer, job_key: str) -> None:
     controller = writer.controller
     job = controller.objects.get("Job", job_key)
-    if job is None or job_key in controller.workload_of_job or controller.engine is None \
+    if job is None or job_key in controller.owners.workload_of_job or controller.engine is None \
             or being_deleted(job):
         return
-    queue = controller.job_queue(job)
+    queue = controller.owners.job_queue(job)
     if queue is None:
         return
     priority, priority_class = _priority(writer, (job.get("metadata") or {}).get("labels") or {},
@@ -104,9 +104,9 @@ async def create_job_workload(writer: Writer, job_key: str) -> None:
 def _job_write(writer: Writer, job_key: str, job: Body) -> jobs.Write | None:
     controller = writer.controller
     engine = controller.engine
-    workload = controller.workload_of_job.get(job_key)
-    if engine is None or controller.job_queue(job) is None or jobs.finished(job) is not None \
-            or being_deleted(job):
+    workload = controller.owners.workload_of_job.get(job_key)
+    if engine is None or controller.owners.job_queue(job) is None \
+            or jobs.finished(job) is not None or being_deleted(job):
         return None
     record = engine.records.get(workload) if workload else None
     if record is not None and record.state is State.FINISHED:
@@ -163,7 +163,7 @@ async def sync_job(writer: Writer, job_key: str) -> None:
 def _refused(writer: Writer, job_key: str, job: Body, write: jobs.Write, exc: ApiError) -> None:
     """The API server refused a write to a Job: say so where users look, and try again."""
     controller = writer.controller
-    workload = controller.workload_of_job.get(job_key)
+    workload = controller.owners.workload_of_job.get(job_key)
     what = {"start": "started", "suspend": "suspended", "reset": "reset (status.startTime)",
             "restore": "restored"}[write.step]
     reason = "JobNotStarted" if write.step == "start" else "JobNotStopped"
@@ -227,10 +227,10 @@ def placement_conflict(writer: Writer, workload: str | None, pod: Body, message:
 
 async def create_group_workload(writer: Writer, group_key: str) -> None:
     controller = writer.controller
-    if group_key in controller.workload_of_group or controller.engine is None:
+    if group_key in controller.owners.workload_of_group or controller.engine is None:
         return
-    pods = [p for p in controller.pods_of(group_key) if podgroups.live(p)]
-    total = controller.group_sizes.get(group_key, 0)
+    pods = [p for p in controller.owners.pods_of(group_key) if podgroups.live(p)]
+    total = controller.owners.group_sizes.get(group_key, 0)
     if not pods or len(pods) < total:
         return
     labels = (pods[0].get("metadata") or {}).get("labels") or {}
@@ -247,13 +247,13 @@ async def create_group_workload(writer: Writer, group_key: str) -> None:
 async def sync_group(writer: Writer, group_key: str) -> None:
     controller = writer.controller
     engine = controller.engine
-    workload = controller.workload_of_group.get(group_key)
+    workload = controller.owners.workload_of_group.get(group_key)
     record = engine.records.get(workload) if engine is not None and workload else None
     if engine is None or record is None or record.state is State.FINISHED:
         return
     running = admitted_record(writer, workload)
     # Terminating pods are on their way out: nothing to start, delete or announce again.
-    pods = [p for p in controller.pods_of(group_key) if not being_deleted(p)]
+    pods = [p for p in controller.owners.pods_of(group_key) if not being_deleted(p)]
     if running is not None and running.admission is not None:
         for pod in pods:  # the gang starts whole or not at all
             problem = podgroups.start_conflict(pod, running.admission, engine.cache.flavors)

@@ -65,14 +65,15 @@ def stored_assignments(workload: Body) -> dict[str, api.TopologyAssignment]:
 async def ungate(writer: Writer, owner: str) -> None:
     controller = writer.controller
     kind, _, key = owner.partition(":")
-    index = controller.workload_of_job if kind == "job" else controller.workload_of_group
+    index = controller.owners.workload_of_job if kind == "job" \
+        else controller.owners.workload_of_group
     workload = index.get(key)
     running = owners.admitted_record(writer, workload)
     body = controller.objects.get("Workload", workload) if workload else None
     if running is None or running.admission is None or body is None:
         return  # not admitted (yet, or any more): the pods keep their gate
     assignments = stored_assignments(body)
-    pods = controller.topology_pods_of(owner)
+    pods = controller.owners.topology_pods_of(owner)
     failed: ApiError | None = None
     for ps in running.admission.pod_sets:
         # A group's pod is pinned once started (its admission gate lifted, its podSet

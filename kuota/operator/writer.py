@@ -30,8 +30,8 @@ and reported once per distinct refusal (:meth:`Writer.report`).
 An eviction is written in two steps (see :mod:`quota.lifecycle`):
 ``EVICTING`` sets ``Evicted=True`` (and ``Preempted``) while the Workload
 keeps ``QuotaReserved`` and its admission, and stops its Job or pods; once
-the controller sees them gone (:meth:`Controller.check_stopped`) ``EVICTED``
-clears the admission and requeues it.
+the controller sees them gone (:meth:`~kuota.operator.owner_events.Owners.check_stopped`)
+``EVICTED`` clears the admission and requeues it.
 
 **Failures.** The API client already repeats a request through transient
 failures (:mod:`kuota.operator.client`); when it gives up, the work is not
@@ -355,7 +355,7 @@ class Writer:
         reads = 0
         if event.kind is Kind.FINISHED:
             # Resolved once: the patch may be rebuilt (after a conflict, or written again).
-            reason = controller.finish_reasons.pop(key, "Succeeded")
+            reason = controller.owners.finish_reasons.pop(key, "Succeeded")
             event = WorkloadEvent(event.at, key, event.kind, reason, event.detail,
                                   event.message, event.admission)
 
@@ -399,8 +399,8 @@ class Writer:
                 self._failed(f"deactivate:{key}", exc,
                              functools.partial(self._deactivate_later, key))
         self._pending_written.pop(key, None)
-        job_key = controller.job_of_workload.get(key)
-        group_key = controller.group_of_workload.get(key)
+        job_key = controller.owners.job_of_workload.get(key)
+        group_key = controller.owners.group_of_workload.get(key)
         if event.kind is not Kind.FINISHED:
             if job_key is not None:
                 self.sync_job(job_key)
@@ -409,10 +409,10 @@ class Writer:
         if event.kind is Kind.ADMITTED:
             for owner in (f"job:{job_key}" if job_key else None,
                           f"group:{group_key}" if group_key else None):
-                if owner is not None and owner in controller.topology_pods:
+                if owner is not None and owner in controller.owners.topology_pods:
                     self.ungate(owner)
         elif event.kind is Kind.EVICTING:
-            controller.check_stopped(key)  # an owner that never ran is stopped already
+            controller.owners.check_stopped(key)  # an owner that never ran is stopped already
         self._announce(event, job_key)
         if event.kind is Kind.FINISHED and ok:
             controller.forget_finished(key)

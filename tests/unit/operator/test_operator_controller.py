@@ -195,14 +195,14 @@ class TestJobsAndWorkloads:
         body["metadata"].update(resourceVersion=str(next(_rv)),
                                 creationTimestamp="2026-01-01T00:00:00Z")
         controller.observe("Workload", body)
-        assert controller.workload_of_job["ns/train"] == "ns/job-train-u-1"
+        assert controller.owners.workload_of_job["ns/train"] == "ns/job-train-u-1"
         assert controller.engine is not None
         controller.engine.run_until_idle(1000)
         finished = self.job(conditions=[{"type": "Complete", "status": "True"}])
         controller.observe("Job", finished)
         record = controller.engine.records["ns/job-train-u-1"]
         assert record.state is State.FINISHED
-        assert controller.finish_reasons["ns/job-train-u-1"] == "Succeeded"
+        assert controller.owners.finish_reasons["ns/job-train-u-1"] == "Succeeded"
         assert controller.engine.cache.holding("ns/job-train-u-1") is None
 
     def test_a_deleted_workload_releases_its_quota(self) -> None:

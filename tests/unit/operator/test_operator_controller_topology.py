@@ -173,7 +173,7 @@ class TestPods:
                "spec": {"schedulingGates": [{"name": "kuota.dev/topology"}]}}
         controller.observe("Pod", pod)
         assert actions.ungated == ["job:ns/train"]
-        assert controller.topology_pods["job:ns/train"] == {"ns/train-0"}
+        assert controller.owners.topology_pods["job:ns/train"] == {"ns/train-0"}
         controller.observe("Pod", dict(pod, metadata=meta("train-0", "ns",
                                                             labels={"kuota.dev/tas": "true"}),
                                        spec={}))

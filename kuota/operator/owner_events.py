@@ -1,0 +1,270 @@
+"""Jobs and pod groups — the owners Workloads stand for — from watch events into the engine.
+
+:class:`Owners` keeps which Workload stands for which Job or pod group, and
+turns the owners' events into engine calls (the writes they need are
+:mod:`kuota.operator.owners`):
+
+* A queue-labelled Job that is not being deleted gets a Workload; its
+  completion finishes the Workload; its readiness feeds ``waitForPodsReady``;
+  and it is started or stopped to match its Workload. A Job being deleted or
+  gone has its Workload deleted by kuota — the garbage collector does not do
+  it for a Job deleted with the default (orphan) propagation, and a
+  foreground deletion removes the Workload while the Job is still there —
+  and so does a Workload whose Job another one of the same name replaced, or
+  that lost its owner reference.
+* A pod group gets a Workload once enough *live* pods exist (terminating ones
+  do not count); it finishes when its pods end, and is deleted when none is
+  left alive (all gone or being deleted) outside an eviction.
+* Pods labelled ``kuota.dev/tas`` are kept per owner (Job or pod group); a
+  gated one asks the writer to pin its owner's pods (:mod:`kuota.operator.ungater`).
+* Evictions wait for the pods (the engine runs with ``wait_for_stop``): an
+  Evicting workload keeps its quota until its Job is suspended with no
+  active or terminating pod, or no pod of its group that kuota started is
+  left; then :meth:`Owners.check_stopped` tells the engine.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kuota.operator import jobs, names, pinning, podgroups, webhooks
+from kuota.operator.objects import being_deleted, key_of
+from quota.lifecycle import State
+
+if TYPE_CHECKING:
+    from kuota.operator.controller import Controller
+
+log = logging.getLogger(__name__)
+Body = dict[str, Any]
+
+
+class Owners:
+    """The Workload of each Job and pod group, and those owners' events."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+        self.workload_of_job: dict[str, str] = {}
+        self.job_of_workload: dict[str, str] = {}
+        #: Pod groups: ``namespace/group`` -> its pods' keys, and its total count.
+        self.group_pods: dict[str, set[str]] = {}
+        self.group_sizes: dict[str, int] = {}
+        self.workload_of_group: dict[str, str] = {}
+        self.group_of_workload: dict[str, str] = {}
+        #: Pods waiting for (or given) a topology domain: ``job:ns/name`` or
+        #: ``group:ns/group`` -> the pods' keys.
+        self.topology_pods: dict[str, set[str]] = {}
+        #: Why a Workload finished, for its condition ("Succeeded" / "Failed").
+        self.finish_reasons: dict[str, str] = {}
+
+    def clear(self) -> None:
+        """Forget every index (leading anew: they are read again from the objects)."""
+        for index in (self.workload_of_job, self.job_of_workload, self.group_pods,
+                      self.group_sizes, self.workload_of_group, self.group_of_workload,
+                      self.topology_pods):
+            index.clear()
+
+    # -- Workloads and their owners ----------------------------------------------------------
+    def link(self, workload: str, job_key: str | None, group_key: str | None) -> None:
+        if job_key is not None:
+            self.workload_of_job[job_key] = workload
+            self.job_of_workload[workload] = job_key
+        if group_key is not None:
+            self.workload_of_group[group_key] = workload
+            self.group_of_workload[workload] = group_key
+
+    def workload_deleted(self, workload: str, body: Body, job_key: str | None,
+                         group_key: str | None) -> None:
+        """Unlink a deleted Workload from its owner; a Job whose Workload was deleted by hand,
+        still there and not finished, gets a new one."""
+        if group_key is not None and self.workload_of_group.get(group_key) == workload:
+            del self.workload_of_group[group_key]
+            self.group_of_workload.pop(workload, None)
+        # (an orphaned Workload no longer names its Job: the index still does)
+        indexed = self.job_of_workload.pop(workload, None) or job_key
+        if indexed is not None and self.workload_of_job.get(indexed) == workload:
+            del self.workload_of_job[indexed]
+            objects, actions = self.controller.objects, self.controller.actions
+            if job_key is not None and actions is not None and not self.job_gone(body) \
+                    and jobs.finished(objects.get("Job", job_key) or {}) is None:
+                actions.create_workload(job_key)
+
+    def job_gone(self, body: Body) -> bool:
+        """Whether a Workload stands for a Job that is gone or being deleted: its owner Job
+        is not there (or another Job has its name now), or it was made for a Job (labelled
+        with its uid) but lost its owner reference — the Job was deleted orphaning it."""
+        meta = body.get("metadata") or {}
+        owner = names.owner_job_key(meta)
+        if owner is None:
+            return bool((meta.get("labels") or {}).get(names.JOB_UID_LABEL))
+        job = self.controller.objects.get("Job", owner)
+        return job is None or being_deleted(job) or \
+            (job.get("metadata") or {}).get("uid") != names.job_owner_uid(meta)
+
+    def sync(self, workload: str) -> None:
+        """Ask for the owner of ``workload`` to be brought in line with it."""
+        actions = self.controller.actions
+        assert actions is not None
+        if workload in self.job_of_workload:
+            actions.sync_job(self.job_of_workload[workload])
+        if workload in self.group_of_workload:
+            actions.sync_group(self.group_of_workload[workload])
+
+    def check_stopped(self, key: str) -> None:
+        """Tell the engine an Evicting workload's pods are gone, once they are: its Job is
+        suspended with no active or terminating pod (or gone), or no pod of its group that
+        kuota started is left."""
+        controller = self.controller
+        engine = controller.engine
+        record = engine.records.get(key) if engine is not None else None
+        if engine is None or record is None or record.state is not State.EVICTING \
+                or controller.in_rebuild:
+            return
+        job_key, group_key = self.job_of_workload.get(key), self.group_of_workload.get(key)
+        job = controller.objects.get("Job", job_key) if job_key is not None else None
+        if job is not None and not jobs.stopped(job):
+            return
+        if group_key is not None and not podgroups.stopped(self.pods_of(group_key)):
+            return
+        # (said each time: should quota ever be released early, the log shows what was seen)
+        seen = f"Job {job_key} stopped" if job is not None else \
+            f"no pod of group {group_key} runs" if group_key is not None else \
+            f"its owner is gone (Job {job_key})" if job_key is not None else "it has no owner"
+        log.info("Workload %s evicted and stopped (%s): its quota is released", key, seen)
+        engine.stopped(key, controller.clock())
+        controller.changed()
+
+    # -- Jobs --------------------------------------------------------------------------------
+    def job_queue(self, job: Body) -> str | None:
+        return jobs.queue_of(job, default_queue=self.controller.options.default_queue,
+                             queue_exists=self.queue_exists)
+
+    def queue_exists(self, namespace: str, name: str) -> bool:
+        return self.controller.objects.get("LocalQueue", f"{namespace}/{name}") is not None
+
+    def job_managed(self, namespace: str, name: str) -> bool:
+        """Whether kuota manages Job ``namespace/name`` (as far as this replica has seen)."""
+        job = self.controller.objects.get("Job", f"{namespace}/{name}")
+        return job is not None and self.job_queue(job) is not None
+
+    def job(self, body: Body, deleted: bool) -> None:
+        controller = self.controller
+        engine, actions = controller.engine, controller.actions
+        assert engine is not None and actions is not None
+        key = key_of(body)
+        if not controller.manages((body.get("metadata") or {}).get("namespace")):
+            return
+        workload = self.workload_of_job.get(key)
+        mine = controller.objects.get("Workload", workload) if workload else None
+        if workload is not None and mine is not None and self.job_gone(mine):
+            # Deleted (or being deleted, or replaced by a Job of the same name): its
+            # Workload goes now, whatever the deletion's propagation.
+            actions.delete_workload(workload)
+            if deleted or being_deleted(body):
+                return
+            del self.workload_of_job[key]  # replaced: the new Job gets its own
+            self.job_of_workload.pop(workload, None)
+            workload = None
+        if deleted or being_deleted(body) or self.job_queue(body) is None:
+            return
+        if workload is None:
+            if jobs.finished(body) is None:
+                actions.create_workload(key)
+                actions.sync_job(key)
+            return
+        record = engine.records.get(workload)
+        if record is None:
+            return
+        ended = jobs.finished(body)
+        if ended is not None and record.state is not State.FINISHED:
+            self.finish_reasons[workload] = ended[0]
+            engine.finish(workload, controller.clock(), ended[1])
+            controller.changed()
+            return
+        if record.state is State.ADMITTED and not record.pods_ready and jobs.pods_ready(body):
+            engine.pods_ready(workload, controller.clock())
+            actions.pods_ready(workload)
+        self.check_stopped(workload)
+        actions.sync_job(key)
+
+    # -- pod groups --------------------------------------------------------------------------
+    def pod(self, body: Body, deleted: bool) -> None:
+        controller = self.controller
+        engine, actions = controller.engine, controller.actions
+        assert engine is not None and actions is not None
+        meta = body.get("metadata") or {}
+        if not controller.manages(meta.get("namespace")):
+            return
+        try:
+            found = podgroups.group_of(body)
+        except podgroups.GroupError as exc:
+            log.warning("pod %s: %s", key_of(body), exc)
+            return
+        if names.TOPOLOGY_LABEL in (meta.get("labels") or {}):
+            self._topology_pod(body, deleted, found[0] if found else None)
+        if found is None or names.first_of(meta.get("labels"), names.QUEUE_LABELS) is None:
+            return
+        group_key, total = found
+        members = self.group_pods.setdefault(group_key, set())
+        if deleted:
+            members.discard(key_of(body))
+        else:
+            members.add(key_of(body))
+            self.group_sizes[group_key] = total
+        pods = self.pods_of(group_key)
+        live = [p for p in pods if podgroups.live(p)]
+        workload = self.workload_of_group.get(group_key)
+        record = engine.records.get(workload) if workload else None
+        if workload is None:
+            if len(live) >= total:
+                actions.create_group_workload(group_key)
+            return
+        if record is None or record.state is State.FINISHED:
+            return
+        ended = podgroups.outcome(pods, total)
+        if ended is not None:
+            log.info("Workload %s finished: %s", workload, ended[1])
+            self.finish_reasons[workload] = ended[0]
+            engine.finish(workload, controller.clock(), ended[1])
+            controller.changed()
+            return
+        self.check_stopped(workload)
+        if not live and record.state is not State.EVICTING:
+            # Every pod is gone or being deleted, and not by an eviction of ours: the
+            # group is no more. Its Workload goes (and its quota with it).
+            actions.delete_workload(workload)
+            return
+        if record.state is State.ADMITTED and not record.pods_ready and len(live) >= total \
+                and all(podgroups.ready(p) for p in live):
+            engine.pods_ready(workload, controller.clock())
+            actions.pods_ready(workload)
+        actions.sync_group(group_key)
+
+    def _topology_pod(self, body: Body, deleted: bool, group_key: str | None) -> None:
+        """A pod pinned (or to be pinned) to a topology domain: keep it with its owner's, and
+        ask for its owner's gated pods to be given domains."""
+        actions = self.controller.actions
+        assert actions is not None
+        namespace = (body.get("metadata") or {}).get("namespace") or "default"
+        job = webhooks.job_of(body)
+        if group_key is not None:
+            owner = f"group:{group_key}"
+        elif job is not None:
+            owner = f"job:{namespace}/{job}"
+        else:
+            return
+        members = self.topology_pods.setdefault(owner, set())
+        if deleted:
+            members.discard(key_of(body))
+        else:
+            members.add(key_of(body))
+        if any(pinning.gated(p) for p in self.topology_pods_of(owner)):
+            actions.ungate(owner)
+
+    def topology_pods_of(self, owner: str) -> list[Body]:
+        pods = (self.controller.objects.get("Pod", k) for k in self.topology_pods.get(owner, ()))
+        return [p for p in pods if p is not None]
+
+    def pods_of(self, group_key: str) -> list[Body]:
+        pods = (self.controller.objects.get("Pod", k) for k in self.group_pods.get(group_key, ()))
+        return [p for p in pods if p is not None]
