@@ -30,7 +30,7 @@ from quota.config import (
     LocalQueueConfig,
 )
 from quota.resources import Amount, FlavorResource
-from quota.tree import QuotaTree
+from quota.tree import CellQuota, QuotaNode, QuotaTree
 from quota.workload import Admission, WorkloadInfo
 
 
@@ -100,16 +100,26 @@ class QuotaCache:
         self._changed()
 
     def set_cluster_queue(self, cq: ClusterQueueConfig) -> None:
+        old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
-        self._changed()
+        if old is not None and old.cohort == cq.cohort \
+                and self._requota(self.tree.queues.get(cq.name), cq.quotas):
+            self.inactive = {k: v for k, v in self.inactive.items() if k != cq.name}
+            if (reason := self._why_inactive(cq)) is not None:
+                self.inactive[cq.name] = reason
+        else:
+            self._changed()
 
     def delete_cluster_queue(self, name: str) -> None:
         self.cluster_queues.pop(name, None)
         self._changed()
 
     def set_cohort(self, cohort: CohortConfig) -> None:
+        old = self.cohorts.get(cohort.name)
         self.cohorts[cohort.name] = cohort
-        self._changed()
+        if not (old is not None and old.parent == cohort.parent
+                and self._requota(self.tree.cohorts.get(cohort.name), cohort.quotas)):
+            self._changed()
 
     def delete_cohort(self, name: str) -> None:
         self.cohorts.pop(name, None)
@@ -149,6 +159,21 @@ class QuotaCache:
             self._deferring -= 1
             if not self._deferring and self._stale:
                 self.rebuild()
+
+    def _requota(self, node: QuotaNode | None, quotas: Mapping[FlavorResource, CellQuota]
+                 ) -> bool:
+        """A ClusterQueue's or Cohort's own quota changed and nothing else of the tree's
+        shape: recount only its cohort tree (:meth:`QuotaTree.set_quotas`), in O(that
+        tree) — with 1,000 queues in cohorts of 100, a tenth of a rebuild. False when a
+        rebuild is due anyway (deferred, or a cohort loop somewhere: rebuilt whole)."""
+        if node is None or self._deferring or self._stale or self.tree.broken:
+            return False
+        self.generation += 1
+        for name in self.tree.set_quotas(node, quotas):
+            total = self._totals.get(name)
+            if total:
+                self.tree.add(name, total)
+        return True
 
     def _changed(self) -> None:
         if self._deferring:

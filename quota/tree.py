@@ -67,8 +67,7 @@ class QuotaNode:
     stamp: int = 0
 
     def __post_init__(self) -> None:
-        self.lending = {fr: c.lending_limit for fr, c in self.quotas.items()
-                        if c.lending_limit is not None}
+        self.lending = _lending(self.quotas)
 
     def local(self, fr: FlavorResource) -> Amount:
         """The part of the subtree quota kept for this subtree (never lent)."""
@@ -300,6 +299,22 @@ class QuotaTree:
             node.borrowers = {}
         self.cohorts, self.queues = {}, {}
 
+    def set_quotas(self, node: QuotaNode, quotas: Mapping[FlavorResource, CellQuota]
+                   ) -> frozenset[str]:
+        """Change one node's own quota in place (its parent stays): the figures of its
+        whole cohort tree are computed again, every other tree left as it is — a quota
+        change anywhere in a tree can change what each of its queues may borrow, and
+        nothing outside it. The usage of that tree is reset: the caller adds it back for the
+        ClusterQueues returned, those of the tree."""
+        node.quotas = quotas
+        node.lending = _lending(quotas)
+        root = node.root()
+        _recompute_subtree(root)
+        for member in self.members(root):  # (answers kept by stamp hold no more)
+            member.stamp += 1
+        self.version += 1
+        return self.queue_names(root)
+
     def in_broken_tree(self, queue: str) -> str | None:
         """The loop message when ``queue`` hangs below a cohort loop."""
         node = self.queues[queue]
@@ -341,6 +356,10 @@ class QuotaTree:
             node = stack.pop()
             yield node
             stack.extend(node.children)
+
+
+def _lending(quotas: Mapping[FlavorResource, CellQuota]) -> dict[FlavorResource, Amount]:
+    return {fr: c.lending_limit for fr, c in quotas.items() if c.lending_limit is not None}
 
 
 def _link(parent: QuotaNode, child: QuotaNode) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -115,3 +116,85 @@ def test_a_rebuild_counts_as_adding_each_workload_in_turn(
                 for name, node in nodes.items()}
 
     assert usage(cache.tree) == usage(one_by_one)
+
+
+# -- a quota changed in place recounts its own cohort tree, and matches a rebuild ----------
+
+_quota = st.tuples(st.integers(0, 8), st.one_of(st.none(), st.integers(0, 8)),
+                   st.one_of(st.none(), st.integers(0, 8)))  # nominal, borrowing, lending
+_change = st.one_of(st.tuples(st.just("queue"), st.integers(0, 5), _quota),
+                    st.tuples(st.just("cohort"), st.sampled_from(["root", "team", "other"]),
+                              _quota))
+
+
+def _queue(i: int, parent: str | None, quota: tuple[int, int | None, int | None]) -> object:
+    nominal, borrowing, lending = quota
+    builder = ClusterQueueBuilder(f"cq{i}")
+    if parent is not None:
+        builder = builder.cohort(parent)
+    return builder.flavor("default", {"cpu": nominal},
+                          borrowing=None if borrowing is None else {"cpu": borrowing},
+                          lending=None if lending is None else {"cpu": lending}).obj()
+
+
+def _figures(cache: QuotaCache) -> dict[str, object]:
+    """Every number a decision reads from the tree, per node."""
+    tree = cache.tree
+    return {
+        **{name: (node.parent.name if node.parent else None, dict(node.subtree),
+                  dict(node.usage), sorted(c.name for c in node.borrowers.get(_CPU, {})))
+           for name, node in {**tree.queues, **tree.cohorts}.items()},
+        **{f"available {name}": (qt.available(node, _CPU), qt.potential_available(node, _CPU))
+           for name, node in tree.queues.items()},
+        "inactive": dict(cache.inactive)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(parents=st.lists(st.sampled_from(["root", "team", "other", None]), min_size=1,
+                        max_size=6),
+       quotas=st.lists(_quota, min_size=6, max_size=6),
+       held=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 6)), max_size=12),
+       changes=st.lists(_change, min_size=1, max_size=6))
+def test_a_quota_changed_in_place_matches_a_rebuild(
+        parents: list[str | None],
+        quotas: list[tuple[int, int | None, int | None]], held: list[tuple[int, int]],
+        changes: list[tuple[str, object, tuple[int, int | None, int | None]]]) -> None:
+    """Two cohort trees (root with team below it, and other) and lone queues: a quota
+    changed anywhere recounts only its own tree, and every figure — subtree quota, usage,
+    borrowers, what each queue can use — is what a rebuild from scratch gives."""
+    cache = QuotaCache()
+    cache.set_flavor(flavor("default"))
+    for name, parent in (("root", None), ("team", "root"), ("other", None)):
+        cache.set_cohort(cohort(name, parent, cpu=2))
+    for i, parent in enumerate(parents):
+        cache.set_cluster_queue(_queue(i, parent, quotas[i]))  # type: ignore[arg-type]
+    for n, (which, cpu) in enumerate(held):
+        cq = f"cq{which % len(parents)}"
+        info = WorkloadBuilder(f"w{n}").pod_set(count=cpu, cpu=1).obj()
+        cache.assume(info, Admission(cq, (PodSetAdmission("main", cpu, {"cpu": "default"},
+                                                         {"cpu": cpu * 1000}),)), 0.0)
+    builds: list[int] = []
+    original = qt.QuotaTree.build
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(qt.QuotaTree, "build",
+                      staticmethod(lambda **kw: builds.append(1) or original(**kw)))
+        _change_each(cache, parents, changes)
+    assert len(builds) == len(changes), "a quota change rebuilt the whole tree"
+
+
+def _change_each(cache: QuotaCache, parents: list[str | None],
+                 changes: list[tuple[str, object, tuple[int, int | None, int | None]]]) -> None:
+    """Each change, its figures then compared with a rebuild's (one rebuild each)."""
+    for kind, which, (nominal, borrowing, lending) in changes:
+        if kind == "queue":
+            i = int(str(which)) % len(parents)
+            cache.set_cluster_queue(_queue(  # type: ignore[arg-type]
+                i, parents[i], (nominal, borrowing, lending)))
+        else:
+            old = cache.cohorts[str(which)]
+            cache.set_cohort(replace(old, quotas={_CPU: qt.CellQuota(
+                nominal * 1000, None if borrowing is None else borrowing * 1000,
+                None if lending is None else lending * 1000)}))
+        incremental = _figures(cache)
+        cache.rebuild()
+        assert incremental == _figures(cache)
