@@ -9,7 +9,10 @@ Fills a real redis-server (pipelines of copies of a real pending record), then:
    queued) and the first workload admitted;
 2. failover: starts scheduler B beside it, waits until B stands by with the store loaded,
    kills A (SIGKILL: no lease released) and prints how long B took from taking the lease
-   to leading — what a failover costs on top of the lease's expiry.
+   to leading — what a failover costs on top of the lease's expiry;
+3. a quota changed: applies one ClusterQueue with another nominalQuota and prints how long
+   B took to lead on with it — taken in place (its "taken in place" log line), or, by a
+   leader that cannot, rebuilt from the store (a new "leading as").
 
 Usage: python benchmarks/leader_ready.py [--queues 1000] [--pending 50000] [--redis URL]
 """
@@ -99,6 +102,20 @@ def main() -> None:
                   "(the lease's expiry)")
             print(f"  B leading                {ready - lease:.2f} s after taking the lease "
                   "(target <= 1 s)")
+
+            def lines() -> tuple[int, int]:
+                text = logs["b"].read_text(errors="replace")
+                return text.count("leading as"), text.count("taken in place")
+
+            before = lines()
+            changed = time.monotonic()
+            client.apply(bigstore.queues(1, nominal=21, borrowing=100, preemption={
+                "reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}))
+            taken = until(lambda: lines() != before)
+            how = ("taken in place" if lines()[1] > before[1] else "the leader rebuilt")
+            print("a ClusterQueue's quota changed:")
+            print("  B leading on with it     " + (f"{taken - changed:.2f} s ({how})"
+                                                    if taken is not None else "never"))
         finally:
             for proc in procs.values():
                 if proc.poll() is None:

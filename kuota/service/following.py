@@ -54,8 +54,13 @@ or set aside) raises instead, as does anything unforeseen, under
 :func:`admission.errors.blame`: the service quarantines that workload and
 rebuilds, the engine being possibly half-way through a change.
 
+**Queue objects changed** (``config`` entries): the engine takes the difference
+in place (:meth:`Leader.reconfigure <kuota.service.leader.Leader.reconfigure>`),
+before the slice's workloads are reconciled.
+
 **NeedRebuild.** Some changes cannot be patched into the leader's view: queue
-objects changed (``config`` entries), a workload holds quota in Redis that the
+objects changed in a way :mod:`kuota.service.reconfig` does not take in place
+(a ResourceFlavor, a Topology, pool members...), a workload holds quota in Redis that the
 engine does not hold under the same attempt, or the stream was trimmed past
 the last entry read (checked by the leader's node watch). :class:`NeedRebuild`
 ends the leader; the service builds a new one from Redis.
@@ -136,14 +141,17 @@ class Follower:
     def _see(self, events: Iterable[Event]) -> None:
         """What an entry says besides naming a workload to look at again."""
         leader = self.leader
+        configs = False
         for event in events:
             if event.kind == "config":
-                raise NeedRebuild("queue objects changed")
-            if event.kind == "node":
+                configs = True
+            elif event.kind == "node":
                 leader.nodes.dirty = True
                 leader.stops.wake_all()  # pods on a lost node are gone
             elif event.kind == "pod":
                 leader.nodes.ended(event.pod)
+        if configs:  # (however many entries: read once)
+            leader.reconfigure()
 
     def _read(self, keys: set[str]) -> RecordsRead:
         """Ask Redis for the workloads: those the engine (or the dispatched copies) holds

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 from admission.engine import UNTRIED, Engine
 from admission.events import WorkloadEvent
-from kuota.service import decisions, rebuild, topofeed
+from kuota.service import decisions, rebuild, reconfig, topofeed
 from kuota.service.connection import Connection
 from kuota.service.decisions import Tracked
 from kuota.service.dispatched import DispatchedWorkloads
@@ -188,7 +188,8 @@ class Leader:
                              (key.partition("/")[0] for key in self.engine.cache.local_queues))
         # Topology-aware admission and multi-cluster dispatch to pools (issues 6 and 7).
         self.topology = topofeed.TopologyFeed(self.engine, loaded.configs.topologies)
-        configs = loaded.configs
+        #: The stored queue objects the engine was given (see :meth:`reconfigure`).
+        self.configs = configs = loaded.configs
         self.members: PoolMembers | None = (
             PoolMembers(self.engine, configs.members, configs.multicluster_configs)
             if wanted(configs.objects, configs.members, configs.multicluster_configs) else None)
@@ -252,6 +253,17 @@ class Leader:
         new workloads' reasons took a third of such a step, and delayed everything queued
         behind the burst in the stream — the ends of pods among it."""
         return self.follower.behind or len(events) >= READ_COUNT
+
+    def reconfigure(self) -> None:
+        """Queue objects changed (a ``config`` entry): the engine takes the difference in
+        place (:mod:`kuota.service.reconfig`), or the leader is rebuilt."""
+        configs = rebuild.load_configs(self.store)
+        if not reconfig.take_changes(self.engine, self.configs, configs):
+            raise NeedRebuild("queue objects changed")
+        self.configs = configs
+        self.intake.namespaces = sorted({key.partition("/")[0]
+                                         for key in self.engine.cache.local_queues})
+        log.info("queue objects changed: taken in place")
 
     def _renew(self, now: float) -> None:
         lease = self.store.lease(self.holder.rpartition("|")[0], self.timing.lease_ttl)
