@@ -13,12 +13,13 @@ informer caches of a Kubernetes controller's standby replicas do.
 Nothing is decided from the copy while standing by. Once the lease is taken, one last
 catch-up reads what changed since the previous look: from then on every write of the
 previous leader is fenced, so the stream holds everything the copy has not seen. The
-copy is dropped and loaded again whole when queue objects change (a ``config`` event
-rebuilds a leader too), when the stream was trimmed past the copy's position or ends
-before it (Redis lost writes), and when a look fails. A Redis that restarted — perhaps
-without its last second, which the copy may reflect — fails the look: the scheduler
-guards its connection (:class:`kuota.service.connection.RestartGuard`) and drops the
-copy (:meth:`WarmCopy.drop`).
+copy takes the queue object changes a leader takes in place
+(:mod:`kuota.service.reconfig`), and is dropped and loaded again whole when other queue
+objects change (they rebuild a leader too), when the stream was trimmed past the copy's
+position or ends before it (Redis lost writes), and when a look fails. A Redis that
+restarted — perhaps without its last second, which the copy may reflect — fails the
+look: the scheduler guards its connection (:class:`kuota.service.connection.RestartGuard`)
+and drops the copy (:meth:`WarmCopy.drop`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from kuota.service import rebuild
+from kuota.service import rebuild, reconfig
 from queueing.store import Store
 from quota.config import EngineConfig
 
@@ -122,5 +123,10 @@ class WarmCopy:
         if read:
             self.position = read[-1].id
         if any(e.kind == "config" for e in read):
-            return None
+            assert self.loaded is not None
+            configs = rebuild.load_configs(self.store)
+            # As the leader does: the changes it can take in place, or the copy goes.
+            if not reconfig.take_changes(self.loaded.engine, self.loaded.configs, configs):
+                return None
+            self.loaded.configs = configs
         return sorted({e.key for e in read if e.key})

@@ -15,6 +15,7 @@ from kuota.service import rebuild
 from kuota.service.standby import WarmCopy
 from quota.config import EngineConfig
 from quota.lifecycle import State
+from tests.integration.redis.harness import CQ, queues
 
 
 def view(loaded: rebuild.Loaded) -> dict[str, Any]:
@@ -77,12 +78,26 @@ def _rewritten_spec(pool: SteppedPool, look: Callable[[], None]) -> None:
     pool.run()
 
 
+def _quota_raised(pool: SteppedPool, look: Callable[[], None]) -> None:
+    pool.client.apply(queues(CQ("cq", {"cpu": 8})))  # taken in place, by both
+    pool.run()
+
+
+def _local_queue_added(pool: SteppedPool, look: Callable[[], None]) -> None:
+    pool.client.apply(_local_queue("extra"))
+    look()
+    pool.client.submit(["true"], queue="default/extra", name="via-extra", requests={"cpu": 1})
+    pool.run()
+
+
 CASES = [
     Case("nothing changed", lambda pool, look: None),
     Case("quota freed, then admissions", _submit_more),
     Case("an admitted workload cancelled", _cancel_admitted),
     Case("a record the scheduler cannot read", _bad_record),
     Case("a spec rewritten around kuota", _rewritten_spec),
+    Case("a quota raised", _quota_raised),
+    Case("a LocalQueue added", _local_queue_added),
 ]
 
 
@@ -112,10 +127,16 @@ def test_the_copy_is_loaded_again_when_it_cannot_be_caught_up() -> None:
     first = copy.loaded
     copy.refresh()
     assert copy.loaded is first, "nothing changed: the copy is kept"
-    pool.client.apply(_local_queue("extra"))  # a config event
+    pool.client.apply(_local_queue("extra"))  # taken in place
+    copy.refresh()
+    assert copy.loaded is first
+    assert "default/extra" in copy.loaded.engine.cache.local_queues
+    # A flavor's node labels: what a leader reads only when it starts.
+    pool.client.apply("apiVersion: kuota.dev/v1alpha1\nkind: ResourceFlavor\n"
+                      "metadata: {name: default}\nspec: {nodeLabels: {pool: gpu}}\n")
     copy.refresh()
     assert copy.loaded is not first
-    assert "default/extra" in copy.loaded.engine.cache.local_queues
+    assert copy.loaded.engine.cache.flavors["default"].node_labels == {"pool": "gpu"}
 
 
 def _local_queue(name: str) -> str:
