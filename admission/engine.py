@@ -478,7 +478,8 @@ class Engine:
         if not heads:
             return CycleResult()
         view = self.topology.view() if self.topology.nodes else None
-        snapshot = self.cache.snapshot()
+        # (only the cohort trees of the heads: nothing else is read or changed)
+        snapshot = self.cache.snapshot(queues={head.cluster_queue for head in heads})
         tried = {head.info.key for head in heads}
         for key in [k for k in self._claims if self.records[k].state is not State.PENDING]:
             del self._claims[key]

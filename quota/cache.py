@@ -19,7 +19,7 @@ usage with shared, immutable configs.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from quota.config import (
@@ -254,9 +254,11 @@ class QuotaCache:
         for entries in self.workloads.values():
             yield from entries.values()
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, queues: Iterable[str] | None = None) -> Snapshot:
+        """One cycle's view; with ``queues``, its tree holds only their cohort trees
+        (:meth:`QuotaTree.clone`)."""
         return Snapshot(
-            tree=self.tree.clone(),
+            tree=self.tree.clone(queues),
             cluster_queues=self.cluster_queues,
             cohorts=self.cohorts,
             flavors=self.flavors,

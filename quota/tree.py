@@ -258,16 +258,30 @@ class QuotaTree:
                 _recompute_subtree(node)
         return tree
 
-    def clone(self) -> QuotaTree:
+    def clone(self, queues: Iterable[str] | None = None) -> QuotaTree:
         """A copy with private usage and shared quotas: one scheduling cycle's snapshot.
 
+        With ``queues``, only the cohort trees holding them are copied: a cycle reads and
+        changes nothing outside the trees of its heads (what a queue may borrow, the
+        victims it may take, the fair-sharing tournament all stay within its tree), and
+        a cycle with one head among 1,000 ClusterQueues in cohorts of 100 copied ten
+        times what it reads.
+
         Each node's children keep the order of the original's first visit (cohorts, then
-        queues, each from its topmost missing ancestor down). No closure refers to itself
-        here: a recursive helper would leave a reference cycle holding the copy after
-        every cycle (see :meth:`dismantle`).
+        queues, each from its topmost missing ancestor down) — the same whether the other
+        trees are copied or not. No closure refers to itself here: a recursive helper
+        would leave a reference cycle holding the copy after every cycle (see
+        :meth:`dismantle`).
         """
+        wanted: set[int] | None = None
+        if queues is not None:
+            roots = {id(root): root for root in
+                     (self.queues[name].root() for name in queues if name in self.queues)}
+            wanted = {id(node) for root in roots.values() for node in self.members(root)}
         twins: dict[int, QuotaNode] = {}
         for start in [*self.cohorts.values(), *self.queues.values()]:
+            if wanted is not None and id(start) not in wanted:
+                continue
             missing: list[QuotaNode] = []
             node: QuotaNode | None = start
             while node is not None and id(node) not in twins:
@@ -281,8 +295,10 @@ class QuotaTree:
                     copy.parent = twins[id(original.parent)]
                     copy.parent.children.append(copy)
         clone = QuotaTree(broken=self.broken)
-        clone.cohorts = {name: twins[id(node)] for name, node in self.cohorts.items()}
-        clone.queues = {name: twins[id(node)] for name, node in self.queues.items()}
+        clone.cohorts = {name: twins[id(node)] for name, node in self.cohorts.items()
+                         if id(node) in twins}
+        clone.queues = {name: twins[id(node)] for name, node in self.queues.items()
+                        if id(node) in twins}
         for node in twins.values():
             for fr in node.usage:
                 _track(node, fr)
