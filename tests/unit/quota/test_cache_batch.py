@@ -1,4 +1,6 @@
-"""Applying many config objects at once: one tree rebuild, the same result as one by one."""
+"""Config changes and the quota tree: many objects applied at once rebuild it once, with the
+same result as one by one; a rebuild counts usage summed per queue; a quota changed in
+place recounts its own cohort tree only, with the figures a rebuild gives."""
 
 from __future__ import annotations
 
