@@ -257,7 +257,7 @@ class Leader:
     def reconfigure(self) -> None:
         """Queue objects changed (a ``config`` entry): the engine takes the difference in
         place (:mod:`kuota.service.reconfig`), or the leader is rebuilt."""
-        configs = rebuild.load_configs(self.store)
+        configs = rebuild.load_configs(self.store, self.configs.parsed)
         if not reconfig.take_changes(self.engine, self.configs, configs):
             raise NeedRebuild("queue objects changed")
         self.configs = configs

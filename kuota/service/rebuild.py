@@ -19,6 +19,7 @@ The same rebuild serves read-only views (``kuota get clusterqueues``,
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
@@ -43,6 +44,37 @@ log = logging.getLogger(__name__)
 SET_ASIDE: Final = frozenset({State.FINISHED, State.INVALID})
 
 
+class ParsedObjects:
+    """Stored queue objects parsed once per stored text: a leader reading them again for a
+    config change (:mod:`kuota.service.reconfig`) parses only the ones whose text changed
+    — 2,000 objects took 75–105 ms to parse every time."""
+
+    def __init__(self) -> None:
+        #: ``(kind, name)`` -> (the stored text, what it parsed to or the problem).
+        self._seen: dict[tuple[str, str], tuple[str, object]] = {}
+
+    def parse(self, kind: str, name: str, text: str) -> object:
+        """The API object ``text`` holds (a config converted for the engine), or an
+        :class:`api.ObjectError`'s message."""
+        seen = self._seen.get((kind, name))
+        if seen is not None and seen[0] == text:
+            return seen[1]
+        try:
+            obj: object = api.parse_object(json.loads(text), source="redis")
+        except api.ObjectError as exc:
+            obj = str(exc)
+        if not isinstance(obj, str | api.WorkloadPriorityClass | api.Topology
+                          | api.MultiClusterConfig | api.MemberCluster):
+            obj = convert.config(obj)
+        self._seen[(kind, name)] = (text, obj)
+        return obj
+
+    def keep_only(self, seen: set[tuple[str, str]]) -> None:
+        """Forget the objects no longer stored."""
+        for gone in self._seen.keys() - seen:
+            del self._seen[gone]
+
+
 @dataclass
 class Configs:
     objects: list[ConfigObject] = field(default_factory=list)
@@ -55,6 +87,8 @@ class Configs:
     topologies: list[api.Topology] = field(default_factory=list)
     multicluster_configs: list[api.MultiClusterConfig] = field(default_factory=list)
     members: list[api.MemberCluster] = field(default_factory=list)
+    #: What each stored text parsed to: read again with it, only changed texts are parsed.
+    parsed: ParsedObjects = field(default_factory=ParsedObjects, compare=False, repr=False)
 
 
 @dataclass
@@ -96,16 +130,19 @@ class Loaded:
         self.engine.records.pop(key, None)
 
 
-def load_configs(store: Store) -> Configs:
-    """Queue objects as core configs, in dependency order (flavors first)."""
-    configs = Configs(namespaces=store.objects.namespaces())
+def load_configs(store: Store, parsed: ParsedObjects | None = None) -> Configs:
+    """Queue objects as core configs, in dependency order (flavors first); with
+    ``parsed`` (a previous read's), only the objects whose stored text changed are
+    parsed again."""
+    configs = Configs(namespaces=store.objects.namespaces(), parsed=parsed or ParsedObjects())
+    seen: set[tuple[str, str]] = set()
     for kind in KINDS:
-        for name, manifest in store.objects.manifests(kind).items():
-            try:
-                obj = api.parse_object(manifest, source="redis")
-            except api.ObjectError as exc:
-                configs.problems[f"{kind}/{name}"] = str(exc)
-                log.warning("skipping stored %s %s: %s", kind, name, exc)
+        for name, text in store.objects.texts(kind).items():
+            seen.add((kind, name))
+            obj = configs.parsed.parse(kind, name, text)
+            if isinstance(obj, str):
+                configs.problems[f"{kind}/{name}"] = obj
+                log.warning("skipping stored %s %s: %s", kind, name, obj)
                 continue
             if isinstance(obj, api.WorkloadPriorityClass):
                 configs.priority_classes[obj.metadata.name] = obj.value
@@ -116,7 +153,8 @@ def load_configs(store: Store) -> Configs:
             elif isinstance(obj, api.MemberCluster):
                 configs.members.append(obj)
             else:
-                configs.objects.append(convert.config(obj))
+                configs.objects.append(obj)  # type: ignore[arg-type]
+    configs.parsed.keep_only(seen)
     return configs
 
 

@@ -49,7 +49,8 @@ def take_changes(engine: Engine, old: Configs, new: Configs) -> bool:
             or not old.namespaces.keys() <= new.namespaces.keys():
         return False
     before, after = _by_name(old.objects), _by_name(new.objects)
-    changed = [obj for ref, obj in after.items() if before.get(ref) != obj]
+    changed = [obj for ref, obj in after.items()
+               if (old_obj := before.get(ref)) is not obj and old_obj != obj]
     gone = [ref for ref in before if ref not in after]
     if any(type(obj) not in IN_PLACE for obj in changed) \
             or any(kind not in IN_PLACE.values() for kind, _ in gone):

@@ -124,7 +124,7 @@ class WarmCopy:
             self.position = read[-1].id
         if any(e.kind == "config" for e in read):
             assert self.loaded is not None
-            configs = rebuild.load_configs(self.store)
+            configs = rebuild.load_configs(self.store, self.loaded.configs.parsed)
             # As the leader does: the changes it can take in place, or the copy goes.
             if not reconfig.take_changes(self.loaded.engine, self.loaded.configs, configs):
                 return None

@@ -74,8 +74,12 @@ class ObjectStore:
             raise NotFound(f"{kind} {name}: not found")
 
     def manifests(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {name: json.loads(text) for name, text in self.texts(kind).items()}
+
+    def texts(self, kind: str) -> dict[str, str]:
+        """The stored manifests of ``kind`` as their JSON text, by name (sorted)."""
         raw: dict[str, str] = self._r.hgetall(self._keys.objects(kind))
-        return {name: json.loads(text) for name, text in sorted(raw.items())}
+        return dict(sorted(raw.items()))
 
     def namespaces(self) -> dict[str, dict[str, str]]:
         raw: dict[str, str] = self._r.hgetall(self._keys.namespaces)

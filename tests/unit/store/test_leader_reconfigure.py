@@ -128,3 +128,25 @@ def test_a_local_queue_in_a_new_namespace_takes_its_requests() -> None:
     assert pool.scheduler.leader is leader
     assert "team-b" in leader.intake.namespaces
     assert LOCAL_QUEUE.partition("/")[0] in leader.intake.namespaces
+
+
+def test_reading_the_queue_objects_again_parses_only_those_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = SteppedPool()
+    pool.client.apply(queues(TEAM, OTHER))
+    first = rebuild.load_configs(pool.store)
+    parsed: list[str] = []
+    parse = rebuild.api.parse_object
+
+    def counting(manifest: Any, **kw: Any) -> Any:
+        parsed.append(f"{manifest['kind']}/{manifest['metadata']['name']}")
+        return parse(manifest, **kw)
+
+    monkeypatch.setattr(rebuild.api, "parse_object", counting)
+    pool.client.apply(queues(CQ("cq", {"cpu": 8}, cohort="all")))
+    pool.client.delete("LocalQueue", "default/lq-other")
+    parsed.clear()  # (the client checks what it stores)
+    again = rebuild.load_configs(pool.store, first.parsed)
+    assert parsed == ["ClusterQueue/cq"]
+    assert again.objects == rebuild.load_configs(pool.store).objects  # (parses all: fresh)
+    assert ("LocalQueue", "default/lq-other") not in again.parsed._seen
