@@ -150,7 +150,8 @@ class RedisReader:
         if generation == self._generation and self._configs is not None:
             return False
         self._generation = generation
-        self._configs = rebuild.load_configs(self.store)
+        self._configs = rebuild.load_configs(  # (parsing only the objects changed)
+            self.store, self._configs.parsed if self._configs is not None else None)
         return True
 
     # -- workloads ------------------------------------------------------------------------
