@@ -142,6 +142,9 @@ class Engine:
     _claims: dict[str, tuple[str, FRVector]] = field(default_factory=dict)
     #: Open :meth:`configuring` blocks: the queues are reconfigured when the last closes.
     _configuring: int = 0
+    #: The ClusterQueues and LocalQueues whose stopPolicy is HoldAndDrain, and the config
+    #: generation they were found at (every cycle used to look through them all).
+    _draining: tuple[int, tuple[str, ...], frozenset[str]] = (-1, (), frozenset())
 
     # -- configuration -------------------------------------------------------
     def apply(self, obj: ConfigObject) -> None:
@@ -598,13 +601,19 @@ class Engine:
         return bool(ready and ready.block_admission and self._unready)
 
     def _drain_stopped(self, now: float) -> None:
-        for cq_name, cq in self.cache.cluster_queues.items():
-            if cq.stop_policy == "HoldAndDrain":
-                for key in list(self.cache.workloads.get(cq_name, {})):
-                    self.evict(key, now, "ClusterQueueStopped", "",
-                               f"ClusterQueue {cq_name} is stopped (HoldAndDrain)")
-        draining = {k for k, lq in self.cache.local_queues.items()
-                    if lq.stop_policy == "HoldAndDrain"}
+        cache = self.cache
+        if self._draining[0] != cache.generation:
+            self._draining = (
+                cache.generation,
+                tuple(n for n, cq in cache.cluster_queues.items()
+                      if cq.stop_policy == "HoldAndDrain"),
+                frozenset(k for k, lq in cache.local_queues.items()
+                          if lq.stop_policy == "HoldAndDrain"))
+        _, stopped, draining = self._draining
+        for cq_name in stopped:
+            for key in list(cache.workloads.get(cq_name, {})):
+                self.evict(key, now, "ClusterQueueStopped", "",
+                           f"ClusterQueue {cq_name} is stopped (HoldAndDrain)")
         if draining:
             for entry in list(self.cache.all_holding()):
                 lq = entry.info.local_queue_key
