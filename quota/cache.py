@@ -104,6 +104,7 @@ class QuotaCache:
         self.cluster_queues[cq.name] = cq
         if old is not None and old.cohort == cq.cohort \
                 and self._requota(self.tree.queues.get(cq.name), cq.quotas):
+            # (a new mapping, as a rebuild makes one: snapshots taken share the old)
             self.inactive = {k: v for k, v in self.inactive.items() if k != cq.name}
             if (reason := self._why_inactive(cq)) is not None:
                 self.inactive[cq.name] = reason

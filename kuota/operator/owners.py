@@ -56,8 +56,8 @@ def _priority(writer: Writer, labels: dict[str, str], owner: Body) -> tuple[int,
     classes = writer.controller.configs.priority_classes
     name = names.first_of(labels, names.PRIORITY_LABELS)
     if name and name not in classes:
-        writer.event(owner, "Warning", "PriorityClassNotFound",
-                     f"WorkloadPriorityClass {name} not found; using priority 0")
+        writer.recorder.event(owner, "Warning", "PriorityClassNotFound",
+                              f"WorkloadPriorityClass {name} not found; using priority 0")
         return 0, None
     return classes.get(name or "", 0), name
 
@@ -68,7 +68,7 @@ async def _create(writer: Writer, manifest: Body, owner: Body) -> None:
         created = await writer.client.create(names.WORKLOADS, manifest, namespace)
     except ApiError as exc:
         if exc.status != 409:
-            writer.event(owner, "Warning", "WorkloadNotCreated", str(exc))
+            writer.recorder.event(owner, "Warning", "WorkloadNotCreated", str(exc))
             raise
         created = await writer.client.get(names.WORKLOADS, manifest["metadata"]["name"],
                                           namespace)
@@ -156,7 +156,7 @@ async def sync_job(writer: Writer, job_key: str) -> None:
         writer.succeeded(f"job:{job_key}")
         controller.observe("Job", stored)
         if write.step in _ANNOUNCED:
-            writer.event(stored, "Normal", *_ANNOUNCED[write.step])
+            writer.recorder.event(stored, "Normal", *_ANNOUNCED[write.step])
         return
 
 
@@ -171,9 +171,9 @@ def _refused(writer: Writer, job_key: str, job: Body, write: jobs.Write, exc: Ap
     delay = writer.retry(f"job:{job_key}", lambda: writer.sync_job(job_key))
     log.warning("%s; trying again in %.0fs", message, delay)
     if writer.report(f"job:{job_key}", message):
-        writer.event(job, "Warning", reason, f"{message}; kuota tries again")
-        writer.event(controller.objects.get("Workload", workload) if workload else None,
-                     "Warning", reason, f"{message}; kuota tries again")
+        writer.recorder.event(job, "Warning", reason, f"{message}; kuota tries again")
+        writer.recorder.event(controller.objects.get("Workload", workload) if workload else None,
+                              "Warning", reason, f"{message}; kuota tries again")
 
 
 async def delete_workload(writer: Writer, key: str) -> None:
@@ -216,9 +216,9 @@ def placement_conflict(writer: Writer, workload: str | None, pod: Body, message:
     meta = pod.get("metadata") or {}
     text = f"pod {meta.get('namespace')}/{meta.get('name')} cannot be placed: {message}"
     log.warning("Workload %s: %s; deactivating it", workload, text)
-    writer.event(pod, "Warning", "NodeSelectorConflict", text)
-    writer.event(controller.objects.get("Workload", record.info.key), "Warning",
-                 "NodeSelectorConflict", text)
+    writer.recorder.event(pod, "Warning", "NodeSelectorConflict", text)
+    writer.recorder.event(controller.objects.get("Workload", record.info.key), "Warning",
+                          "NodeSelectorConflict", text)
     controller.deactivate(record.info.key, "NodeSelectorConflict",
                           f"{text}; fix it and set spec.active to true again")
 
@@ -274,8 +274,8 @@ async def sync_group(writer: Writer, group_key: str) -> None:
                 stored = await writer.client.delete(names.PODS, name, namespace)
                 if being_deleted(stored):  # still there, terminating (else its last state)
                     controller.observe("Pod", stored)
-                writer.event(pod, "Normal", "Stopped",
-                             "Deleted by kuota: its pod group's Workload was evicted")
+                writer.recorder.event(pod, "Normal", "Stopped",
+                                      "Deleted by kuota: its pod group's Workload was evicted")
         except ApiError as exc:
             if exc.conflict:  # the pod changed: its watch event syncs the group again
                 writer.metrics.conflicts.inc()

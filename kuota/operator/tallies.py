@@ -96,23 +96,19 @@ def local_queues(engine: Engine) -> dict[str, LocalQueueTally]:
     """Every LocalQueue's tally (``namespace/name``), from one pass over the records."""
     tallies: dict[str, LocalQueueTally] = {}
     for record in engine.records.values():
-        state = record.state
-        if state is State.PENDING:
-            info = record.info
-            tally = tallies.get(info.local_queue_key)
-            if tally is None:
-                tally = tallies[info.local_queue_key] = LocalQueueTally()
+        state, admission = record.state, record.admission
+        if state is not State.PENDING and (admission is None or state not in HOLDS_QUOTA):
+            continue  # (finished, inactive, or not holding quota any more)
+        lq = record.info.local_queue_key
+        tally = tallies.get(lq) or tallies.setdefault(lq, LocalQueueTally())
+        if state is State.PENDING or admission is None:
             tally.pending += 1
-        elif record.admission is not None and state in HOLDS_QUOTA:
-            info = record.info
-            tally = tallies.get(info.local_queue_key)
-            if tally is None:
-                tally = tallies[info.local_queue_key] = LocalQueueTally()
-            tally.reserving += 1
-            is_admitted = state is State.ADMITTED
-            tally.admitted += is_admitted
-            for fr, amount in record.admission.usage().items():
-                tally.reserved[fr] = tally.reserved.get(fr, 0) + amount
-                if is_admitted:
-                    tally.used[fr] = tally.used.get(fr, 0) + amount
+            continue
+        tally.reserving += 1
+        is_admitted = state is State.ADMITTED
+        tally.admitted += is_admitted
+        for fr, amount in admission.usage().items():
+            tally.reserved[fr] = tally.reserved.get(fr, 0) + amount
+            if is_admitted:
+                tally.used[fr] = tally.used.get(fr, 0) + amount
     return tallies

@@ -129,5 +129,5 @@ async def _release(writer: Writer, workload: str | None, pod: Body,
         return True
     writer.controller.observe("Pod", stored)
     where = ", ".join(f"{k}={v}" for k, v in chosen.items()) or "no topology domain"
-    writer.event(stored, "Normal", "TopologyUngated", f"Pinned to {where}")
+    writer.recorder.event(stored, "Normal", "TopologyUngated", f"Pinned to {where}")
     return True

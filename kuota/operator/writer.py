@@ -22,8 +22,9 @@ asks for and writes the difference, so duplicate or replayed requests cost
 nothing and a Job that someone unsuspended early is suspended again.
 
 Writes run as tasks chained per object (never two at once for one
-Workload or Job) under a limit on concurrent requests; Events have their own
-smaller limit so they never delay a decision. A write the API server refuses
+Workload or Job) under a limit on concurrent requests; Events
+(:mod:`kuota.operator.recorder`) have their own smaller limit so they never delay a
+decision. A write the API server refuses
 is tried again later (:meth:`Writer.retry`: 1 s, doubling up to a minute)
 and reported once per distinct refusal (:meth:`Writer.report`).
 
@@ -68,6 +69,7 @@ from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
 from kuota.operator.objects import key_of
+from kuota.operator.recorder import Recorder
 from kuota.operator.retries import backoff
 from quota.lifecycle import HOLDS_QUOTA, State
 from quota.workload import Admission
@@ -110,7 +112,6 @@ class Writer:
         # 2,000 of them to write, which in the decisions' slots would hold every admission
         # for seconds. A sync then takes longer to write; the next starts when it is done.
         self._queue_slots = asyncio.Semaphore(max(1, options.write_concurrency // 8))
-        self._event_slots = asyncio.Semaphore(4)
         self._chains: dict[str, asyncio.Task[None]] = {}
         #: Cleared while the controller rebuilds in slices: what it asks is written after.
         self._open = asyncio.Event()
@@ -132,6 +133,8 @@ class Writer:
         self._refusals: dict[str, int] = {}
         self._retry_timers: dict[str, asyncio.TimerHandle] = {}
         self._reported: dict[str, str] = {}
+        #: Kubernetes Events about Workloads and Jobs.
+        self.recorder = Recorder(controller, client, identity, self._background)
 
     # -- scheduling writes -------------------------------------------------------------------
     def _chain(self, key: str, make: Callable[[], Awaitable[None]], *,
@@ -340,8 +343,8 @@ class Writer:
         return engine.records.get(key) if engine is not None else None
 
     def workload_problem(self, key: str, message: str) -> None:
-        self.event(self.controller.objects.get("Workload", key), "Warning", "InvalidWorkload",
-                   message)
+        self.recorder.event(self.controller.objects.get("Workload", key), "Warning",
+                            "InvalidWorkload", message)
 
     # -- decisions ---------------------------------------------------------------------------
     def persist(self, events: list[WorkloadEvent]) -> None:
@@ -413,7 +416,7 @@ class Writer:
                     self.ungate(owner)
         elif event.kind is Kind.EVICTING:
             controller.owners.check_stopped(key)  # an owner that never ran is stopped already
-        self._announce(event, job_key)
+        self.recorder.announce(event, job_key)
         if event.kind is Kind.FINISHED and ok:
             controller.forget_finished(key)
 
@@ -585,8 +588,8 @@ class Writer:
             self._pending_written.pop(key, None)
             log.info("pending reason of Workload %s not written: %s", key, exc)
             return
-        self.event(self.controller.objects.get("Workload", key), "Normal", "Pending",
-                   f"{why[0]}: {why[1]}")
+        self.recorder.event(self.controller.objects.get("Workload", key), "Normal", "Pending",
+                            f"{why[0]}: {why[1]}")
 
     async def _write_queue(self, res: names.Res, kind: str, body: Body, patch: Body) -> None:
         meta = body["metadata"]
@@ -598,57 +601,3 @@ class Writer:
             log.warning("status of %s %s not written: %s", kind, key_of(body), exc)
             return
         self.controller.observe(kind, stored)
-
-    # -- Kubernetes Events -------------------------------------------------------------------
-    def _announce(self, event: WorkloadEvent, job_key: str | None) -> None:
-        objects = self.controller.objects
-        workload = objects.get("Workload", event.key)
-        job = objects.get("Job", job_key) if job_key else None
-        if event.kind is Kind.ADMITTED and event.admission is not None:
-            engine = self.controller.engine
-            record = engine.records.get(event.key) if engine is not None else None
-            waited = f", wait time since queued was {event.at - record.info.created:.0f}s" \
-                if record is not None else ""
-            text = f"Admitted by ClusterQueue {event.admission.cluster_queue}{waited}"
-            self.event(workload, "Normal", "Admitted", text)
-        elif event.kind is Kind.QUOTA_RESERVED and event.admission is not None:
-            self.event(workload, "Normal", "QuotaReserved",
-                       f"Quota reserved in ClusterQueue {event.admission.cluster_queue}")
-        elif event.kind is Kind.EVICTING and event.reason != "Deactivated":
-            # Announced when it is decided; Deactivated is announced when it is done.
-            reason = "Preempted" if event.reason == "Preempted" else "Evicted"
-            text = f"{event.reason}{'/' + event.detail if event.detail else ''}: {event.message}"
-            self.event(workload, "Normal", reason, text)
-            self.event(job, "Normal", reason, text)
-        elif event.kind is Kind.DEACTIVATED:
-            self.event(workload, "Warning", "Deactivated", f"{event.reason}: {event.message}")
-        elif event.kind is Kind.FINISHED:
-            self.event(workload, "Normal", "Finished", event.message or "quota released")
-
-    def event(self, obj: Body | None, type_: str, reason: str, message: str) -> None:
-        if obj is None or not self.controller.options.events:
-            return
-        meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace") or "default"
-        stamp = status.timestamp(self.controller.clock())
-        body = {
-            "metadata": {"generateName": f"{meta.get('name', 'object')}.",
-                         "namespace": namespace},
-            "involvedObject": {"apiVersion": obj.get("apiVersion", ""),
-                               "kind": obj.get("kind", ""), "name": meta.get("name", ""),
-                               "namespace": namespace, "uid": meta.get("uid", ""),
-                               "resourceVersion": meta.get("resourceVersion", "")},
-            "reason": reason, "message": message[:1024], "type": type_,
-            "source": {"component": names.COMPONENT},
-            "reportingComponent": names.COMPONENT, "reportingInstance": self.identity,
-            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-        }
-
-        async def post() -> None:
-            async with self._event_slots:
-                try:
-                    await self.client.create(names.EVENTS, body, namespace)
-                except ApiError as exc:
-                    log.info("event %s on %s not posted: %s", reason, meta.get("name"), exc)
-
-        self._background(post())

@@ -257,8 +257,8 @@ class Leader:
     def reconfigure(self) -> None:
         """Queue objects changed (a ``config`` entry): the engine takes the difference in
         place (:mod:`kuota.service.reconfig`), or the leader is rebuilt."""
-        configs = rebuild.load_configs(self.store, self.configs.parsed)
-        if not reconfig.take_changes(self.engine, self.configs, configs):
+        configs = reconfig.read_again(self.store, self.engine, self.configs)
+        if configs is None:
             raise NeedRebuild("queue objects changed")
         self.configs = configs
         self.intake.namespaces = sorted({key.partition("/")[0]

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from admission.engine import ConfigObject, Engine
-from kuota.service.rebuild import Configs
+from kuota.service.rebuild import Configs, load_configs
+from queueing.store import Store
 from quota.config import ClusterQueueConfig, CohortConfig, LocalQueueConfig
 
 #: The configs a running leader takes in place, by the kind the engine deletes them as.
@@ -67,3 +68,11 @@ def take_changes(engine: Engine, old: Configs, new: Configs) -> bool:
         if old.namespaces.get(name) != labels:
             engine.set_namespace(name, labels)
     return True
+
+
+def read_again(store: Store, engine: Engine, configs: Configs) -> Configs | None:
+    """The queue objects read again (parsing only the changed ones) and their changes
+    handed to ``engine``, built from ``configs``: the new configs, or None, changing
+    nothing, when the engine cannot take them in place."""
+    read = load_configs(store, configs.parsed)
+    return read if take_changes(engine, configs, read) else None

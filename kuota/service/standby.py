@@ -124,9 +124,9 @@ class WarmCopy:
             self.position = read[-1].id
         if any(e.kind == "config" for e in read):
             assert self.loaded is not None
-            configs = rebuild.load_configs(self.store, self.loaded.configs.parsed)
             # As the leader does: the changes it can take in place, or the copy goes.
-            if not reconfig.take_changes(self.loaded.engine, self.loaded.configs, configs):
+            configs = reconfig.read_again(self.store, self.loaded.engine, self.loaded.configs)
+            if configs is None:
                 return None
             self.loaded.configs = configs
         return sorted({e.key for e in read if e.key})
