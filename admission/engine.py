@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from admission import backoff
+from admission.changes import Changes
 from admission.cycle import CycleResult, schedule
 from admission.errors import blame
 from admission.events import Kind, WorkloadEvent
@@ -125,6 +126,8 @@ class Engine:
     records: dict[str, Record] = field(default_factory=dict)
     controllers: dict[str, CheckController] = field(default_factory=dict)
     outbox: list[WorkloadEvent] = field(default_factory=list)
+    #: Which queues' workloads changed, for the statuses and gauges (:mod:`admission.changes`).
+    changes: Changes = field(default_factory=Changes)
     #: Nodes and topologies for topology-aware flavors.
     topology: TopologyState = field(default_factory=TopologyState)
     #: Admitted workloads whose pods are not ready yet -> deadline (waitForPodsReady).
@@ -208,6 +211,7 @@ class Engine:
             record = self.records.get(key)
             if record is not None:
                 record.pending_reason, record.pending_message = why
+                self.changes.reasons += 1
 
     # -- workloads -----------------------------------------------------------
     def submit(self, info: WorkloadInfo) -> Record:
@@ -215,15 +219,17 @@ class Engine:
         if info.key in self.records and self.records[info.key].state is not State.FINISHED:
             raise ValueError(f"workload {info.key} already exists")
         record = self.records[info.key] = Record(info)
+        self.changes.entered(info)
         self._enqueue(record)
         return record
 
     def finish(self, key: str, now: float, message: str = "") -> Record:
         """The workload ended (or was cancelled): release its quota."""
         record = self._record(key)
-        record.state = lifecycle.transition(key, record.state, Event.FINISH)
+        self._to(record, Event.FINISH)
         self.queues.remove(key)
         self._release(key)
+        self.changes.left(record.info)
         self._stop_timers(record)
         self._evicting.discard(key)
         record.deactivation = None
@@ -239,7 +245,7 @@ class Engine:
         if not self.wait_for_stop or record.state not in HOLDS_QUOTA \
                 or record.state is State.EVICTING:
             return record
-        record.state = lifecycle.transition(key, record.state, Event.STOP)
+        self._to(record, Event.STOP)
         self._evicting.add(key)
         self._stop_timers(record)
         record.pods_ready = False
@@ -265,11 +271,12 @@ class Engine:
         self.queues.remove(info.key)
         self.cache.assume(info, admission, at)
         self.topology.assume(info.pod_sets, admission)
-        record.state = lifecycle.transition(info.key, record.state, Event.RESERVE)
+        self._to(record, Event.RESERVE)
         record.admission, record.admitted_at = admission, at
+        self.changes.touch_cluster_queue(admission.cluster_queue)
         record.pending_reason = record.pending_message = None
         if admitted:
-            record.state = lifecycle.transition(info.key, record.state, Event.ADMIT)
+            self._to(record, Event.ADMIT)
             return record
         now = at if now is None else now
         stored = checks or {}
@@ -310,7 +317,7 @@ class Engine:
     def forget(self, key: str, now: float) -> Record:
         """A reservation could not be persisted: give the quota back and requeue."""
         record = self._record(key)
-        record.state = lifecycle.transition(key, record.state, Event.RELEASE)
+        self._to(record, Event.RELEASE)
         self._release(key)
         record.admission = record.admitted_at = None
         record.checks = {}
@@ -333,7 +340,7 @@ class Engine:
         if self.wait_for_stop:
             self._stop(record, now, reason, detail, message)
             return record
-        record.state = lifecycle.transition(key, record.state, Event.EVICT)
+        self._to(record, Event.EVICT)
         self._release(key)
         return self._requeue_evicted(record, now)
 
@@ -347,10 +354,10 @@ class Engine:
         if record.deactivation is not None:
             reason, message = record.deactivation
             record.deactivation = None
-            record.state = lifecycle.transition(key, record.state, Event.DEACTIVATE)
+            self._to(record, Event.DEACTIVATE)
             self._deactivated(record, now, reason, message)
             return record
-        record.state = lifecycle.transition(key, record.state, Event.STOPPED)
+        self._to(record, Event.STOPPED)
         self._release(key)
         return self._requeue_evicted(record, now)
 
@@ -358,7 +365,7 @@ class Engine:
               message: str) -> None:
         """Begin an eviction that waits for the workload's pods: quota kept, timers off."""
         key = record.info.key
-        record.state = lifecycle.transition(key, record.state, Event.STOP)
+        self._to(record, Event.STOP)
         self._evicting.add(key)
         self._stop_timers(record)
         record.pods_ready = False
@@ -392,9 +399,8 @@ class Engine:
             wait = backoff.delay(strategy, record.requeue_count, self.rng,
                                  self.config.backoff_jitter)
             record.requeue_at = self._backing_off[key] = now + wait
-            record.pending_reason = "Backoff"
-            record.pending_message = (f"evicted: {message or reason}; requeued after "
-                                      f"{wait:.0f}s backoff")
+            self._note(key, "Backoff",
+                       f"evicted: {message or reason}; requeued after {wait:.0f}s backoff")
             return record
         self._enqueue(record)
         return record
@@ -409,7 +415,7 @@ class Engine:
                 self._stop(record, now, "Deactivated", reason, message)
             record.deactivation = (reason, message)
             return record
-        record.state = lifecycle.transition(key, record.state, Event.DEACTIVATE)
+        self._to(record, Event.DEACTIVATE)
         self._deactivated(record, now, reason, message)
         return record
 
@@ -427,7 +433,7 @@ class Engine:
         if record.state is State.EVICTING:
             record.deactivation = None  # stopping anyway; it is requeued once stopped
             return record
-        record.state = lifecycle.transition(key, record.state, Event.ACTIVATE)
+        self._to(record, Event.ACTIVATE)
         record.requeue_count = 0
         self._enqueue(record)
         return record
@@ -560,8 +566,9 @@ class Engine:
         self.queues.remove(key)
         self.cache.assume(record.info, admission, now)
         self.topology.assume(record.info.pod_sets, admission)
-        record.state = lifecycle.transition(key, record.state, Event.RESERVE)
+        self._to(record, Event.RESERVE)
         record.admission, record.admitted_at = admission, now
+        self.changes.touch_cluster_queue(admission.cluster_queue)
         record.pending_reason = record.pending_message = None
         record.pods_ready = False
         checks = self._checks_for(admission)
@@ -577,11 +584,18 @@ class Engine:
                 self.set_check(key, check.name, verdict[0], now, verdict[1])
 
     def _admit(self, record: Record, now: float) -> None:
-        record.state = lifecycle.transition(record.info.key, record.state, Event.ADMIT)
+        self._to(record, Event.ADMIT)
         ready = self.config.wait_for_pods_ready
         if ready is not None:
             self._unready[record.info.key] = now + ready.timeout
         self._emit(now, record, Kind.ADMITTED, admission=record.admission)
+
+    def _to(self, record: Record, event: Event) -> None:
+        """Move ``record`` through the lifecycle. Every state change passes here, so its
+        queues are stamped for the statuses (:mod:`admission.changes`): the ClusterQueue
+        too, as a transition that gives quota back comes before the admission is cleared."""
+        record.state = lifecycle.transition(record.info.key, record.state, event)
+        self.changes.touch(record.info, record.admission)
 
     def _stop_timers(self, record: Record) -> None:
         self._unready.pop(record.info.key, None)
@@ -639,10 +653,12 @@ class Engine:
             record.pending_reason, record.pending_message = why
         else:
             record.pending_reason, record.pending_message = UNTRIED, "waiting for a try"
+        self.changes.reasons += 1
 
     def _note(self, key: str, reason: str, message: str) -> None:
         record = self.records[key]
         record.pending_reason, record.pending_message = reason, message
+        self.changes.reasons += 1
 
     def _emit(self, now: float, record: Record, kind: Kind, reason: str = "",
               detail: str = "", message: str = "", admission: Admission | None = None) -> None:

@@ -39,6 +39,8 @@ class Metrics:
         self._per_cq: dict[str, tuple[Counter, Histogram]] = {}
         #: The queue gauges' series per ClusterQueue, as last exported.
         self._exported: dict[str, _QueueSeries] = {}
+        #: The queues' figures, counted again only where they changed.
+        self.tallies = tallies.Tallies()
         self.registry = CollectorRegistry()
         r = self.registry
         self.pending = Gauge("kueue_pending_workloads", "Workloads waiting, per ClusterQueue",
@@ -134,8 +136,10 @@ class Metrics:
             self._per_cq.pop(name, None)
             for counter in (self.admitted, self.reserved, self.wait, self.evicted):
                 counter.remove_by_labels({"cluster_queue": name})
+        if figures is None:
+            figures = self.tallies.cluster_queues(engine)
         for name, cq in cache.cluster_queues.items():
-            counted = figures.get(name) if figures is not None else None
+            counted = figures.get(name)
             if counted is None:
                 counted = tallies.cluster_queue(engine, cq)
             exported = self._exported.get(name)
@@ -184,7 +188,7 @@ class _QueueSeries:
         return cohort == self.cohort and _shape(cells) == self.shape
 
     def set(self, figures: QueueFigures) -> None:
-        if figures == self.last:
+        if figures is self.last or figures == self.last:
             return
         self.last = figures
         cells = figures.cells
