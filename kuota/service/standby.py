@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from kuota.service import rebuild, reconfig
 from queueing.store import Store
+from queueing.store.events import named
 from quota.config import EngineConfig
 
 log = logging.getLogger(__name__)
@@ -129,4 +130,4 @@ class WarmCopy:
             if configs is None:
                 return None
             self.loaded.configs = configs
-        return sorted({e.key for e in read if e.key})
+        return sorted(named(read))

@@ -14,6 +14,7 @@ rebuilds from scratch (:meth:`EventStream.missed`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final, NamedTuple
 
 from queueing.store.keys import Keys
@@ -31,9 +32,23 @@ class Event(NamedTuple):
 
     id: str
     kind: str  # workload | pod | node | config | decision
-    key: str = ""  # workload key
+    #: Workload key; of a ``decision`` entry, every workload the call decided for, a line
+    #: each (:func:`named`).
+    key: str = ""
     pod: str = ""
     node: str = ""
+
+
+def named(events: Iterable[Event]) -> set[str]:
+    """Every workload the entries name (a decision entry names many)."""
+    keys: set[str] = set()
+    for e in events:
+        if e.kind == "decision":
+            keys.update(e.key.split("\n"))
+        elif e.key:
+            keys.add(e.key)
+    keys.discard("")
+    return keys
 
 
 def _id_tuple(entry_id: str) -> tuple[int, int]:

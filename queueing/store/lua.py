@@ -83,9 +83,20 @@ local function emit(stream, maxlen, ...)
 end
 -- The scheduler changed a workload: the leader skips these entries (it made the change);
 -- standbys follow them to keep their copy of the store current (kuota.service.standby).
+-- A call that decides for many workloads names them all in one entry, a line each
+-- (``queueing.store.events.named``): a round of 1,000 admissions is one entry to write and read.
+local decided_keys = {}
 local function decided(stream, workload, key)
   emit(stream, EVENTS_MAXLEN, "kind", "decision", "key",
        key or redis.call("HGET", workload, "key"))
+end
+local function decided_later(workload, key)
+  decided_keys[#decided_keys + 1] = key or redis.call("HGET", workload, "key")
+end
+local function emit_decided(stream)
+  if #decided_keys > 0 then
+    emit(stream, EVENTS_MAXLEN, "kind", "decision", "key", table.concat(decided_keys, "\n"))
+  end
 end
 -- A workload just finished: out of the unfinished index, into the finished one (by when).
 local function finished(unfinished, finished_index, key, at)
@@ -165,7 +176,7 @@ local function admit(workload, history, b)
                "message", "", "decision", ARGV[b + 4])
     note(history, {at = now, event = target, clusterQueue = ARGV[b + 2],
                    attempt = tonumber(w[2])})
-    decided(KEYS[2], workload)
+    decided_later(workload)
     return "ok:" .. w[2]
   end
   local reserved = step(w[1], "reserve")
@@ -178,12 +189,13 @@ local function admit(workload, history, b)
              "pods", ARGV[b + 3], "pods_done", 0, "reason", "", "message", "",
              "decision", ARGV[b + 4])
   note(history, {at = now, event = admitted, clusterQueue = ARGV[b + 2], attempt = attempt})
-  decided(KEYS[2], workload)
+  decided_later(workload)
   return "ok:" .. attempt
 end
 for i = 0, n - 1 do
   out[i + 1] = admit(KEYS[3 + 2 * i], KEYS[4 + 2 * i], 3 + 6 * i)
 end
+emit_decided(KEYS[2])
 return out
 """
 
@@ -225,7 +237,7 @@ local function place(workload, history, pods_at, pods)
   redis.call("HSET", workload, "placement", ARGV[a + 1], "reason", "", "message", "")
   note(history, {at = tonumber(ARGV[2]), event = "Placed", nodes = cjson.decode(ARGV[a + 1]),
                  attempt = tonumber(ARGV[a])})
-  decided(KEYS[2], workload, key)
+  decided_later(workload, key)
   return "ok"
 end
 local fenced_out = fenced(KEYS[1], ARGV[1])
@@ -239,6 +251,7 @@ while k <= #KEYS do
   k = k + 2 + 3 * pods
   a = a + 3 + 5 * pods
 end
+emit_decided(KEYS[2])
 return out
 """
 

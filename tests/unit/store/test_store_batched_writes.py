@@ -11,6 +11,7 @@ from store_builders import admission, admit, lead, new_store, node, submit
 
 from queueing.store import PodRef, Store
 from queueing.store import workloads as workloads_module
+from queueing.store.events import Event, named
 from queueing.store.workloads import AdmitRequest, PlaceRequest, PodPlacement
 from quota.lifecycle import State
 
@@ -29,7 +30,11 @@ def gang(key: str, attempt: int, nodes: list[tuple[str, int]]) -> PlaceRequest:
 
 def decisions(store: Store) -> list[str]:
     """The workloads named by the stream's ``decision`` entries, in order."""
-    return [e.key for e in store.events.read("0-0", block_ms=None) if e.kind == "decision"]
+    return [key for e in decision_entries(store) for key in e.key.split("\n")]
+
+
+def decision_entries(store: Store) -> list[Event]:
+    return [e for e in store.events.read("0-0", block_ms=None) if e.kind == "decision"]
 
 
 def history(store: Store, key: str) -> list[str]:
@@ -124,6 +129,10 @@ class TestAdmitMany:
         # lease and events, then a workload and its history per request
         assert [len(k) for k in calls.keys] == [2 + 2 * 3, 2 + 2 * 3, 2 + 2 * 1]
         assert decisions(store) == ["ns/w4", *(k for k in keys if k != "ns/w4")]
+        # One entry per call names every workload it decided for (the stale one: none).
+        assert [e.key.split("\n") for e in decision_entries(store)] == [
+            ["ns/w4"], ["ns/w0", "ns/w1", "ns/w2"], ["ns/w3", "ns/w5"], ["ns/w6"]]
+        assert named(store.events.read("0-0", block_ms=None)) == set(keys)
 
 
 class TestPlaceMany:
