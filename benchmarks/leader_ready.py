@@ -12,7 +12,10 @@ Fills a real redis-server (pipelines of copies of a real pending record), then:
    to leading — what a failover costs on top of the lease's expiry;
 3. a quota changed: applies one ClusterQueue with another nominalQuota and prints how long
    B took to lead on with it — taken in place (its "taken in place" log line), or, by a
-   leader that cannot, rebuilt from the store (a new "leading as").
+   leader that cannot, rebuilt from the store (a new "leading as");
+4. idle: once nothing changes any more (no node ever registered: the admitted wait for
+   nodes, the rest for quota), prints B's CPU over 30 s — what a leader of that size
+   costs while it waits.
 
 Usage: python benchmarks/leader_ready.py [--queues 1000] [--pending 50000] [--redis URL]
 """
@@ -20,6 +23,7 @@ Usage: python benchmarks/leader_ready.py [--queues 1000] [--pending 50000] [--re
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -30,6 +34,16 @@ import bigstore
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+
+#: Seconds an idle leader is left to settle, then watched.
+IDLE_SETTLE, IDLE_WINDOW = 30.0, 30.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds process ``pid`` has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def until(what: Callable[[], bool], deadline: float = 180) -> float | None:
@@ -116,6 +130,15 @@ def main() -> None:
             print("a ClusterQueue's quota changed:")
             print("  B leading on with it     " + (f"{taken - changed:.2f} s ({how})"
                                                     if taken is not None else "never"))
+            # Idle: no node ever registered, so the admitted wait for nodes and the rest
+            # for quota; nothing changes any more.
+            time.sleep(IDLE_SETTLE)
+            spent = cpu_seconds(procs["b"].pid)
+            time.sleep(IDLE_WINDOW)
+            spent = cpu_seconds(procs["b"].pid) - spent
+            print(f"idle ({IDLE_WINDOW:.0f} s after {IDLE_SETTLE:.0f} s to settle; the admitted "
+                  "wait for nodes, the rest for quota):")
+            print(f"  B's CPU                  {100 * spent / IDLE_WINDOW:.1f} % of a core")
         finally:
             for proc in procs.values():
                 if proc.poll() is None:

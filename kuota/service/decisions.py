@@ -76,6 +76,9 @@ class Leadership(Protocol):
     def while_admitting(self) -> None:
         """Work done while Redis stores admissions, as if they were stored (placement)."""
 
+    def waits_for_nodes(self, key: str) -> None:
+        """Admitted gang ``key`` is to be placed (it joins :attr:`unplaced`)."""
+
 
 @dataclass
 class Applied:
@@ -133,7 +136,7 @@ def _admit(leader: Leadership, events: list[WorkloadEvent], now: float,
                 reserved = before is not None and before.pods > 0
                 leader.tracked[r.key] = _tracked(r.attempt if reserved else r.attempt + 1,
                                                  r.pods, before)
-                leader.unplaced[r.key] = None
+                leader.waits_for_nodes(r.key)
         leader.while_admitting()
         statuses = sent.statuses()
     for request, status in zip(requests, statuses, strict=True):
@@ -143,7 +146,7 @@ def _admit(leader: Leadership, events: list[WorkloadEvent], now: float,
             leader.tracked[request.key] = _tracked(int(status[3:]), request.pods,
                                                    held[request.key])
             if request.admit:
-                leader.unplaced[request.key] = None
+                leader.waits_for_nodes(request.key)
             applied.admitted.append(request.key)
             continue
         # Not stored: the admission never happened. Give the quota back now and

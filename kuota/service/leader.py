@@ -150,6 +150,9 @@ class Leader:
         #: Told every batch of engine events this leader persists (metrics).
         self.on_events: Callable[[Leader, Sequence[WorkloadEvent]], None] | None = None
         self.unplaced: dict[str, None] = {}
+        #: The Ready nodes (name, incarnation) when placed gangs were last checked for lost
+        #: nodes (:meth:`_evict_from_lost_nodes`).
+        self._ready_checked: frozenset[tuple[str, int]] | None = None
         self.recheck: set[str] = set()
         #: Workloads whose pods stop, holding their quota until they are gone.
         self.stops = Stops(self)
@@ -213,6 +216,9 @@ class Leader:
 
     def while_admitting(self) -> None:
         self.placer.plan_ahead()
+
+    def waits_for_nodes(self, key: str) -> None:
+        self.placer.waits(key)
 
     # -- the loop ----------------------------------------------------------------
     def step(self) -> None:
@@ -437,7 +443,15 @@ class Leader:
                               "were lost before the pods were placed")
 
     def _evict_from_lost_nodes(self, now: float) -> None:
-        """Requeue gangs with a pod that was live on a node now gone (NodeFailures)."""
+        """Requeue gangs with a pod that was live on a node now gone (NodeFailures).
+
+        Skipped while the Ready nodes (and their incarnations) are those of the last check:
+        a gang is only ever placed on Ready nodes (the ``place`` script checks), so none
+        placed since can be on a node gone — and a leader's first check always runs."""
+        ready = frozenset((n.name, n.epoch) for n in self.nodes.records.values() if n.ready)
+        if ready == self._ready_checked:
+            return
+        self._ready_checked = ready
         suspects: list[tuple[str, list[PodRef]]] = []
         for key, tracked in self.tracked.items():
             record = self.engine.records.get(key)
@@ -539,12 +553,14 @@ class Leader:
         if self.members is not None:
             self.members.reasons()
         changed: list[tuple[str, int, str, str]] = []
-        waiting_why = self.placer.waiting_why
-        for key, record in self.engine.records.items():
-            waiting = waiting_why(key)
-            if waiting is not None:
+        records = self.engine.records
+        for key in self.unplaced:
+            waiting = self.placer.waiting_why(key)
+            record = records.get(key)
+            if waiting is not None and record is not None:
                 record.pending_reason = "WaitingForNodes"
                 record.pending_message = waiting
+        for key, record in records.items():
             if record.state is State.FINISHED or record.pending_reason is None:
                 continue
             why = (record.pending_reason, record.pending_message or "")
@@ -575,7 +591,7 @@ class Leader:
                 self.stops.begin(record.key, record.attempt, record.pods)
         for record in sorted((r for r in records if r.state is State.ADMITTED
                               and not r.placement), key=lambda r: r.admitted_at or 0.0):
-            self.unplaced[record.key] = None
+            self.placer.waits(record.key)
         for record in placed:
             self.tracked[record.key].placed = tuple(
                 (node, by_ref[ref].epoch if ref in by_ref else -1)

@@ -7,12 +7,16 @@ admission pinned, in the pool dispatch chose (:mod:`kuota.service.pinning`,
 :mod:`kuota.service.placing`) — and Redis has stored the placement.
 
 **Gangs of one kind fit or fail alike.** A gang's kind is what it asks of
-nodes: its pod sets (the workload's equivalence), its flavors, and where it
-may go (pinned nodes, the dispatched pool). Each kind is tried in admission
-order until one gang does not fit; the rest of that kind wait behind it
-(``WaitingForNodes``, with the placer's reason: :meth:`Placer.waiting_why`).
+nodes: its pod sets (requests, node selectors, affinity, tolerations) with
+their admitted counts, its flavors, and where it may go (pinned nodes, the
+dispatched pool) — not its queue or priority, which nodes do not see, so a
+thousand queues of one shape of job are one kind. Each kind is tried in
+admission order until one gang does not fit; the rest of that kind wait behind
+it (``WaitingForNodes``, with the placer's reason: :meth:`Placer.waiting_why`).
 A backlog thus costs one failed try per kind and round, not one per waiting
-gang, and a later gang of one kind never overtakes an earlier one.
+gang, and a later gang of one kind never overtakes an earlier one. The line of
+a kind is walked from its front: the gangs placed this round, then the one
+that does not fit.
 
 **Inadmissible.** A gang that does not fit is asked whether it could were the
 Ready nodes empty (a kind found to fit is not asked again until those nodes
@@ -80,7 +84,8 @@ log = logging.getLogger("kuota.service.leader")
 #: Reason of a workload taken out of scheduling because no node can ever hold it.
 INADMISSIBLE = "Inadmissible"
 
-#: What a gang asks of nodes: (equivalence of its pod sets, its flavors and where it may go).
+#: What a gang asks of nodes: (its pod sets' shapes and admitted counts, its flavors and
+#: where it may go). Not its queue nor its priority: nodes do not tell those apart.
 Kind = tuple[int, str]
 #: The Ready nodes: (name, epoch, cordoned) each, sorted.
 ReadyNodes = tuple[tuple[str, int, bool], ...]
@@ -94,6 +99,8 @@ class Placer:
         #: Unplaced gangs by kind (what they ask of nodes), in admission order.
         self._by_kind: dict[Kind, dict[str, None]] = {}
         self._kind_of: dict[str, Kind] = {}
+        #: Gangs admitted since the last round, their kind not looked at yet.
+        self._new: dict[str, None] = {}
         #: Why the first gang of a kind did not fit, this round.
         self._waiting_why: dict[Kind, str] = {}
         #: Workloads set aside because no node could ever hold them -> the Ready nodes then
@@ -112,6 +119,11 @@ class Placer:
         """Set aside as Inadmissible by an earlier leader: tried again at the first step."""
         self._inadmissible = {r.key: None for r in records
                               if r.state is State.INACTIVE and r.reason == INADMISSIBLE}
+
+    def waits(self, key: str) -> None:
+        """Admitted gang ``key`` waits for nodes (in admission order)."""
+        self.leader.unplaced[key] = None
+        self._new[key] = None
 
     def step(self, now: float) -> None:
         self._place(now)
@@ -159,25 +171,17 @@ class Placer:
         fit (module doc); the placements found go to :attr:`_planned`, their pods added to
         the node view. ``ahead``: only find nodes, judge nothing."""
         leader = self.leader
+        self._sort_new()
         if not leader.unplaced:
             return
         pools = self.pools()
-        for key in [k for k in leader.unplaced if k not in self._kind_of]:
-            record = leader.engine.records.get(key)
-            if record is None or record.admission is None or key not in leader.tracked:
-                leader.unplaced.pop(key)
-                continue
-            # Pinned nodes and a dispatched pool decide where a gang may go, too.
-            where = pinning.placement_key(record.admission, leader.members.pools()
-                                          if leader.members is not None else {})
-            kind = (record.info.equivalence, repr(record.admission.flavor_summary()) + where)
-            self._kind_of[key] = kind
-            self._by_kind.setdefault(kind, {})[key] = None
+        # Each kind's line is walked from its front, never copied: a backlog of thousands
+        # waiting for nodes costs the gangs placed this round and one that does not fit.
         for kind, keys in list(self._by_kind.items()):
-            for key in list(keys):
+            gone: list[str] = []  # (taken out of the line after the walk)
+            for key in keys:
                 if key not in leader.unplaced:  # placed, evicted or finished meanwhile
-                    del keys[key]
-                    self._kind_of.pop(key, None)
+                    gone.append(key)
                     continue
                 if key in self._planned:
                     continue
@@ -190,8 +194,9 @@ class Placer:
                             if leader.members is not None else None)
                     result = pinning.place(pods, record.admission, pools, pool=pool)
                 if isinstance(result, placing.Unplaceable):
-                    if not ahead and self._set_aside(kind, keys, key, pods, record.admission,
-                                                     pool, now):
+                    if not ahead and self._set_aside(kind, key, pods, record.admission, pool,
+                                                     now):
+                        gone.append(key)
                         continue
                     if not ahead:
                         self._waiting_why[kind] = result.reason
@@ -207,9 +212,37 @@ class Placer:
             else:
                 if not ahead:
                     self._waiting_why.pop(kind, None)
+            for key in gone:
+                del keys[key]
+                self._kind_of.pop(key, None)
             if not keys:
                 del self._by_kind[kind]
                 self._could_fit.pop(kind, None)
+
+    def _sort_new(self) -> None:
+        """Put each gang admitted since the last round in the line of its kind."""
+        leader = self.leader
+        for key in self._new:
+            if key not in leader.unplaced:
+                continue
+            record = leader.engine.records.get(key)
+            if record is None or record.admission is None or key not in leader.tracked:
+                leader.unplaced.pop(key)
+                continue
+            # Pinned nodes and a dispatched pool decide where a gang may go, too.
+            where = pinning.placement_key(record.admission, leader.members.pools()
+                                          if leader.members is not None else {})
+            kind = (hash((tuple(ps.shape_hash for ps in record.info.pod_sets),
+                          tuple(ps.count for ps in record.admission.pod_sets))),
+                    repr(record.admission.flavor_summary()) + where)
+            before = self._kind_of.get(key)
+            if before == kind and key in self._by_kind.get(kind, ()):
+                continue  # (in line already: admitted again before a round saw it go)
+            if before is not None:
+                self._by_kind.get(before, {}).pop(key, None)
+            self._kind_of[key] = kind
+            self._by_kind.setdefault(kind, {})[key] = None
+        self._new.clear()
 
     def pools(self) -> dict[str, NodeRanking]:
         """The node view's pools, as rankings brought up to date with it. Who places a gang
@@ -221,11 +254,10 @@ class Placer:
             ranking.sync(pools[name])
         return self._rankings
 
-    def _set_aside(self, kind: Kind, keys: dict[str, None], key: str,
-                   pods: list[placing.GangPod], admission: Admission, pool: str | None,
-                   now: float) -> bool:
+    def _set_aside(self, kind: Kind, key: str, pods: list[placing.GangPod],
+                   admission: Admission, pool: str | None, now: float) -> bool:
         """Deactivate a gang that does not fit if no node could ever hold it (waiting would
-        hold its quota forever); True if it was."""
+        hold its quota forever); True if it was (the caller takes it out of its line)."""
         leader = self.leader
         nodes_now = self._ready_nodes()
         with blame(key):
@@ -240,8 +272,6 @@ class Placer:
         leader.engine.deactivate(key, now, INADMISSIBLE, never)
         self._inadmissible[key] = nodes_now
         leader.unplaced.pop(key, None)
-        del keys[key]
-        self._kind_of.pop(key, None)
         return True
 
     def _commit(self, now: float, requests: list[PlaceRequest],

@@ -1,0 +1,61 @@
+"""Gangs that ask the nodes for the same thing wait in one line, whatever their queue.
+
+What a gang asks of nodes is its pod sets, flavors and where it may go — not the queue it
+came from. Gangs of one shape from many queues are one kind: when the first does not
+fit, the others wait behind it (one try a round for the whole backlog), and when nodes
+free up the earliest admitted goes first, from whichever queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kuota.service import placing
+from tests.integration.redis.harness import CQ, queues
+from tests.unit.store.store_builders import SteppedPool
+
+TEAMS = ("a", "b", "c")
+
+
+def pool_of_teams() -> SteppedPool:
+    pool = SteppedPool()
+    pool.client.apply(queues(*(CQ(team, {"cpu": 8}) for team in TEAMS)))
+    pool.store.nodes.register("n1", pool="p", capacity={"cpu": 2000}, labels={}, devices=[],
+                              now=pool.now)
+    return pool
+
+
+def submit(pool: SteppedPool, name: str, team: str) -> str:
+    return pool.client.submit(["true"], queue=f"default/lq-{team}", name=name,
+                              requests={"cpu": 2}).key
+
+
+def test_a_backlog_of_one_shape_from_many_queues_costs_one_try_a_round(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = pool_of_teams()
+    keys = [submit(pool, f"{team}{i}", team) for i in range(4) for team in TEAMS]
+    pool.run(steps=8)
+    placed = [k for k in keys if pool.store.workloads.get(k).placement]
+    assert len(placed) == 1  # one node of 2 cpu: the rest wait for it
+    tries: list[Any] = []
+    gang_pods = placing.gang_pods
+    monkeypatch.setattr(placing, "gang_pods",
+                        lambda *args: tries.append(args) or gang_pods(*args))
+    pool.run(steps=1)
+    assert len(tries) == 1
+
+
+def test_the_earliest_admitted_of_one_shape_is_placed_first_whatever_its_queue() -> None:
+    pool = pool_of_teams()
+    first = {team: submit(pool, f"{team}0", team) for team in TEAMS}
+    second = submit(pool, "a1", "a")  # admitted after every team's first (a cycle later)
+    pool.run(steps=4)
+    assert pool.state(second) == "Admitted"
+    assert pool.store.workloads.get(first["a"]).placement == ("n1",)
+    pool.store.nodes.register("n2", pool="p", capacity={"cpu": 2000}, labels={}, devices=[],
+                              now=pool.now)
+    pool.run(steps=4, advance=1.0)
+    assert pool.store.workloads.get(first["b"]).placement == ("n2",)
+    assert pool.store.workloads.get(second).placement == ()
