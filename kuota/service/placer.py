@@ -223,8 +223,10 @@ class Placer:
         """Put each gang admitted since the last round in the line of its kind."""
         leader = self.leader
         for key in self._new:
-            if key not in leader.unplaced:
-                continue
+            before = self._kind_of.get(key)
+            if key not in leader.unplaced or (
+                    before is not None and key in self._by_kind.get(before, ())):
+                continue  # (gone, or in line already: told twice, ahead and once stored)
             record = leader.engine.records.get(key)
             if record is None or record.admission is None or key not in leader.tracked:
                 leader.unplaced.pop(key)
@@ -235,11 +237,6 @@ class Placer:
             kind = (hash((tuple(ps.shape_hash for ps in record.info.pod_sets),
                           tuple(ps.count for ps in record.admission.pod_sets))),
                     repr(record.admission.flavor_summary()) + where)
-            before = self._kind_of.get(key)
-            if before == kind and key in self._by_kind.get(kind, ()):
-                continue  # (in line already: admitted again before a round saw it go)
-            if before is not None:
-                self._by_kind.get(before, {}).pop(key, None)
             self._kind_of[key] = kind
             self._by_kind.setdefault(kind, {})[key] = None
         self._new.clear()
