@@ -112,6 +112,8 @@ class Record:
     checks: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: While Evicting because of a deactivation: its (reason, message), applied once stopped.
     deactivation: tuple[str, str] | None = None
+    #: Evicting because it ended (:meth:`Engine.finishing`): finished once its pods are gone.
+    ending: bool = False
     #: Its place in line when not its creation: the time of an eviction that sends it to
     #: the back (see :meth:`Engine._requeue_evicted`).
     queue_order: float | None = None
@@ -249,6 +251,7 @@ class Engine:
         self._evicting.add(key)
         self._stop_timers(record)
         record.pods_ready = False
+        record.ending = True
         return record
 
     def restore(self, info: WorkloadInfo, admission: Admission, at: float, *,
@@ -346,10 +349,13 @@ class Engine:
 
     def stopped(self, key: str, now: float) -> Record:
         """The pods of an Evicting workload are gone: release its quota, then requeue it
-        (or deactivate it, when its eviction was a deactivation). Others are left alone."""
+        (or deactivate it, when its eviction was a deactivation; or finish it, when it was
+        stopping because it ended). Others are left alone."""
         record = self._record(key)
         if record.state is not State.EVICTING:
             return record
+        if record.ending:  # its pods stopped because it ended: nothing to requeue
+            return self.finish(key, now)
         self._evicting.discard(key)
         if record.deactivation is not None:
             reason, message = record.deactivation

@@ -123,16 +123,17 @@ class LocalQueueTally:
     used: dict[FlavorResource, Amount] = field(default_factory=dict)
 
 
+#: The tally of a LocalQueue without workloads (compared with, never changed).
+NO_WORKLOADS = LocalQueueTally()
+
+
 def local_queues(engine: Engine) -> dict[str, LocalQueueTally]:
     """Every LocalQueue's tally (``namespace/name``), from one pass over the records."""
     tallies: dict[str, LocalQueueTally] = {}
     for record in engine.records.values():
         lq = record.info.local_queue_key
         _count(tallies.get(lq) or tallies.setdefault(lq, LocalQueueTally()), record)
-    return {key: tally for key, tally in tallies.items() if tally != _NOTHING}
-
-
-_NOTHING = LocalQueueTally()
+    return {key: tally for key, tally in tallies.items() if tally != NO_WORKLOADS}
 
 
 def _count(tally: LocalQueueTally, record: Record) -> None:
@@ -214,4 +215,4 @@ class Tallies:
             if last is not None and last[1] == tally:
                 tally = last[1]
             kept[lq] = (stamp, tally)
-        return {lq: tally for lq, (_, tally) in kept.items() if tally != _NOTHING}
+        return {lq: tally for lq, (_, tally) in kept.items() if tally != NO_WORKLOADS}

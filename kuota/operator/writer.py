@@ -79,8 +79,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
-#: The tally of a LocalQueue without workloads (read, never changed).
-_NO_WORKLOADS = tallies.LocalQueueTally()
 
 #: Engine reasons that say nothing more than "not tried yet": not worth a status write.
 _UNINFORMATIVE = {UNTRIED}
@@ -587,7 +585,7 @@ class Writer:
         for body in controller.objects.all("LocalQueue"):
             key = key_of(body)
             problem = controller.problems.get(f"LocalQueue/{key}")
-            tally = local.get(key, _NO_WORKLOADS)
+            tally = local.get(key, tallies.NO_WORKLOADS)
             lq = cache.local_queues.get(key)
             cq_name = lq.cluster_queue if lq is not None else ""
             made_of = (body, problem, tally, lq, cq_name in cache.cluster_queues,

@@ -44,10 +44,15 @@ def deactivate(e: Engine, key: str, now: float) -> None:
     e.deactivate(key, now, "InactiveWorkload", "spec.active is false")
 
 
+def end(e: Engine, key: str, now: float) -> None:
+    e.finishing(key, now)  # (no event: the adapter reports the finish)
+
+
 class TestEvicting:
     @pytest.mark.parametrize(("stop", "want_kinds", "want_state", "want_queued"), [
         (evict, [Kind.EVICTING, Kind.EVICTED], State.PENDING, True),
         (deactivate, [Kind.EVICTING, Kind.DEACTIVATED], State.INACTIVE, False),
+        (end, [Kind.FINISHED], State.FINISHED, False),
     ])
     def test_quota_is_held_until_stopped(
             self, stop: Callable[[Engine, str, float], None], want_kinds: list[Kind],
@@ -102,6 +107,18 @@ class TestEvicting:
         assert e.records[key].state is State.FINISHED and e.cache.holding(key) is None
         e.stopped(key, 3)  # late news changes nothing
         assert e.records[key].state is State.FINISHED
+
+    def test_one_stopping_because_it_ended_is_finished_despite_an_earlier_eviction(
+            self) -> None:
+        e = engine()
+        key = admitted(e)
+        evict(e, key, 1)
+        e.stopped(key, 2)
+        e.run_until_idle(3)  # admitted again
+        end(e, key, 4)
+        e.stopped(key, 5)  # not requeued for the eviction of its first attempt
+        assert e.records[key].state is State.FINISHED and e.cache.holding(key) is None
+        assert e.queues.cluster_queue_of(key) is None
 
     def test_stopped_ignores_workloads_not_evicting(self) -> None:
         e = engine()
