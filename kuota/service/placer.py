@@ -147,6 +147,7 @@ class Placer:
     def _place(self, now: float) -> None:
         leader = self.leader
         if not leader.unplaced and not self._planned:
+            self._new.clear()  # (all placed or gone already)
             return
         if leader.nodes.dirty:
             leader.nodes.refresh()
