@@ -64,11 +64,12 @@ from typing import TYPE_CHECKING, Any
 
 from admission.engine import UNTRIED
 from admission.events import Kind, WorkloadEvent
-from kuota.operator import names, owners, status, tallies, topology, ungater
+from kuota.operator import names, owners, status, topology, ungater
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
 from kuota.operator.objects import key_of
+from kuota.operator.queue_statuses import QueueStatuses
 from kuota.operator.recorder import Recorder
 from kuota.operator.retries import backoff
 from quota.lifecycle import HOLDS_QUOTA, State
@@ -128,14 +129,11 @@ class Writer:
         self.persisted: dict[str, Admission] = {}
         #: Workload key -> (reason, message) last written for a waiting workload.
         self._pending_written: dict[str, tuple[str, str]] = {}
-        #: The queues' figures, counted again only where they changed.
-        self._tallies = tallies.Tallies()
+        #: Which queue statuses to write at a sync.
+        self._queue_statuses = QueueStatuses()
         #: The last walk for pending reasons: the engine, its count of reasons given then,
         #: and whether the walk left some unwritten.
         self._reasons_walked: tuple[object, int, bool] = (None, -1, True)
-        #: Queue (kind, key) -> what its status was made of when it last needed no write:
-        #: while all of it stays the same, the status is not made again.
-        self._queues_written: dict[tuple[str, str], tuple[object, ...]] = {}
         #: Refused writes: key -> consecutive refusals, the timer of the next try, and the
         #: refusal last reported.
         self._refusals: dict[str, int] = {}
@@ -541,7 +539,6 @@ class Writer:
         if engine is None:
             return
         now = controller.clock()
-        writes: list[Awaitable[None]] = []
         # Why a workload waits is news for whoever looks, never for a decision: at most
         # ``reason_writes`` of these are started per sync (oldest workloads first), and none
         # while the decisions' writes take every slot. Written all at once, the thousands a
@@ -569,48 +566,10 @@ class Writer:
                 budget -= 1
             self._reasons_walked = (engine, given, left)
         # Each queue's figures are counted once, for its status and its gauges.
-        cache, figures = engine.cache, self._tallies.cluster_queues(engine)
-        for body in controller.objects.all("ClusterQueue"):
-            name = key_of(body)
-            problem = controller.problems.get(f"ClusterQueue/{name}")
-            made_of: tuple[object, ...] = (body, problem, figures.get(name),
-                                           cache.cluster_queues.get(name),
-                                           cache.inactive.get(name))
-            if self._queues_written.get(("ClusterQueue", name)) == made_of:
-                continue
-            patch = status.cluster_queue_status(engine, name, body, now, problem,
-                                                figures.get(name))
-            self._queue_status("ClusterQueue", name, body, patch, made_of, writes)
-        local = self._tallies.local_queues(engine)
-        for body in controller.objects.all("LocalQueue"):
-            key = key_of(body)
-            problem = controller.problems.get(f"LocalQueue/{key}")
-            tally = local.get(key, tallies.NO_WORKLOADS)
-            lq = cache.local_queues.get(key)
-            cq_name = lq.cluster_queue if lq is not None else ""
-            made_of = (body, problem, tally, lq, cq_name in cache.cluster_queues,
-                       cache.inactive.get(cq_name))
-            if self._queues_written.get(("LocalQueue", key)) == made_of:
-                continue
-            patch = status.local_queue_status(engine, key, body, now, tally, problem)
-            self._queue_status("LocalQueue", key, body, patch, made_of, writes)
-        for kind, key in [k for k in self._queues_written
-                          if controller.objects.get(*k) is None]:
-            del self._queues_written[(kind, key)]
+        figures, changed = self._queue_statuses.to_write(controller, now)
         self.metrics.observe_queues(controller, figures)
-        if writes:
-            await asyncio.gather(*writes)
-
-    def _queue_status(self, kind: str, key: str, body: Body, patch: Body,
-                      made_of: tuple[object, ...], writes: list[Awaitable[None]]) -> None:
-        """Write ``patch`` if it changes the queue's status; if not, remember what it was
-        made of (one written is made again at the next sync: the write may fail)."""
-        if status.differs(body, patch):
-            self._queues_written.pop((kind, key), None)
-            res = names.CLUSTER_QUEUES if kind == "ClusterQueue" else names.LOCAL_QUEUES
-            writes.append(self._write_queue(res, kind, body, patch))
-        else:
-            self._queues_written[(kind, key)] = made_of
+        if changed:
+            await asyncio.gather(*(self._write_queue(*write) for write in changed))
 
     def _reason_unwritten(self, key: str) -> None:
         """``key``'s pending reason is to be written (again) at the next walk."""
@@ -633,13 +592,13 @@ class Writer:
         self.recorder.event(self.controller.objects.get("Workload", key), "Normal", "Pending",
                             f"{why[0]}: {why[1]}")
 
-    async def _write_queue(self, res: names.Res, kind: str, body: Body, patch: Body) -> None:
+    async def _write_queue(self, res: names.Res, body: Body, patch: Body) -> None:
         meta = body["metadata"]
         try:
             async with self._queue_slots:
                 stored = await self.client.patch(res, meta["name"], patch,
                                                  meta.get("namespace"), subresource="status")
         except ApiError as exc:
-            log.warning("status of %s %s not written: %s", kind, key_of(body), exc)
+            log.warning("status of %s %s not written: %s", res.kind, key_of(body), exc)
             return
-        self.controller.observe(kind, stored)
+        self.controller.observe(res.kind, stored)

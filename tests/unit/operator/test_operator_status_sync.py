@@ -12,6 +12,7 @@ import asyncio
 import copy
 from typing import Any
 
+from admission.engine import Engine
 from kuota.operator.client import ApiError
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
@@ -52,6 +53,15 @@ async def sync(writer: Writer, client: RecordingClient) -> list[tuple[str, str]]
     await writer.sync_statuses()
     await settle()
     return client.patched[before:]
+
+
+def decided(controller: Controller, writer: Writer) -> Engine:
+    """A cycle run ("small" admitted, "big" given a reason) and its decisions persisted."""
+    engine = controller.engine
+    assert engine is not None
+    engine.run_until_idle(1000)
+    writer.persist(engine.drain_outbox())
+    return engine
 
 
 async def settle() -> None:
@@ -109,10 +119,7 @@ def test_a_queue_status_refused_is_written_at_the_next_sync() -> None:
 def test_a_reason_given_after_an_idle_sync_is_written() -> None:
     async def run() -> None:
         controller, writer, client = setup()
-        engine = controller.engine
-        assert engine is not None
-        engine.run_until_idle(1000)  # "big" (8 cpu) cannot fit in 4: it is given a reason
-        writer.persist(engine.drain_outbox())
+        engine = decided(controller, writer)  # "big" (8 cpu) cannot fit in 4: a reason
         assert ("Workload", "big") in await sync(writer, client)
         assert await sync(writer, client) == []
         controller.observe("Workload", workload("huge", 16))
@@ -127,10 +134,7 @@ def test_a_reason_given_after_an_idle_sync_is_written() -> None:
 def test_a_reason_refused_is_written_at_a_later_sync() -> None:
     async def run() -> None:
         controller, writer, client = setup()
-        engine = controller.engine
-        assert engine is not None
-        engine.run_until_idle(1000)
-        writer.persist(engine.drain_outbox())
+        decided(controller, writer)
         await settle()  # "small"'s admission written
         client.refuse["Workload"] = 1
         written = [await sync(writer, client) for _ in range(3)]
