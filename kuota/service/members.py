@@ -194,14 +194,20 @@ class PoolMembers:
                                   verdict.message)
         return len(verdicts)
 
-    def reasons(self) -> None:
-        """Pending reason of workloads holding quota while their checks run."""
+    def reasons(self) -> int:
+        """Pending reason of workloads holding quota while their checks run; returns how
+        many changed."""
+        changed = 0
         for record in self.engine.records.values():
             if record.state is State.QUOTA_RESERVED and record.checks:
-                record.pending_reason = CHECK_REASON
-                record.pending_message = _check_message(record)
+                message = _check_message(record)
+                if (record.pending_reason, record.pending_message) != (CHECK_REASON, message):
+                    record.pending_reason, record.pending_message = CHECK_REASON, message
+                    changed += 1
             elif record.pending_reason == CHECK_REASON:
                 record.pending_reason = record.pending_message = None
+                changed += 1
+        return changed
 
     def unwritten(self, attempts: Mapping[str, int]) -> list[tuple[str, int, str]]:
         """(key, attempt, decision JSON) of decisions not written yet; they count as

@@ -103,6 +103,10 @@ class Placer:
         self._new: dict[str, None] = {}
         #: Why the first gang of a kind did not fit, this round.
         self._waiting_why: dict[Kind, str] = {}
+        #: Counts the changes of why a kind waits: while it stays the same, the placer has no
+        #: new pending reason to tell (gangs join and leave lines only as the engine admits,
+        #: evicts or finishes them, which the engine counts).
+        self.told = 0
         #: Workloads set aside because no node could ever hold them -> the Ready nodes then
         #: (names and epochs); given another chance when the nodes differ.
         self._inadmissible: dict[str, ReadyNodes | None] = {}
@@ -199,8 +203,9 @@ class Placer:
                                                      now):
                         gone.append(key)
                         continue
-                    if not ahead:
+                    if not ahead and self._waiting_why.get(kind) != result.reason:
                         self._waiting_why[kind] = result.reason
+                        self.told += 1
                     break
                 # Later gangs of this round see these pods on their nodes.
                 leader.nodes.update(result.updated)

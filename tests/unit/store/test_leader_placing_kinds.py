@@ -59,3 +59,19 @@ def test_the_earliest_admitted_of_one_shape_is_placed_first_whatever_its_queue()
     pool.run(steps=4, advance=1.0)
     assert pool.store.workloads.get(first["b"]).placement == ("n2",)
     assert pool.store.workloads.get(second).placement == ()
+
+
+def test_why_a_gang_waits_for_nodes_is_told_again_when_the_nodes_change() -> None:
+    """A node that registers changes no workload in the engine, but it changes why the
+    gangs waiting for nodes wait: that is written too."""
+    pool = pool_of_teams()
+    submit(pool, "a0", "a")
+    waiting = submit(pool, "a1", "a")
+    pool.run(steps=6, advance=1.0)
+    assert pool.store.workloads.get(waiting).message.endswith(
+        "0/1 nodes are available: 1 Insufficient cpu.")
+    pool.store.nodes.register("n2", pool="p", capacity={"cpu": 1000}, labels={}, devices=[],
+                              now=pool.now)  # too small for it
+    pool.run(steps=6, advance=1.0)
+    assert pool.store.workloads.get(waiting).message.endswith(
+        "0/2 nodes are available: 2 Insufficient cpu.")

@@ -168,3 +168,29 @@ def test_a_reservation_restored_before_the_dispatcher_existed_is_dispatched_on_r
     engine.ask_pending_checks(2.0)  # what the leader does once the dispatcher is registered
     assert record.state is State.ADMITTED
     assert record.admission is not None and record.admission.cluster == "east"
+
+
+def test_the_check_reasons_tell_how_many_changed() -> None:
+    """A check's verdict that changes only its message changes nothing the engine counts:
+    the leader walks the pending reasons again only when the members say one changed."""
+    from quota.config import AdmissionCheckConfig
+    from tests.builders import ClusterQueueBuilder, local_queue
+    engine = Engine()
+    engine.apply(FlavorConfig("f", {}))
+    engine.apply(AdmissionCheckConfig("dispatch", "kuota.dev/multicluster", {}))
+    engine.apply(ClusterQueueBuilder("cq").flavor("f", {"cpu": 4})
+                 .set(admission_checks=(("dispatch", ()),)).obj())
+    engine.apply(local_queue("cq", name="lq"))
+    info = WorkloadInfo("ns", "w", "lq", (PodSetInfo("main", 1, {"cpu": 1000}),))
+    record = engine.restore(info, Admission("cq", (PodSetAdmission(
+        "main", 1, {"cpu": "f"}, {"cpu": 1000}),)), 1.0, admitted=False)
+    members = PoolMembers(engine, [], [])
+    assert members.reasons() == 1
+    assert (record.pending_reason, members.reasons()) == ("AdmissionCheck", 0)
+    engine.set_check("ns/w", "dispatch", "Pending", 2.0, "no member cluster can run it")
+    assert members.reasons() == 1
+    assert record.pending_message == "dispatch: Pending: no member cluster can run it"
+    engine.set_check("ns/w", "dispatch", "Ready", 3.0)
+    assert (record.state, members.reasons(), record.pending_reason) == (
+        State.ADMITTED, 1, None)  # (the check's reason taken back)
+    assert members.reasons() == 0
