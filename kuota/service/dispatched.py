@@ -85,7 +85,7 @@ class DispatchedWorkloads:
                                     in zip(copy.placed, self._refs(copy), strict=True))
                 copy.sent_at = now - self.leader.timing.resend_after  # resent next check
 
-    def knows(self, key: str, state: str, attempt: str) -> bool:
+    def knows(self, key: str, state: str | None, attempt: str | None) -> bool:
         copy = self.copies.get(key)
         return copy is not None and copy.state == state and str(copy.attempt) == attempt
 

@@ -25,9 +25,10 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
    :mod:`kuota.service.jobs`): :mod:`kuota.service.placer`.
 5. **Watch nodes** every few seconds: declare silent nodes lost and evict
    what ran on them (``ClusterLost`` for a pool member with no node left,
-   else ``NodeFailures``); every ``Timing.resync_every``, re-read the live
-   workloads' states cheaply to catch anything an event did not say, and a
-   window of the retained others.
+   else ``NodeFailures``); every ``Timing.resync_every``, begin comparing the
+   live workloads' stored states (and a window of the retained others) with the
+   engine's, to catch anything an event did not say: a slice a step
+   (:mod:`kuota.service.resync`).
 6. **Publish** why pending workloads wait.
 7. **Forget** the finished workloads past ``--retain-finished``, the oldest
    first, a slice a step.
@@ -63,6 +64,7 @@ from kuota.service.intake import Intake
 from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from kuota.service.placer import Placer
+from kuota.service.resync import Resync
 from kuota.service.stopping import Stops
 from queueing.store import Fenced, NodeState, PodRef, WorkloadRecord
 from queueing.store.events import READ_COUNT, Event
@@ -174,8 +176,7 @@ class Leader:
         self._node_check_at = now
         self._reasons_at = now
         self._resync_at = now + timing.resync_every
-        #: Where the next resync's window of stored workloads starts (a rank, oldest first).
-        self._resync_from = 0
+        self.resync = Resync(self)
         self._expire_at = now
         self._round_at = now
         self.store.workloads.index_namespaces()
@@ -251,6 +252,8 @@ class Leader:
         self.placer.step(now)
         if now >= self._node_check_at:
             self._watch_nodes(now)
+        if self.resync.running:
+            self.resync.step()
         if now >= self._reasons_at and (
                 not self._catching_up(events) or now >= self._reasons_at + REASONS_DEFERRED_MOST):
             self._publish_reasons(now)
@@ -412,9 +415,9 @@ class Leader:
         self.placer.resend_overdue(now)
         if self.store.events.missed(self.follower.last_event):
             raise NeedRebuild("events were trimmed before being read")
-        if now >= self._resync_at:
+        if now >= self._resync_at and not self.resync.running:  # (one pass at a time)
             self._resync_at = now + self.timing.resync_every
-            self._resync(now)
+            self.resync.begin()
 
     def _forget_lost_nodes(self, now: float) -> bool:
         """Forget the nodes Lost longer than ``Timing.forget_lost_nodes`` ago: what ran
@@ -489,46 +492,6 @@ class Leader:
                 if record is not None and record.state in HOLDS_QUOTA:
                     self.engine.evict(key, now, "NodeDrained", "",
                                       f"node {node} is being drained")
-
-    def _resync(self, now: float) -> None:
-        """Compare the stored state of every workload this leader holds live, and of a
-        window of the others, with the engine's; re-read those that differ.
-
-        A pool keeps its finished workloads for ``--retain-finished`` (a week by default):
-        at one job a second that is 600,000 records, and reading them all every resync
-        would take seconds of a step, then longer than the lease. The live ones (what an
-        event may have failed to say something about) are read every time; the rest in a
-        window of ``Timing.resync_window`` that moves on, so that a workload the leader
-        does not hold — one an event never named — is met within a few resyncs. A
-        workload of the window missing from the index its state calls for (stored or
-        finished by an older kuota) is put back in it: the rebuild reads the unfinished
-        index, retention the finished one."""
-        size = self.timing.resync_window
-        window = self.store.indexes.window(self._resync_from, size) if size > 0 else []
-        self._resync_from = self._resync_from + size if len(window) == size > 0 else 0
-        indexed = self.store.indexes.mend(window)
-        if indexed:
-            log.warning("%d workload(s) were missing from the store's indexes (stored or "
-                        "finished by an older kuota?): put back", indexed)
-        keys = list(dict.fromkeys([*self.engine.records, *self.tracked,
-                                   *self.dispatched.copies, *(key for key, _ in window)]))
-        pipe = self.store.redis.pipeline(transaction=False)
-        for key in keys:
-            pipe.hmget(self.store.keys.workload(key), "state", "attempt")
-        for key, (state, attempt) in zip(keys, pipe.execute(), strict=True):
-            mine = self.engine.records.get(key)
-            tracked = self.tracked.get(key)
-            if state == State.INVALID and (mine is None or mine.state is State.FINISHED):
-                continue  # set aside: kept, never scheduled, until cancelled
-            if state == State.FINISHED and (mine is None or mine.state is State.FINISHED) \
-                    and key not in self.dispatched.copies:
-                continue  # (a finished copy is followed until its manager removes it)
-            if self.dispatched.knows(key, state, attempt):
-                continue
-            if mine is not None and state == mine.state and tracked is not None \
-                    and str(tracked.attempt) == attempt:
-                continue
-            self.recheck.add(key)
 
     def _expire(self, now: float) -> None:
         """Retention: forget the workloads finished longer than ``--retain-finished`` ago,

@@ -237,6 +237,12 @@ class WorkloadStore:
                  for start in range(0, len(keys), READ_CHUNK)]
         return RecordsRead(known, new, sent=self._scripts.send("read_many", calls))
 
+    def states(self, keys: Sequence[str]) -> list[tuple[str | None, str | None]]:
+        """The stored (state, attempt) of each workload, in order ((None, None) where there
+        is no such workload): what a resync compares (:mod:`kuota.service.resync`)."""
+        return [(values[0], values[1]) if values else (None, None)
+                for values in self._read(keys, ("state", "attempt"), whole=False)]
+
     def specs(self, keys: Iterable[str]) -> dict[str, str]:
         """The stored manifests (JSON) of the named workloads."""
         keys = list(keys)
