@@ -153,8 +153,12 @@ class Leader:
         self.on_events: Callable[[Leader, Sequence[WorkloadEvent]], None] | None = None
         self.unplaced: dict[str, None] = {}
         #: The Ready nodes (name, incarnation) when placed gangs were last checked for lost
-        #: nodes (:meth:`_evict_from_lost_nodes`).
+        #: nodes (:meth:`_evict_from_lost_nodes`), and unplaced gangs for lost pinned nodes
+        #: (:meth:`_evict_from_lost_members`, which then need only check the gangs admitted
+        #: since: :attr:`_pins_unchecked`).
         self._ready_checked: frozenset[tuple[str, int]] | None = None
+        self._pins_checked: frozenset[tuple[str, int]] | None = None
+        self._pins_unchecked: dict[str, None] = {}
         self.recheck: set[str] = set()
         #: Workloads whose pods stop, holding their quota until they are gone.
         self.stops = Stops(self)
@@ -224,6 +228,7 @@ class Leader:
 
     def waits_for_nodes(self, key: str) -> None:
         self.placer.waits(key)
+        self._pins_unchecked[key] = None
 
     # -- the loop ----------------------------------------------------------------
     def step(self) -> None:
@@ -443,7 +448,13 @@ class Leader:
         if self.members is not None:
             for key, message in self.members.lost().items():
                 self.engine.evict(key, now, CLUSTER_LOST, "", message)
-        for key, nodes in topofeed.lost_pins(self.engine, list(self.unplaced),
+        # Only the gangs admitted since the last check, while the Ready nodes are those of
+        # that check: 20,000 gangs waiting for nodes were each looked at every 5 s.
+        ready = self._ready_nodes()
+        unplaced = self.unplaced if ready != self._pins_checked else \
+            [key for key in self._pins_unchecked if key in self.unplaced]
+        self._pins_checked, self._pins_unchecked = ready, {}
+        for key, nodes in topofeed.lost_pins(self.engine, list(unplaced),
                                              self.nodes.records).items():
             self.engine.evict(key, now, "NodeFailures", "",
                               f"node(s) {', '.join(nodes)} chosen by topology-aware admission "
@@ -455,7 +466,7 @@ class Leader:
         Skipped while the Ready nodes (and their incarnations) are those of the last check:
         a gang is only ever placed on Ready nodes (the ``place`` script checks), so none
         placed since can be on a node gone — and a leader's first check always runs."""
-        ready = frozenset((n.name, n.epoch) for n in self.nodes.records.values() if n.ready)
+        ready = self._ready_nodes()
         if ready == self._ready_checked:
             return
         self._ready_checked = ready
@@ -478,6 +489,10 @@ class Leader:
                 nodes = ", ".join(sorted({self.tracked[key].placed[r.index][0] for r in lost}))
                 self.engine.evict(key, now, "NodeFailures", "",
                                   f"node(s) {nodes} lost while running the workload")
+
+    def _ready_nodes(self) -> frozenset[tuple[str, int]]:
+        """The Ready nodes, each with its incarnation."""
+        return frozenset((n.name, n.epoch) for n in self.nodes.records.values() if n.ready)
 
     def _evict_from_drained_nodes(self, now: float) -> None:
         """Requeue the workloads with a live pod on a node being drained (``kuota node
@@ -565,7 +580,7 @@ class Leader:
                 self.stops.begin(record.key, record.attempt, record.pods)
         for record in sorted((r for r in records if r.state is State.ADMITTED
                               and not r.placement), key=lambda r: r.admitted_at or 0.0):
-            self.placer.waits(record.key)
+            self.waits_for_nodes(record.key)
         for record in placed:
             self.tracked[record.key].placed = tuple(
                 (node, by_ref[ref].epoch if ref in by_ref else -1)

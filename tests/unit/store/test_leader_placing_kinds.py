@@ -75,3 +75,28 @@ def test_why_a_gang_waits_for_nodes_is_told_again_when_the_nodes_change() -> Non
     pool.run(steps=6, advance=1.0)
     assert pool.store.workloads.get(waiting).message.endswith(
         "0/2 nodes are available: 2 Insufficient cpu.")
+
+
+def test_waiting_gangs_are_checked_for_lost_pinned_nodes_only_when_new_or_nodes_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gang whose pinned nodes are gone is evicted at the node check; one checked already
+    need not be again while the Ready nodes stay the same."""
+    from kuota.service import topofeed
+    checked: list[list[str]] = []
+    lost_pins = topofeed.lost_pins
+    monkeypatch.setattr(topofeed, "lost_pins", lambda engine, unplaced, ready: (
+        checked.append(list(unplaced)) or lost_pins(engine, unplaced, ready)))
+    pool = pool_of_teams()
+    first = [submit(pool, f"{team}{i}", team) for i in range(2) for team in TEAMS]
+    pool.run(steps=6, advance=1.0)  # (a node check every 5 s)
+    assert len(pool.scheduler.leader.unplaced) == len(first) - 1
+    checked.clear()
+    late = submit(pool, "a9", "a")
+    pool.run(steps=6, advance=1.0)
+    assert checked and checked[0] == [late], "only the gang admitted since the last check"
+    assert all(keys == [] for keys in checked[1:])
+    pool.store.nodes.register("n2", pool="p", capacity={"cpu": 1000}, labels={}, devices=[],
+                              now=pool.now)  # the Ready nodes changed: every gang again
+    checked.clear()
+    pool.run(steps=6, advance=1.0)
+    assert len(checked[0]) == len(first)
