@@ -264,6 +264,9 @@ class Leader:
             self._publish_reasons(now)
         if self.timing.retain_finished is not None and now >= self._expire_at:
             self._expire(now)
+        # What placing decided (a gang set aside, one given another chance) is written now:
+        # the next step's follow mirrors Redis, and drops what the engine says meanwhile.
+        self._persist(now)
 
     def _catching_up(self, events: Sequence[Event]) -> bool:
         """Are events left to read or follow (a burst)? Then what is only told to users, the
@@ -278,6 +281,9 @@ class Leader:
         configs = reconfig.read_again(self.store, self.engine, self.configs)
         if configs is None:
             raise NeedRebuild("queue objects changed")
+        if reconfig.flavors(configs) != reconfig.flavors(self.configs):
+            self.placer.flavors_changed()
+            self.nodes.dirty = True  # (read again for topology-aware admission, if it is now)
         self.configs = configs
         self.intake.namespaces = sorted({key.partition("/")[0]
                                          for key in self.engine.cache.local_queues})

@@ -25,9 +25,10 @@ it is deactivated (state ``Inactive``, reason :data:`INADMISSIBLE`, a message
 naming what it asks and the node shapes there are) and its quota goes to the
 others. Whenever the
 Ready nodes change — a node registers again, leaves, is cordoned or
-uncordoned — it is given another chance: back to Pending, in its old place in
-line. Nothing is judged before a node has registered, in a pool dispatch
-chose that has none, or for a gang whose nodes admission pinned.
+uncordoned — or a ResourceFlavor changes (:meth:`Placer.flavors_changed`), it
+is given another chance: back to Pending, in its old place in line. Nothing is
+judged before a node has registered, in a pool dispatch chose that has none, or
+for a gang whose nodes admission pinned.
 
 **All or nothing, one start job per node.** The placements of a round are
 written in one call (:meth:`queueing.store.workloads.WorkloadStore.place_many`),
@@ -133,6 +134,13 @@ class Placer:
         self._place(now)
         if self._inadmissible:
             self._retry_inadmissible(now)
+
+    def flavors_changed(self) -> None:
+        """ResourceFlavors changed, and with them which nodes a gang may use: which kinds
+        could fit is judged again, and the gangs set aside as fitting no node are tried
+        again at the next step."""
+        self._could_fit.clear()
+        self._inadmissible = dict.fromkeys(self._inadmissible)
 
     def waiting_why(self, key: str) -> str | None:
         """Why an unplaced gang waits for nodes (the first of its kind did not fit), or None."""

@@ -6,16 +6,21 @@ store whole — at 1,000 ClusterQueues and 50,000 pending workloads, about a
 second in which nothing was admitted, to raise one quota. The engine takes
 config changes while it runs (the operator feeds it so), so the leader now
 reads the queue objects again and hands the engine what differs
-(:func:`take_changes`): ClusterQueues, Cohorts and LocalQueues added, changed
-or deleted, and namespace labels. The engine keeps its queues, backoffs and
+(:func:`take_changes`): ClusterQueues, Cohorts, LocalQueues and ResourceFlavors
+added, changed or deleted, and namespace labels. The engine keeps its queues, backoffs and
 preemption claims, as Kueue's do across a config change; a lone quota change
 recounts only its cohort tree (:meth:`quota.cache.QuotaCache.set_cluster_queue`).
 
+A ResourceFlavor also tells the placer which nodes a gang may use (its node
+labels, taints and tolerations): after a change the placer judges again which
+kinds of gang could ever fit, and gives the gangs it set aside as fitting no
+node another chance (:meth:`kuota.service.placer.Placer.flavors_changed`) — a
+typo in ``nodeLabels`` fixed lets them run without a restart.
+
 What else the stored objects feed is read once when a leader starts, so a change
-to it still rebuilds the leader: ResourceFlavors (the placer's node labels and
-the gangs set aside as fitting no node), AdmissionChecks (pool members'
-dispatch), Topologies, MemberClusters and MultiClusterConfigs, priority
-classes, a namespace deleted, and any stored object that cannot be read.
+to it still rebuilds the leader: AdmissionChecks (pool members' dispatch),
+Topologies, MemberClusters and MultiClusterConfigs, priority classes, a
+namespace deleted, and any stored object that cannot be read.
 """
 
 from __future__ import annotations
@@ -25,11 +30,11 @@ from collections.abc import Iterable
 from admission.engine import ConfigObject, Engine
 from kuota.service.rebuild import Configs, load_configs
 from queueing.store import Store
-from quota.config import ClusterQueueConfig, CohortConfig, LocalQueueConfig
+from quota.config import ClusterQueueConfig, CohortConfig, FlavorConfig, LocalQueueConfig
 
 #: The configs a running leader takes in place, by the kind the engine deletes them as.
 IN_PLACE = {ClusterQueueConfig: "ClusterQueue", CohortConfig: "Cohort",
-            LocalQueueConfig: "LocalQueue"}
+            LocalQueueConfig: "LocalQueue", FlavorConfig: "ResourceFlavor"}
 
 
 def _by_name(objects: Iterable[ConfigObject]) -> dict[tuple[str, str], ConfigObject]:
@@ -68,6 +73,11 @@ def take_changes(engine: Engine, old: Configs, new: Configs) -> bool:
         if old.namespaces.get(name) != labels:
             engine.set_namespace(name, labels)
     return True
+
+
+def flavors(configs: Configs) -> list[FlavorConfig]:
+    """The ResourceFlavors among the queue objects."""
+    return [obj for obj in configs.objects if isinstance(obj, FlavorConfig)]
 
 
 def read_again(store: Store, engine: Engine, configs: Configs) -> Configs | None:

@@ -2,10 +2,10 @@
 
 A ``config`` entry used to end the leader and load the whole store again — about a
 second without admissions at 1,000 ClusterQueues and 50,000 pending — to raise one
-quota. The engine now takes ClusterQueue, Cohort, LocalQueue and namespace label
-changes as it runs; what the leader reads only when it starts (flavors, topologies,
-priority classes, pool members) still rebuilds it. Either way the engine ends as a
-leader built afresh from the store would have it."""
+quota. The engine now takes ClusterQueue, Cohort, LocalQueue, ResourceFlavor and
+namespace label changes as it runs; what the leader reads only when it starts
+(topologies, admission checks, priority classes, pool members) still rebuilds it.
+Either way the engine ends as a leader built afresh from the store would have it."""
 
 from __future__ import annotations
 
@@ -72,7 +72,10 @@ CHANGES = [
            "metadata: {name: default, labels: {team: a}}\n", True),
     Change("a ResourceFlavor's node labels",
            "apiVersion: kuota.dev/v1alpha1\nkind: ResourceFlavor\nmetadata: {name: default}\n"
-           "spec: {nodeLabels: {pool: gpu}}\n", False),
+           "spec: {nodeLabels: {pool: gpu}}\n", True),
+    Change("a ResourceFlavor added",
+           "apiVersion: kuota.dev/v1alpha1\nkind: ResourceFlavor\nmetadata: {name: spot}\n"
+           "spec: {nodeLabels: {capacity: spot}}\n", True),
     Change("a priority class", "apiVersion: kuota.dev/v1alpha1\nkind: WorkloadPriorityClass\n"
            "metadata: {name: high}\nvalue: 1000\n", False),
 ]

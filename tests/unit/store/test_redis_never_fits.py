@@ -70,3 +70,40 @@ def test_a_set_aside_gang_is_tried_again_when_a_node_registers() -> None:
     assert (record.state, len(record.placement)) == ("Admitted", 3)
     assert [h["event"] for h in pool.store.workloads.history(gang)][-4:] == [
         "Deactivated", "Activated", "Admitted", "Placed"]
+
+
+def test_set_aside_gangs_run_once_their_flavor_names_nodes_that_exist() -> None:
+    """A typo in a ResourceFlavor's ``nodeLabels`` matches no node: the gangs admitted
+    on it are set aside. Fixing the flavor is taken in place, and they run."""
+    from tests.integration.redis.harness import CQ, queues
+    pool = SteppedPool()
+    node(pool.store, "n1", cpu=4)  # (no labels)
+    pool.client.apply(queues(CQ("cq", {"cpu": 4}), flavors={"default": {"pool": "gpu"}}))
+    pool.run(2)
+    gang = pool.submit("gang", cpu=1, count=2)
+    pool.run(8)
+    record = pool.store.workloads.get(gang)
+    assert (record.state, record.reason) == ("Inactive", "Inadmissible")
+    leader = pool.scheduler.leader
+    pool.client.apply(queues(CQ("cq", {"cpu": 4})))  # the flavor without the labels
+    pool.run(8)
+    record = pool.store.workloads.get(gang)
+    assert (record.state, len(record.placement)) == ("Admitted", 2)
+    assert pool.scheduler.leader is leader, "taken in place"
+
+
+def test_a_gang_set_aside_while_others_arrive_is_deactivated_in_redis_too() -> None:
+    """The placer sets a gang aside after the step's decisions were written; the next
+    step follows the new arrivals first. Their follow used to drop what the engine had
+    said meanwhile (unless a node check came between): the gang stayed Admitted in Redis
+    and Evicting in the engine for good."""
+    pool = SteppedPool()
+    node(pool.store, "n1", cpu=2)
+    pool.run(2)  # (the first node check is over: none comes in the steps below)
+    big = pool.submit("big", cpu=3)
+    pool.run(1)
+    for i in range(4):  # an arrival at every step
+        pool.submit(f"o{i}", cpu=1)
+        pool.run(1)
+    assert pool.state(big) == "Inactive"
+    assert pool.scheduler.leader.engine.records[big].state.value == "Inactive"

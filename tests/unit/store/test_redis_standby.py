@@ -131,12 +131,17 @@ def test_the_copy_is_loaded_again_when_it_cannot_be_caught_up() -> None:
     copy.refresh()
     assert copy.loaded is first
     assert "default/extra" in copy.loaded.engine.cache.local_queues
-    # A flavor's node labels: what a leader reads only when it starts.
     pool.client.apply("apiVersion: kuota.dev/v1alpha1\nkind: ResourceFlavor\n"
                       "metadata: {name: default}\nspec: {nodeLabels: {pool: gpu}}\n")
     copy.refresh()
-    assert copy.loaded is not first
+    assert copy.loaded is first, "a flavor is taken in place too"
     assert copy.loaded.engine.cache.flavors["default"].node_labels == {"pool": "gpu"}
+    # A priority class: what a leader reads only when it starts.
+    pool.client.apply("apiVersion: kuota.dev/v1alpha1\nkind: WorkloadPriorityClass\n"
+                      "metadata: {name: high}\nvalue: 1000\n")
+    copy.refresh()
+    assert copy.loaded is not first
+    assert "high" in copy.loaded.configs.priority_classes
 
 
 def _local_queue(name: str) -> str:

@@ -60,7 +60,7 @@ def test_the_next_workload_waits_until_the_pods_of_the_last_are_gone(
                               requests={"cpu": 2}, backoff_limit=retries).key
     pool.run()
     refs = _start_all(pool, gang)
-    waiting = pool.submit("next", cpu=4)
+    waiting = pool.submit("next", cpu=2, count=2)  # (the whole queue, as the gang)
     pool.run()
     end(pool, gang, refs)
     pool.run()
