@@ -7,9 +7,10 @@ second in which nothing was admitted, to raise one quota. The engine takes
 config changes while it runs (the operator feeds it so), so the leader now
 reads the queue objects again and hands the engine what differs
 (:func:`take_changes`): ClusterQueues, Cohorts, LocalQueues and ResourceFlavors
-added, changed or deleted, and namespace labels. The engine keeps its queues, backoffs and
-preemption claims, as Kueue's do across a config change; a lone quota change
-recounts only its cohort tree (:meth:`quota.cache.QuotaCache.set_cluster_queue`).
+added, changed or deleted, and namespace labels. The engine keeps its queues,
+backoffs and preemption claims, as Kueue's do across a config change; a lone
+quota change recounts only its cohort tree
+(:meth:`quota.cache.QuotaCache.set_cluster_queue`).
 
 A ResourceFlavor also tells the placer which nodes a gang may use (its node
 labels, taints and tolerations): after a change the placer judges again which

@@ -76,6 +76,7 @@ CHANGES = [
     Change("a ResourceFlavor added",
            "apiVersion: kuota.dev/v1alpha1\nkind: ResourceFlavor\nmetadata: {name: spot}\n"
            "spec: {nodeLabels: {capacity: spot}}\n", True),
+    Change("a ResourceFlavor deleted", "delete ResourceFlavor/default", True),
     Change("a priority class", "apiVersion: kuota.dev/v1alpha1\nkind: WorkloadPriorityClass\n"
            "metadata: {name: high}\nvalue: 1000\n", False),
 ]
