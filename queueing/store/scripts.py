@@ -10,6 +10,11 @@ working. :meth:`Scripts.send` writes the calls on a connection of their own
 and returns at once; their answers are read when the caller needs them
 (:meth:`Sent.answers`), Redis having run them meanwhile. The calls run in
 order, each atomic, exactly as :meth:`Scripts.answers` runs them.
+
+Those calls carry a round's decisions: some thirty arguments per workload. They are
+packed by hiredis in one go (the same bytes redis-py's packer writes, without its
+per-argument checks), and each argument is checked here only when it is not already a
+``str``, ``int`` or ``float``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from hiredis import pack_command
 from redis.exceptions import NoScriptError, ResponseError
 
 from queueing.store import lua
@@ -84,12 +90,10 @@ class Sent:
     def __init__(self, pool: Any, script: Any, calls: Calls) -> None:
         """``script``: redis-py's registered script; ``pool``: its client's connections."""
         self._script, self._pool = script, pool
-        self._calls = [(list(keys), [_arg(a) for a in args]) for keys, args in calls]
+        self._calls = checked(calls)
         self._conn: Any = pool.get_connection()
         try:
-            self._conn.send_packed_command(self._conn.pack_commands(
-                [("EVALSHA", script.sha, len(keys), *keys, *args)
-                 for keys, args in self._calls]))
+            self._conn.send_packed_command([packed(script.sha, self._calls)])
         except BaseException:
             self._drop()
             raise
@@ -141,6 +145,25 @@ class Sent:
         if kind is None and self._conn is not None:
             self.answers()  # not wanted after all: the connection goes back clean
         self._drop()
+
+
+#: Argument types sent as they are (``bool``, a subclass of ``int``, is not one of them).
+_PLAIN = frozenset({str, int, float})
+
+
+def checked(calls: Calls) -> list[tuple[list[str], list[str | int | float]]]:
+    """The calls, each argument checked (:func:`_arg`) unless plainly fine."""
+    # (a type in _PLAIN is one _arg returns as it is: mypy cannot tell)
+    return [(list(keys), [a if type(a) in _PLAIN else _arg(a)  # type: ignore[misc]
+                          for a in args])
+            for keys, args in calls]
+
+
+def packed(sha: str, calls: Sequence[tuple[list[str], list[str | int | float]]]) -> bytes:
+    """The ``EVALSHA`` commands of ``calls`` (:func:`checked`), packed in one go."""
+    # (hiredis's stub types the argument as a tuple of one: it takes any number)
+    return b"".join(pack_command(("EVALSHA", sha, len(keys), *keys, *args))  # type: ignore[arg-type]
+                    for keys, args in calls)
 
 
 def _arg(value: object) -> str | int | float:

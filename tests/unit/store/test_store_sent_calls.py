@@ -93,3 +93,20 @@ def test_sent_placements_are_stored_as_placements_run_at_once_are() -> None:
     assert at_once.workloads.get("ns/a").placement == sent_store.workloads.get(
         "ns/a").placement == ("n0",)
 
+
+
+def test_sent_calls_are_packed_as_redis_py_packs_them() -> None:
+    """``Sent`` packs its calls with hiredis in one go: the bytes redis-py's packer writes
+    for the same arguments, booleans as "1"/"0", anything else refused."""
+    from redis.connection import Connection
+
+    from queueing.store import scripts
+
+    calls = [(["k1", "k2"], ["é", 3, 1764329876.5, True, False, 0.1, 10**12]), ([], [])]
+    want = b"".join(Connection().pack_commands([
+        ("EVALSHA", "sha", len(keys), *keys, *(scripts._arg(a) for a in args))
+        for keys, args in calls]))
+    assert scripts.packed("sha", scripts.checked(calls)) == want
+    assert b"$1\r\n1\r\n$1\r\n0\r\n" in want
+    with pytest.raises(TypeError, match="must be str, int, float or bool"):
+        scripts.checked([(["k"], [None])])
