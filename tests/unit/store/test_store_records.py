@@ -16,6 +16,7 @@ from queueing.store.records import (
     admission_from_json,
     admission_to_json,
 )
+from queueing.store.workloads import _RECORD_FIELDS, _named
 from quota.lifecycle import State
 from quota.workload import Admission, PodSetAdmission
 
@@ -68,6 +69,8 @@ def test_every_field_is_read_into_its_attribute() -> None:
         backoff_limit=5, finished_at=13.75, submission="sub-1",
         dispatch_json='{"cluster":"m1"}', origin="manager-1", after="finish",
         shape="shape-1", spec_sum="sum-1")
+    assert WorkloadRecord.from_hash("ns/w", as_read(FULL_HASH)) == \
+        WorkloadRecord.from_hash("ns/w", FULL_HASH)
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,18 @@ HASH_CASES = [
 ]
 
 
+def as_read(h: dict[str, str]) -> dict[str, str | None]:
+    """The hash as the scheduler reads it: an ``HMGET`` of every record field (None where
+    the hash has none), by field."""
+    return _named(_RECORD_FIELDS, [h.get(f) for f in _RECORD_FIELDS])
+
+
 @pytest.mark.parametrize("case", HASH_CASES, ids=[c.name for c in HASH_CASES])
 def test_a_readable_hash(case: HashCase) -> None:
     record = WorkloadRecord.from_hash("ns/w", case.hash)
     assert record.corrupt == ""
     assert record == replace(WorkloadRecord("ns/w", State.PENDING), **case.want)
+    assert WorkloadRecord.from_hash("ns/w", as_read(case.hash)) == record
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,7 @@ def test_an_unreadable_hash_gives_a_corrupt_record(case: CorruptCase) -> None:
     assert record == WorkloadRecord("ns/w", case.want_state, reason=case.hash.get("reason", ""),
                                     message=case.hash.get("message", ""),
                                     corrupt=record.corrupt)
+    assert WorkloadRecord.from_hash("ns/w", as_read(case.hash)) == record
 
 
 #: Texts close to a JSON list of names: the fast split must agree with the parser on each.
