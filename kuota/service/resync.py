@@ -19,8 +19,9 @@ finished one.
 in one go, with a pipeline of one ``HMGET`` each, that held up one step for over a
 second of a slow machine's CPU every 30 s, during which nothing was admitted. A pass
 now compares :data:`RESYNC_SLICE` workloads a step (the live ones first, then the
-window a slice at a time), each slice read with one script call
-(:meth:`~queueing.store.workloads.WorkloadStore.states`). A workload is compared with
+window a slice at a time), each slice read with a few ``read_many`` script calls
+(:meth:`~queueing.store.workloads.WorkloadStore.states`) instead of an ``HMGET`` a
+workload. A workload is compared with
 what the engine holds at the step that reads it, so slicing changes no outcome.
 """
 
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kuota.service.leader")
 
-#: Workloads a step of a pass compares (about 20 ms of the leader's time).
+#: Workloads a step of a pass compares (14–19 ms of a slow machine's CPU:
+#: benchmarks/leader_resync.py).
 RESYNC_SLICE = 5_000
 
 
