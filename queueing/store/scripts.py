@@ -42,11 +42,11 @@ class Scripts:
 
     def read(self, name: str, keys: Sequence[str], args: Sequence[object]) -> Any:
         """Run a script that reads (its answer as Redis gives it)."""
-        return self._scripts[name](keys=list(keys), args=[_arg(a) for a in args])
+        return self._scripts[name](keys=list(keys), args=_args(args))
 
     def queue(self, name: str, keys: Sequence[str], args: Sequence[object], pipe: Any) -> None:
         """Add a call to a pipeline; read its answer from ``pipe.execute()``."""
-        self._scripts[name](keys=list(keys), args=[_arg(a) for a in args], client=pipe)
+        self._scripts[name](keys=list(keys), args=_args(args), client=pipe)
 
     def answers(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
                 ) -> list[Any]:
@@ -152,11 +152,14 @@ _PLAIN = frozenset({str, int, float})
 
 
 def checked(calls: Calls) -> list[tuple[list[str], list[str | int | float]]]:
-    """The calls, each argument checked (:func:`_arg`) unless plainly fine."""
+    """The calls, their arguments checked (:func:`_args`)."""
+    return [(list(keys), _args(args)) for keys, args in calls]
+
+
+def _args(args: Sequence[object]) -> list[str | int | float]:
+    """Script arguments, each checked (:func:`_arg`) unless plainly fine."""
     # (a type in _PLAIN is one _arg returns as it is: mypy cannot tell)
-    return [(list(keys), [a if type(a) in _PLAIN else _arg(a)  # type: ignore[misc]
-                          for a in args])
-            for keys, args in calls]
+    return [a if type(a) in _PLAIN else _arg(a) for a in args]  # type: ignore[misc]
 
 
 def packed(sha: str, calls: Sequence[tuple[list[str], list[str | int | float]]]) -> bytes:
