@@ -33,6 +33,7 @@ import heapq
 import json
 import multiprocessing
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -172,27 +173,21 @@ spec: {{clusterQueue: bench}}
 
 
 class Finished:
-    """Counts finished workloads cheaply, so the benchmark's own reads do not slow down
-    what it measures: each poll re-reads only a window of those not seen finished yet,
-    and moves on once the whole window is. (Figures come from the stored records, so
-    polling late changes none of them.)"""
+    """Whether every workload of a run has finished, asked cheaply so that the benchmark's
+    own reads do not slow down what it measures: a run has a key prefix of its own, so its
+    workloads are all there is in the store's index of unfinished workloads, and a poll is
+    one ``ZCARD`` of it (re-reading a window of states was a pipeline of 1,000 commands
+    every 0.2 s, a sixth of the benchmark process's CPU while the scheduler drained).
+    Figures come from the stored records, so polling late changes none of them."""
 
-    WINDOW = 1_000
-
-    def __init__(self, store: Store, keys: list[str]) -> None:
-        self.store, self.left = store, list(keys)
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     def all(self) -> bool:
-        window = self.left[:self.WINDOW]
-        pipe = self.store.redis.pipeline(transaction=False)
-        for key in window:
-            pipe.hget(self.store.keys.workload(key), "state")
-        waiting = [k for k, state in zip(window, pipe.execute(), strict=True)
-                   if state != "Finished"]
-        self.left[:len(window)] = waiting
-        if waiting:
+        left = int(self.store.redis.zcard(self.store.keys.unfinished))
+        if left:
             time.sleep(0.2)
-        return not self.left
+        return not left
 
 
 # -- 1. throughput ------------------------------------------------------------------------
@@ -218,7 +213,7 @@ def kuota_throughput(url: str, n: int, workers: int, node_cpu: int, batch: float
                                           priority=c.priority, backoff_limit=0,
                                           submission=uuid.uuid4().hex, now=time.time())
         keys = [c.key for c in checked]
-        wait_until("every workload to finish", Finished(client.store, keys).all, 600)
+        wait_until("every workload to finish", Finished(client.store).all, 600)
         elapsed = time.perf_counter() - start
         failed = [r.key for r in client.store.workloads.get_many(keys).values()
                   if r.outcome != "Succeeded"]
@@ -333,8 +328,9 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
                       preemption: bool = False,
                       scheduler_args: tuple[str, ...] = ()) -> dict[str, Any]:
     """One of Kueue's shapes (default its baseline) submitted at its arrival times to a
-    running ``kuota scheduler``; figures as :func:`_baseline_figures` gives them, and the
-    scheduler's CPU seconds and peak RSS."""
+    running ``kuota scheduler``; figures as :func:`_baseline_figures` gives them, the
+    scheduler's CPU seconds and peak RSS, and what the whole machine spent meanwhile
+    (:class:`MachineCPU`)."""
     from benchmarks.simulate_kueue_baseline import BASELINE, baseline
 
     shape = shape or BASELINE
@@ -375,6 +371,7 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         wait_until("a leader", lambda: client.store.redis.get(client.store.keys.lease), 60)
         scheduler = children.procs[-1].pid
         terms = Terms(client.store)
+        machine = MachineCPU(client.store.redis, scheduler)
         t0 = time.time()
         started.send(t0)
         while sender.is_alive():
@@ -382,20 +379,23 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
             sender.join(0.05)
         if sender.exitcode != 0:
             sys.exit(f"the submitter failed (exit code {sender.exitcode})")
+        machine.submitter_done()
         keys = [p.key for _, p in arrivals]
-        done = Finished(client.store, keys)
+        done = Finished(client.store)
 
         def ended() -> bool:
             terms.look()
             return runner.failure is not None or done.all()
 
         wait_until("every workload to finish", ended, 3600)
+        spent = machine.spent()  # (before the figures are read)
         if runner.failure is not None:
             sys.exit(f"the timed runner failed: {runner.failure!r}")
         due = {p.key: at for at, p in arrivals}
         figures = _baseline_figures(client.store, keys, t0, shape.classes, due)
         figures.update(cpu=cpu_seconds(scheduler), rss=peak_rss(scheduler),
-                       terms=len(terms.seen), **step_figures(metrics_port))
+                       terms=len(terms.seen), machine=spent,
+                       **step_figures(metrics_port))
         return figures
     finally:
         sender.kill()
@@ -461,6 +461,53 @@ def step_figures(port: int) -> dict[str, float]:
                        if line and not line.startswith("#"))
     return {"steps": float(samples["kuota_scheduler_step_duration_seconds_count"]),
             "longest_step": float(samples["kuota_scheduler_step_longest_seconds"])}
+
+
+class MachineCPU:
+    """What every process of a real-time run spent, from the clock's start: the scheduler,
+    redis-server (its ``INFO cpu``, so a server given by ``--redis`` is counted too) and
+    the benchmark itself (the runner's threads in this process, the submitter a child).
+    On a machine of two cores these share the cores the scheduler runs on: when their sum
+    nears what the cores can give, the scheduler waits for a core as well as for its work.
+    """
+
+    def __init__(self, redis_: redis.Redis, scheduler: int) -> None:
+        self.redis, self.scheduler = redis_, scheduler
+        self.wall = time.monotonic()
+        self.at_start = self._now()
+
+    def _now(self) -> dict[str, float]:
+        info = self.redis.info("cpu")
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return {"scheduler": cpu_seconds(self.scheduler),
+                "redis": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
+                "runner": time.process_time(),
+                # (the submitter is the one child waited for during the run)
+                "submitter": children.ru_utime + children.ru_stime}
+
+    def submitter_done(self) -> None:
+        """The submitter has been waited for: its CPU is in this process's children's."""
+        self.submitter = self._now()["submitter"] - self.at_start["submitter"]
+
+    def spent(self) -> dict[str, float]:
+        """CPU seconds per process since the start, the seconds elapsed, and the cores."""
+        now = self._now()
+        spent = {name: now[name] - self.at_start[name] for name in ("scheduler", "redis",
+                                                                     "runner")}
+        spent["submitter"] = getattr(self, "submitter", 0.0)
+        spent["elapsed"] = time.monotonic() - self.wall
+        spent["cores"] = float(len(os.sched_getaffinity(0)))
+        return spent
+
+
+def machine_line(spent: dict[str, float]) -> str:
+    """The machine's CPU over a real-time run, as one line of figures."""
+    total = sum(spent[k] for k in ("scheduler", "redis", "runner", "submitter"))
+    capacity = spent["elapsed"] * spent["cores"]
+    return (f"scheduler {spent['scheduler']:.1f} + redis-server {spent['redis']:.1f} + "
+            f"runner {spent['runner']:.1f} + submitter {spent['submitter']:.1f} = "
+            f"{total:.1f} CPU s in {spent['elapsed']:.1f} s on {spent['cores']:.0f} cores "
+            f"({100 * total / capacity:.0f} % of what they give)")
 
 
 class Terms:
@@ -582,6 +629,7 @@ def main() -> None:
                       f"{virtual['waits'].get(cls, 0):11.2f}s")
             print(f"  {'min ClusterQueue usage':24}{100 * real['min_usage']:11.1f}%"
                   f"{100 * virtual['min_usage']:11.1f}%")
+            print(f"  machine CPU: {machine_line(real['machine'])}")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,15 @@ scheduling round's placements, milliseconds in which the caller could be
 working. :meth:`Scripts.send` writes the calls on a connection of their own
 and returns at once; their answers are read when the caller needs them
 (:meth:`Sent.answers`), Redis having run them meanwhile. The calls run in
-order, each atomic, exactly as :meth:`Scripts.answers` runs them.
+order, each atomic, as a pipeline (not a transaction) runs them.
 
-Those calls carry a round's decisions: some thirty arguments per workload. They are
-packed by hiredis in one go (the same bytes redis-py's packer writes, without its
-per-argument checks), and each argument is checked here only when it is not already a
-``str``, ``int`` or ``float``.
+Calls run together and answered at once (:meth:`Scripts.answers`: a job array's
+submissions, a node's pod reports) are sent the same way and read straight after.
+Calls carry up to some thirty arguments per workload. They are packed by hiredis in
+one go (the same bytes redis-py's packer writes, without its per-argument checks), and
+each argument is checked here only when it is not already a ``str``, ``int`` or
+``float``: a pipeline of redis-py's spent more of the caller's CPU packing a node's pod
+reports than Redis spent running them.
 """
 
 from __future__ import annotations
@@ -44,21 +47,15 @@ class Scripts:
         """Run a script that reads (its answer as Redis gives it)."""
         return self._scripts[name](keys=list(keys), args=_args(args))
 
-    def queue(self, name: str, keys: Sequence[str], args: Sequence[object], pipe: Any) -> None:
-        """Add a call to a pipeline; read its answer from ``pipe.execute()``."""
-        self._scripts[name](keys=list(keys), args=_args(args), client=pipe)
-
     def answers(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
                 ) -> list[Any]:
-        """Run script ``name`` once per ``(keys, args)`` call, all in one round trip (a
+        """Run script ``name`` once per ``(keys, args)`` call, all in one round trip (as a
         pipeline, not a transaction: each call is atomic on its own); their answers as
         Redis gives them."""
         if len(calls) == 1:
             return [self.read(name, *calls[0])]
-        pipe = self._redis.pipeline(transaction=False)
-        for keys, args in calls:
-            self.queue(name, keys, args, pipe)
-        return list(pipe.execute())
+        with self.send(name, calls) as sent:
+            return sent.answers()
 
     def batch(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
               ) -> list[str]:
@@ -81,10 +78,10 @@ class Sent:
     """Script calls written on a connection taken from the pool, their answers unread.
 
     :meth:`answers` reads them (once). A call Redis did not know the script for (a
-    restarted Redis forgets them) did not run: it is run again through redis-py, which
-    loads the script. Leaving the ``with`` block with the answers unread reads them and
-    lets them go — or, when the block raised, drops the connection instead of giving it
-    back with answers pending.
+    restarted Redis forgets them) did not run: it is run again after the others, the
+    first through redis-py, which loads the script. Leaving the ``with`` block with the
+    answers unread reads them and lets them go — or, when the block raised, drops the
+    connection instead of giving it back with answers pending.
     """
 
     def __init__(self, pool: Any, script: Any, calls: Calls) -> None:
@@ -114,11 +111,19 @@ class Sent:
             raise
         self._pool.release(self._conn)
         self._conn = None
-        for i, answer in enumerate(answers):
-            if isinstance(answer, NoScriptError):
-                keys, args = self._calls[i]
-                answers[i] = self._script(keys=keys, args=args)
-            elif isinstance(answer, ResponseError):
+        forgot = [i for i, answer in enumerate(answers) if isinstance(answer, NoScriptError)]
+        if forgot:
+            # The first runs through redis-py, which loads the script; the others are sent
+            # again in one go (a batch of thousands after a restart is not a round trip each).
+            keys, args = self._calls[forgot[0]]
+            answers[forgot[0]] = self._script(keys=keys, args=args)
+            if len(forgot) > 1:
+                with Sent(self._pool, self._script,
+                          [self._calls[i] for i in forgot[1:]]) as again:
+                    for i, answer in zip(forgot[1:], again.answers(), strict=True):
+                        answers[i] = answer
+        for answer in answers:
+            if isinstance(answer, ResponseError):
                 raise answer
         return answers
 

@@ -34,10 +34,12 @@ def _store_with(states: dict[str, bool]) -> tuple[Store, str]:
 def test_the_answers_are_those_of_calls_run_at_once_in_order() -> None:
     store, _ = _store_with({"ns/a": True, "ns/b": False, "ns/c": True})
     calls = _calls(store, ["ns/a", "ns/b", "ns/gone", "ns/c"])
-    want = store.workloads._scripts.answers("read_many", calls)
-    with store.workloads._scripts.send("read_many", calls) as sent:
+    scripts = store.workloads._scripts
+    want = [scripts.read("read_many", keys, args) for keys, args in calls]
+    with scripts.send("read_many", calls) as sent:
         got = sent.answers()
     assert got == want == [[["Admitted", "1"]], [["Pending", "0"]], [None], [["Admitted", "1"]]]
+    assert scripts.answers("read_many", calls) == want  # (sent and read at once)
 
 
 def test_a_script_redis_forgot_is_loaded_and_its_calls_run_once() -> None:
@@ -50,6 +52,23 @@ def test_a_script_redis_forgot_is_loaded_and_its_calls_run_once() -> None:
         assert sent.statuses() == ["ok:1"]
     assert store.redis.hget(store.keys.workload("ns/a"), "decision") == "d-again"
     assert store.redis.hget(store.keys.workload("ns/a"), "attempt") == "1"  # not admitted twice
+
+
+def test_a_batch_run_after_redis_forgot_its_script_runs_every_call_once_in_order() -> None:
+    store, holder = _store_with({"ns/a": False, "ns/b": False, "ns/c": False})
+    store.redis.script_flush()
+    scripts = store.workloads._scripts
+    calls = [([store.keys.workload(k)], [0, "state"]) for k in ("ns/a", "ns/gone", "ns/c")]
+    assert scripts.answers("read_many", calls) == [[["Pending"]], [None], [["Pending"]]]
+    store.redis.script_flush()
+    admissions = [([store.keys.lease, store.keys.events, store.keys.workload(k),
+                    store.keys.history(k)],
+                   [holder, 2.0, 0, '{"clusterQueue":"cq","podSets":[]}', "cq", 1, f"d-{k}", True])
+                  for k in ("ns/a", "ns/b", "ns/c")]
+    assert scripts.batch_lists("admit", admissions) == ["ok:1", "ok:1", "ok:1"]
+    for key in ("ns/a", "ns/b", "ns/c"):
+        assert store.redis.hget(store.keys.workload(key), "attempt") == "1"
+        assert store.redis.hget(store.keys.workload(key), "decision") == f"d-{key}"
 
 
 def test_an_error_answer_is_raised_after_every_answer_is_read() -> None:
