@@ -16,8 +16,7 @@ submissions, a node's pod reports) are sent the same way and read straight after
 Calls carry up to some thirty arguments per workload. They are packed by hiredis in
 one go (the same bytes redis-py's packer writes, without its per-argument checks), and
 each argument is checked here only when it is not already a ``str``, ``int`` or
-``float``: a pipeline of redis-py's spent more of the caller's CPU packing a node's pod
-reports than Redis spent running them.
+``float`` (``benchmarks/script_packing.py``: 5.2 against 13.0 µs a call of 16 arguments).
 """
 
 from __future__ import annotations
