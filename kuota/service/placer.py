@@ -64,17 +64,18 @@ they were before this step had its own module.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from admission.errors import blame
 from kuota.service import jobs, pinning, placing
 from placement.ranking import NodeRanking
 from queueing.store import PodPhase, PodRef, WorkloadRecord
 from queueing.store.workloads import PlaceRequest, PodPlacement
+from quota.config import FlavorConfig
 from quota.lifecycle import State
 from quota.resources import format_vector
-from quota.workload import Admission
+from quota.workload import Admission, WorkloadInfo
 
 if TYPE_CHECKING:
     from kuota.service.leader import Leader
@@ -188,6 +189,7 @@ class Placer:
         if not leader.unplaced:
             return
         pools = self.pools()
+        alike = _AlikeGangs(leader.engine.cache.flavors)
         # Each kind's line is walked from its front, never copied: a backlog of thousands
         # waiting for nodes costs the gangs placed this round and one that does not fit.
         for kind, keys in list(self._by_kind.items()):
@@ -201,8 +203,7 @@ class Placer:
                 record, tracked = leader.engine.records[key], leader.tracked[key]
                 assert record.admission is not None
                 with blame(key):
-                    pods = placing.gang_pods(record.info, record.admission,
-                                             leader.engine.cache.flavors)
+                    pods = alike.pods(record.info, record.admission)
                     pool = (leader.members.pool_for(record.admission)
                             if leader.members is not None else None)
                     result = pinning.place(pods, record.admission, pools, pool=pool)
@@ -292,11 +293,11 @@ class Placer:
         # (the start jobs are made while Redis stores the placements: module doc)
         with leader.store.workloads.send_place_many(leader.holder, requests, now) as sent:
             placements = [tuple((p.node, p.epoch) for p in r.pods) for r in requests]
-            pod_jobs = []
+            pod_jobs, commands = [], _Commands()
             for request, placed in zip(requests, placements, strict=True):
                 with blame(request.key):
                     pod_jobs.append(self._pod_jobs(request.key, request.attempt, placed,
-                                                   pods_of[request.key]))
+                                                   pods_of[request.key], commands))
             statuses = sent.statuses()
         to_send: list[jobs.PodJob] = []
         for request, status, placed, gang_jobs in zip(requests, statuses, placements, pod_jobs,
@@ -309,14 +310,13 @@ class Placer:
                 record = leader.engine.records[request.key]
                 record.pending_reason = record.pending_message = None
                 to_send += gang_jobs
+                self._sent_at[request.key] = now
             else:  # a node went away, or the workload changed: look again
                 log.info("placement of %s not stored (%s)", request.key, status)
                 leader.nodes.dirty = True
                 if not status.startswith("node:"):
                     leader.recheck.add(request.key)
         jobs.enqueue(leader.conn.raw, leader.store.keys, to_send)
-        for job in to_send:
-            self._sent_at[PodRef.parse(job.pod_id).workload] = now
 
     def _never_fits(self, pods: list[placing.GangPod], admission: Admission,
                     pool: str | None) -> str | None:
@@ -367,15 +367,17 @@ class Placer:
                 leader.recheck.add(key)
 
     def _pod_jobs(self, key: str, attempt: int, placed: tuple[tuple[str, int], ...],
-                  pods: list[placing.GangPod]) -> list[jobs.PodJob]:
+                  pods: list[placing.GangPod], commands: _Commands | None = None
+                  ) -> list[jobs.PodJob]:
         obj = self.leader.engine.records[key].info.source
+        commands = commands or _Commands()
         peers = tuple(node for node, _ in placed)
         out = []
         for pod, (node, epoch) in zip(pods, placed, strict=True):
-            command, env = jobs.pod_command(obj, pod.pod_set)
+            command, env, working_dir = commands.of(obj, pod.pod_set)
             out.append(jobs.PodJob(self.leader.store.prefix, PodRef(key, attempt, pod.index).id,
                                    node, epoch, len(placed), pod.pod_set, peers, command, env,
-                                   pod.requests, jobs.working_dir(obj, pod.pod_set)))
+                                   pod.requests, working_dir))
         return out
 
     # -- resending -----------------------------------------------------------------------
@@ -417,3 +419,39 @@ class Placer:
         if to_send:
             log.info("sending %d pod(s) again that were placed but not started", len(to_send))
             jobs.enqueue(leader.conn.raw, leader.store.keys, to_send)
+
+
+class _AlikeGangs:
+    """The pods of the gangs placed in one round, made once per kind of gang: gangs of one
+    manifest shape share their pod sets (:class:`kuota.service.rebuild.SpecCache`), and
+    alike admissions give their pods the same requests and node selectors. Made afresh
+    every round, as the flavors' node labels may change between rounds."""
+
+    def __init__(self, flavors: Mapping[str, FlavorConfig]) -> None:
+        self._flavors = flavors
+        self._made: dict[Hashable, list[placing.GangPod]] = {}
+
+    def pods(self, info: WorkloadInfo, admission: Admission) -> list[placing.GangPod]:
+        # (the pod sets by identity: they live as long as the records holding them)
+        alike = (id(info.pod_sets), *((ps.name, ps.count, *ps.flavors.items())
+                                      for ps in admission.pod_sets))
+        made = self._made.get(alike)
+        if made is None:
+            made = self._made[alike] = placing.gang_pods(info, admission, self._flavors)
+        return list(made)
+
+
+class _Commands:
+    """Each pod set's command, environment and working directory, read once per manifest
+    shape in a round of start jobs (the shape's checked object is shared by its gangs)."""
+
+    def __init__(self) -> None:
+        self._read: dict[tuple[int, str], tuple[tuple[str, ...], dict[str, str], str]] = {}
+
+    def of(self, obj: Any, pod_set: str) -> tuple[tuple[str, ...], dict[str, str], str]:
+        key = (id(obj), pod_set)  # (the object lives as long as the records holding it)
+        read = self._read.get(key)
+        if read is None:
+            command, env = jobs.pod_command(obj, pod_set)
+            read = self._read[key] = (command, env, jobs.working_dir(obj, pod_set))
+        return read

@@ -100,3 +100,32 @@ def test_waiting_gangs_are_checked_for_lost_pinned_nodes_only_when_new_or_nodes_
     checked.clear()
     pool.run(steps=6, advance=1.0)
     assert len(checked[0]) == len(first)
+
+
+def test_gangs_of_many_shapes_placed_in_one_round_each_get_their_own_pods_and_command(
+        ) -> None:
+    """Alike gangs share the pods and command the round makes for their shape (made once);
+    gangs of another shape, count or command in the same round must not get those."""
+    from kuota.service.jobs import decode, node_queue
+
+    pool = pool_of_teams()
+    pool.store.nodes.register("n2", pool="p", capacity={"cpu": 16000}, labels={}, devices=[],
+                              now=pool.now)
+    asked = {  # name -> (team, command, pods, cpu per pod)
+        "a0": ("a", ["echo", "a"], 1, 1), "a1": ("a", ["echo", "a"], 1, 1),
+        "b0": ("b", ["echo", "b"], 2, 1), "b1": ("b", ["echo", "b"], 1, 3),
+        "c0": ("c", ["echo", "a"], 1, 1)}  # (c0: a0's shape, from another queue)
+    keys = {name: pool.client.submit(command, queue=f"default/lq-{team}", name=name,
+                                     count=pods, requests={"cpu": cpu}).key
+            for name, (team, command, pods, cpu) in asked.items()}
+    pool.run(steps=6)
+    sent = [pod for node in ("n1", "n2")
+            for job in node_queue(pool.connection.raw, pool.store.keys, node).get_jobs()
+            for pod in decode(*job.args)]
+    for name, (_, command, pods, cpu) in asked.items():
+        mine = sorted((p for p in sent if p.pod_id.startswith(f"{keys[name]}:")),
+                      key=lambda p: p.pod_id)
+        assert [p.pod_id.rpartition(":")[2] for p in mine] == [str(i) for i in range(pods)]
+        assert {p.command for p in mine} == {tuple(command)}
+        assert [p.requests for p in mine] == [{"cpu": 1000 * cpu}] * pods
+        assert all(p.pod_count == pods for p in mine)
