@@ -50,6 +50,7 @@ from quota.resources import (
     format_amount,
     parse_amount,
 )
+from quota.values import value
 from quota.workload import PodSetAdmission, PodSetInfo, WorkloadInfo
 
 
@@ -90,7 +91,7 @@ class PreemptionOracle(Protocol):
                         fr: FlavorResource, amount: Amount) -> tuple[bool, int, bool]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FlavorChoice:
     mode: Mode
     borrow: int
@@ -324,9 +325,9 @@ def _constraint_mismatch(ps: PodSetInfo, flavor: FlavorConfig) -> str:
                 t.tolerates(taint) for t in tolerations):
             spelled = f"{taint.key}={taint.value or ''}:{taint.effect}"
             return f"has taint {spelled} the pods don't tolerate"
-    for key, value in ps.node_selector.items():
-        if key in labels and labels[key] != value:
-            return f"doesn't match nodeSelector {key}={value}"
+    for key, wanted in ps.node_selector.items():
+        if key in labels and labels[key] != wanted:
+            return f"doesn't match nodeSelector {key}={wanted}"
     if ps.affinity_terms:
         relevant = [[r for r in term if r.key in labels] for term in ps.affinity_terms]
         if not any(all(r.matches(labels) for r in term) for term in relevant):

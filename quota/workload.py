@@ -116,7 +116,7 @@ class WorkloadInfo:
         return total
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PodSetAdmission:
     """The decision for one pod set."""
 
