@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Any, Final
 
+import orjson
+
 from queueing.store import Keys, PodRef
 from quota import api
 from quota.values import value
@@ -52,9 +54,11 @@ class PodJob:
 
     @property
     def gang(self) -> str:
-        """The gang this pod belongs to: its workload and attempt."""
-        ref = PodRef.parse(self.pod_id)
-        return f"{ref.workload}#{ref.attempt}"
+        """The gang this pod belongs to: its workload and attempt (``namespace/name#1``)."""
+        # (the pod id is ``namespace/name:attempt:index``, as PodRef.id makes it; read
+        # without PodRef.parse's checks: a start job sends one per pod)
+        workload, _, attempt = self.pod_id.rpartition(":")[0].rpartition(":")
+        return f"{workload}#{attempt}"
 
     def to_dict(self) -> dict[str, Any]:
         """The pod without its peers, which :func:`encode` sends once per gang."""
@@ -123,13 +127,29 @@ def working_dir(workload: api.Workload, pod_set: str) -> str:
     return str((ps.template.spec.containers[0].model_extra or {}).get("workingDir") or "")
 
 
-def node_queue(raw: Any, keys: Keys, node: str) -> Any:
-    """The rq queue of ``node``'s worker. Its jobs are JSON, never pickles: unpickling
-    what anyone with write access to Redis put there would run their code in the worker."""
-    from rq import Queue  # here, not at the top: the CLI's start-up does without rq
-    from rq.serializers import JSONSerializer
+class JobSerializer:
+    """How the jobs of a node's queue are written: JSON, never pickles — unpickling what
+    anyone with write access to Redis put there would run their code in the worker.
 
-    return Queue(keys.node_queue(node), connection=raw, serializer=JSONSerializer)
+    orjson writes it (one start job carries a round's pods on a node, up to thousands:
+    0.7 ms against the standard library's 10 ms for 1,000 pods, a twentieth of the
+    leader's work in the drain of Kueue's large-scale shape) and reads it; the bytes are
+    plain JSON, so a worker reading with rq's own ``JSONSerializer`` reads them as well."""
+
+    @staticmethod
+    def dumps(obj: Any) -> bytes:
+        return orjson.dumps(obj)
+
+    @staticmethod
+    def loads(data: bytes | str) -> Any:
+        return orjson.loads(data)
+
+
+def node_queue(raw: Any, keys: Keys, node: str) -> Any:
+    """The rq queue of ``node``'s worker (its jobs written by :class:`JobSerializer`)."""
+    from rq import Queue  # here, not at the top: the CLI's start-up does without rq
+
+    return Queue(keys.node_queue(node), connection=raw, serializer=JobSerializer)
 
 
 def enqueue(raw: Any, keys: Keys, jobs: Iterable[PodJob]) -> int:

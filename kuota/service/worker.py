@@ -42,12 +42,11 @@ from typing import Any, ClassVar
 import redis
 from rq import SimpleWorker
 from rq.job import Job
-from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 
 from kuota.service import pod
 from kuota.service.connection import Connection
-from kuota.service.jobs import node_queue
+from kuota.service.jobs import JobSerializer, node_queue
 from kuota.service.podusers import PodUsers
 from kuota.service.supervisor import GPU, PodSupervisor, SupervisorTiming
 from queueing.store.keys import check_node_name
@@ -221,7 +220,7 @@ class PoolWorker:
         in_thread = threading.current_thread() is not threading.main_thread()
         cls = ThreadNodeWorker if in_thread else NodeWorker
         return cls([queue], connection=self.conn.raw, job_class=TaskJob,
-                   serializer=JSONSerializer,
+                   serializer=JobSerializer,
                    name=f"kuota-{self.node}-{uuid.uuid4().hex[:8]}",
                    worker_ttl=self.options.rq_worker_ttl)
 

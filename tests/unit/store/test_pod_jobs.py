@@ -32,3 +32,26 @@ def test_a_job_from_an_older_scheduler_is_still_read() -> None:
     doc = {**job.to_dict(), "peers": list(job.peers)}
     del doc["gang"]
     assert decode([doc]) == [job]
+
+
+def test_start_jobs_read_the_same_whichever_json_serializer_wrote_them() -> None:
+    """Jobs are written with orjson; a worker of an older kuota reads them with rq's
+    JSONSerializer, and jobs an older scheduler wrote that way are read now."""
+    from rq.serializers import JSONSerializer
+
+    from kuota.service.jobs import JobSerializer, PodJob
+
+    jobs = _gang("ns/a", 3, 2) + [PodJob("p", PodRef("ns/é", 2, 0).id, "node-0", 7, 1, "main",
+                                         ("node-0",), ("echo", "ünï"), {"K": "v"},
+                                         {"cpu": 250, "memory": 2**40}, "/tmp")]
+    data = ("kuota.service.pod.start_pods", None, list(encode(jobs)), {})
+    for written, read in ((JobSerializer, JSONSerializer), (JSONSerializer, JobSerializer)):
+        func, _, args, _ = read.loads(written.dumps(data))
+        assert func == "kuota.service.pod.start_pods"
+        assert decode(*args) == jobs
+
+
+def test_the_gang_of_a_pod_is_its_workload_and_attempt() -> None:
+    [job] = _gang("team-a/train-7", 1, 1)
+    assert job.gang == "team-a/train-7#1"
+    assert PodJob("p", PodRef("ns/w", 12, 3).id, "n", 1, 4, "main", (), ("x",)).gang == "ns/w#12"
