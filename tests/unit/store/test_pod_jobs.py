@@ -41,9 +41,9 @@ def test_start_jobs_read_the_same_whichever_json_serializer_wrote_them() -> None
 
     from kuota.service.jobs import JobSerializer, PodJob
 
-    jobs = _gang("ns/a", 3, 2) + [PodJob("p", PodRef("ns/é", 2, 0).id, "node-0", 7, 1, "main",
-                                         ("node-0",), ("echo", "ünï"), {"K": "v"},
-                                         {"cpu": 250, "memory": 2**40}, "/tmp")]
+    odd = PodJob("p", PodRef("ns/é", 2, 0).id, "node-0", 7, 1, "main", ("node-0",),
+                 ("echo", "ünï"), {"K": "v"}, {"cpu": 250, "memory": 2**40}, "/tmp")
+    jobs = [*_gang("ns/a", 3, 2), odd]
     data = ("kuota.service.pod.start_pods", None, list(encode(jobs)), {})
     for written, read in ((JobSerializer, JSONSerializer), (JSONSerializer, JobSerializer)):
         func, _, args, _ = read.loads(written.dumps(data))
