@@ -131,10 +131,10 @@ class JobSerializer:
     """How the jobs of a node's queue are written: JSON, never pickles — unpickling what
     anyone with write access to Redis put there would run their code in the worker.
 
-    orjson writes it (one start job carries a round's pods on a node, up to thousands:
-    0.7 ms against the standard library's 10 ms for 1,000 pods, a twentieth of the
-    leader's work in the drain of Kueue's large-scale shape) and reads it; the bytes are
-    plain JSON, so a worker reading with rq's own ``JSONSerializer`` reads them as well."""
+    orjson writes it and reads it: a start job carries a round's pods on a node, up to
+    thousands, and the standard library's ``json`` took about twelve times as long per
+    pod (``benchmarks/start_jobs.py``). The bytes are plain JSON, so a worker reading with
+    rq's own ``JSONSerializer`` reads them as well."""
 
     @staticmethod
     def dumps(obj: Any) -> bytes:
