@@ -28,7 +28,9 @@ other fields. The spec is the largest field, and decoding it and the
 admission is most of what a re-read costs, so only a workload new to the
 engine (or finished there) is read whole and checked as any submission is
 (:func:`kuota.service.rebuild.checked_info`, with a cache of checked shapes)
-before it enters.
+before it enters. A known workload that Redis holds Finished is not read at
+all: it is followed exactly as one that is gone would be (the engine finishes
+and forgets it, a dispatched copy is let go), so Redis reads only its state.
 
 **Slices with a time budget.** A burst of thousands of submissions must not
 hold back the decisions, nor the lease's renewal, for long: the events read
@@ -159,7 +161,11 @@ class Follower:
         leader, engine = self.leader, self.leader.engine
         known = sorted(k for k in keys if k in leader.dispatched.copies or (
             k in engine.records and engine.records[k].state is not State.FINISHED))
-        return leader.store.workloads.send_reads(known, sorted(keys.difference(known)))
+        # A known workload Redis holds Finished is followed as one that is gone (finished
+        # and forgotten; a dispatched copy let go), so it is not read at all: in a drain,
+        # every pod's end names a workload that has just finished.
+        return leader.store.workloads.send_reads(known, sorted(keys.difference(known)),
+                                                 skip=(State.FINISHED.value,))
 
     def _follow(self, reading: RecordsRead, now: float) -> None:
         leader = self.leader

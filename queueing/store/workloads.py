@@ -221,19 +221,28 @@ class WorkloadStore:
         fields = _RECORD_FIELDS if spec else _STATUS_FIELDS if admission else _CHANGE_FIELDS
         return _records(keys, fields, self._read(keys, fields, whole=spec), whole=spec)
 
-    def send_reads(self, known: Sequence[str], new: Sequence[str]) -> RecordsRead:
+    def send_reads(self, known: Sequence[str], new: Sequence[str], *,
+                   skip: Collection[str] = ()) -> RecordsRead:
         """What :meth:`get_many` reads of ``known`` (``spec=False, admission=False``) and of
         ``new`` (everything), sent at once and read later: Redis reads while the caller
         works (a scheduler reconciling the workloads it read before). Read the records from
-        the :class:`RecordsRead` in a ``with`` block."""
+        the :class:`RecordsRead` in a ``with`` block.
+
+        ``skip``: states in which a ``known`` workload is not read: it is left out of the
+        records, as one that is gone (Redis only reads its state). A hash without a state
+        is still read, and found corrupt."""
         if not known and not new:
             return RecordsRead(known, new, ready={})
         if not self._scripted_reads:  # (a user that may not run scripts reads now)
             return RecordsRead(known, new, ready={
-                **self.get_many(known, spec=False, admission=False), **self.get_many(new)})
+                **{k: r for k, r in self.get_many(known, spec=False, admission=False).items()
+                   if r.state.value not in skip},
+                **self.get_many(new)})
+        skipping = [-len(skip), *skip] if skip else [0]
         calls = [([self._keys.workload(k) for k in keys[start:start + READ_CHUNK]],
-                  [0, *fields])
-                 for keys, fields in ((known, _CHANGE_FIELDS), (new, _RECORD_FIELDS))
+                  [*head, *fields])
+                 for keys, head, fields in ((known, skipping, _CHANGE_FIELDS),
+                                            (new, [0], _RECORD_FIELDS))
                  for start in range(0, len(keys), READ_CHUNK)]
         return RecordsRead(known, new, sent=self._scripts.send("read_many", calls))
 

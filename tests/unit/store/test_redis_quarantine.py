@@ -174,3 +174,19 @@ def test_an_unreadable_node_record_is_a_lost_node_not_a_crash(
     assert want_reason in node.reason
     assert pool.state(key) == "Admitted"
     assert (pool.scheduler.leading, pool.scheduler.failures) == (True, 0)
+
+
+def test_a_live_workload_whose_state_is_deleted_is_quarantined_not_forgotten() -> None:
+    """The leader does not re-read a known workload Redis holds Finished (it follows it
+    as gone); a hash that lost its state is no such workload and is still read."""
+    pool = SteppedPool()
+    key = pool.submit("w")
+    pool.run()
+    assert pool.state(key) == "Admitted"
+    pool.store.redis.hdel(pool.store.keys.workload(key), "state")
+    pool.store.redis.xadd(pool.store.keys.events, {"kind": "touch", "key": key})
+    pool.run()
+    record = pool.store.workloads.get(key)
+    assert (record.state, record.reason) == (State.INVALID, "Invalid")
+    assert "unreadable workload record: KeyError: 'state'" in record.message
+    assert pool.scheduler.leading

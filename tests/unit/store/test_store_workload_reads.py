@@ -79,6 +79,27 @@ def test_reads_sent_ahead_give_what_reads_at_once_give(way: str) -> None:
 
 
 @pytest.mark.parametrize("way", WAYS)
+def test_known_workloads_in_a_state_to_skip_are_read_as_gone(way: str) -> None:
+    """The leader reads no known workload that Redis holds Finished; a hash without a
+    state is still read, and found corrupt (a skip by state does not hide it)."""
+    store = new_reader(way)
+    keys = stored(store)
+    submit(store, "ns/done", now=6.0)
+    store.redis.hset(store.keys.workload("ns/done"), "state", "Finished")
+    store.redis.hset(store.keys.workload("ns/stateless"), mapping={"queue": "ns/lq"})
+    known = [*keys, "ns/done", "ns/stateless", "ns/gone"]
+    want = store.workloads.get_many(known, spec=False, admission=False)
+    assert want["ns/done"].state.value == "Finished"
+    with store.workloads.send_reads(known, ["ns/pending"], skip=("Finished",)) as reading:
+        got = reading.records()
+    assert got == {**{k: want[k] for k in (*keys, "ns/stateless")},
+                   "ns/pending": store.workloads.get("ns/pending")}  # (read whole as new)
+    assert got["ns/stateless"].corrupt == "unreadable workload record: KeyError: 'state'"
+    with store.workloads.send_reads(known, []) as reading:  # (nothing to skip)
+        assert reading.records()["ns/done"] == want["ns/done"]
+
+
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("mode", MODES, ids=[m.name for m in MODES])
 def test_hashes_written_around_kuota(mode: Mode, way: str) -> None:
     store = new_reader(way)
