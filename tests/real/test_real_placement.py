@@ -70,9 +70,16 @@ def test_a_job_asking_for_a_rack_is_gated_pinned_and_lands_on_that_rack(
         assert not pod["spec"].get("schedulingGates")
     assert sorted(p["spec"]["nodeName"] for p in pods) == \
         sorted([f"{namespace}-r1a"] * 2 + [f"{namespace}-r1b"] * 2)
-    ungated = kube.list("v1", "Event", namespace, field_selector="reason=TopologyUngated")
-    assert {e["involvedObject"]["name"] for e in ungated} == \
-        {p["metadata"]["name"] for p in pods}
+    # (an Event is posted in the background after its pod's ungating: it may come after the
+    # pod is bound)
+    names = {p["metadata"]["name"] for p in pods}
+
+    def told() -> set[str] | None:
+        ungated = kube.list("v1", "Event", namespace, field_selector="reason=TopologyUngated")
+        seen = {e["involvedObject"]["name"] for e in ungated}
+        return seen if seen == names else None
+
+    kube.wait_for(told, what="a TopologyUngated Event for each pod", timeout=30)
 
 
 def test_the_binpack_profile_calls_the_extender_and_packs_a_gang_onto_the_fullest_node(
