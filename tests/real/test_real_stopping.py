@@ -113,8 +113,15 @@ def test_a_pod_that_can_never_take_its_domain_deactivates_its_workload(
         return wl if wl and (wl.get("spec") or {}).get("active") is False else None
 
     kube.wait_for(deactivated, what="the Workload to be deactivated", timeout=60)
-    conflicts = kube.list("v1", "Event", namespace, field_selector="reason=NodeSelectorConflict")
-    assert {e["involvedObject"]["kind"] for e in conflicts} >= {"Pod", "Workload"}, conflicts
+
+    def told() -> set[str] | None:  # (Events are posted in the background)
+        conflicts = kube.list("v1", "Event", namespace,
+                              field_selector="reason=NodeSelectorConflict")
+        kinds = {e["involvedObject"]["kind"] for e in conflicts}
+        return kinds if kinds >= {"Pod", "Workload"} else None
+
+    kube.wait_for(told, what="NodeSelectorConflict Events for the Pod and the Workload",
+                  timeout=30)
     kube.wait_for(lambda: _reserved(kube, cq, rf) in ("0", None), what="no quota held")
     for pod in kube.list("v1", "Pod", namespace, label_selector="job-name=odd"):
         assert pod["spec"]["nodeSelector"][rack] == "r2"  # never patched into a 422 loop
