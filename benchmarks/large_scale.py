@@ -100,7 +100,8 @@ def main() -> None:
 
 def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str, Any],
              fair_sharing: bool) -> None:
-    from redis_throughput import machine_line, realtime_baseline, redis_server
+    from procstat import machine_line
+    from redis_throughput import realtime_baseline, redis_server
 
     with redis_server(url) as server:
         r = realtime_baseline(server, scale, 0.01, shape=LARGE_SCALE, preemption=preemption,

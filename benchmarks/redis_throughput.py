@@ -33,7 +33,6 @@ import heapq
 import json
 import multiprocessing
 import os
-import resource
 import shutil
 import socket
 import statistics
@@ -60,7 +59,7 @@ from rq.serializers import JSONSerializer
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.procstat import cpu_seconds, peak_rss  # noqa: E402
+from benchmarks.procstat import MachineCPU, cpu_seconds, machine_line, peak_rss  # noqa: E402
 from kuota.client import Client  # noqa: E402
 from kuota.service import submission  # noqa: E402
 from kuota.service.connection import connect  # noqa: E402
@@ -461,53 +460,6 @@ def step_figures(port: int) -> dict[str, float]:
                        if line and not line.startswith("#"))
     return {"steps": float(samples["kuota_scheduler_step_duration_seconds_count"]),
             "longest_step": float(samples["kuota_scheduler_step_longest_seconds"])}
-
-
-class MachineCPU:
-    """What every process of a real-time run spent, from the clock's start: the scheduler,
-    redis-server (its ``INFO cpu``, so a server given by ``--redis`` is counted too) and
-    the benchmark itself (the runner's threads in this process, the submitter a child).
-    On a machine of two cores these share the cores the scheduler runs on: when their sum
-    nears what the cores can give, the scheduler waits for a core as well as for its work.
-    """
-
-    def __init__(self, redis_: redis.Redis, scheduler: int) -> None:
-        self.redis, self.scheduler = redis_, scheduler
-        self.wall = time.monotonic()
-        self.at_start = self._now()
-
-    def _now(self) -> dict[str, float]:
-        info = self.redis.info("cpu")
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return {"scheduler": cpu_seconds(self.scheduler),
-                "redis": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
-                "runner": time.process_time(),
-                # (the submitter is the one child waited for during the run)
-                "submitter": children.ru_utime + children.ru_stime}
-
-    def submitter_done(self) -> None:
-        """The submitter has been waited for: its CPU is in this process's children's."""
-        self.submitter = self._now()["submitter"] - self.at_start["submitter"]
-
-    def spent(self) -> dict[str, float]:
-        """CPU seconds per process since the start, the seconds elapsed, and the cores."""
-        now = self._now()
-        spent = {name: now[name] - self.at_start[name] for name in ("scheduler", "redis",
-                                                                     "runner")}
-        spent["submitter"] = getattr(self, "submitter", 0.0)
-        spent["elapsed"] = time.monotonic() - self.wall
-        spent["cores"] = float(len(os.sched_getaffinity(0)))
-        return spent
-
-
-def machine_line(spent: dict[str, float]) -> str:
-    """The machine's CPU over a real-time run, as one line of figures."""
-    total = sum(spent[k] for k in ("scheduler", "redis", "runner", "submitter"))
-    capacity = spent["elapsed"] * spent["cores"]
-    return (f"scheduler {spent['scheduler']:.1f} + redis-server {spent['redis']:.1f} + "
-            f"runner {spent['runner']:.1f} + submitter {spent['submitter']:.1f} = "
-            f"{total:.1f} CPU s in {spent['elapsed']:.1f} s on {spent['cores']:.0f} cores "
-            f"({100 * total / capacity:.0f} % of what they give)")
 
 
 class Terms:

@@ -73,6 +73,9 @@ from quota.lifecycle import HOLDS_QUOTA, State
 
 log = logging.getLogger(__name__)
 
+#: The Ready nodes, each with its incarnation (a node registering again is another).
+Incarnations = frozenset[tuple[str, int]]
+
 #: Live workloads whose pending reasons are looked over per second, at most.
 REASONS_PER_SECOND = 20_000
 #: Longest the pending reasons wait for the leader to catch up with a burst of events.
@@ -156,8 +159,8 @@ class Leader:
         #: nodes (:meth:`_evict_from_lost_nodes`), and unplaced gangs for lost pinned nodes
         #: (:meth:`_evict_from_lost_members`, which then need only check the gangs admitted
         #: since: :attr:`_pins_unchecked`).
-        self._ready_checked: frozenset[tuple[str, int]] | None = None
-        self._pins_checked: frozenset[tuple[str, int]] | None = None
+        self._ready_checked: Incarnations | None = None
+        self._pins_checked: Incarnations | None = None
         self._pins_unchecked: dict[str, None] = {}
         self.recheck: set[str] = set()
         #: Workloads whose pods stop, holding their quota until they are gone.
@@ -419,8 +422,9 @@ class Leader:
         self.nodes.refresh(None if changed else records)
         self._read_nodes(now)
         self.dispatched.check_nodes(now)
-        self._evict_from_lost_members(now)
-        self._evict_from_lost_nodes(now)
+        ready = frozenset((n.name, n.epoch) for n in self.nodes.records.values() if n.ready)
+        self._evict_from_lost_members(now, ready)
+        self._evict_from_lost_nodes(now, ready)
         self._evict_from_drained_nodes(now)
         self._persist(now)
         self.placer.resend_overdue(now)
@@ -447,16 +451,16 @@ class Leader:
                     log.info("forgot node %s, lost more than %gs ago", node.name, keep)
         return forgot
 
-    def _evict_from_lost_members(self, now: float) -> None:
+    def _evict_from_lost_members(self, now: float, ready: Incarnations) -> None:
         """Requeue what holds quota on a pool member with no node left (ClusterLost), and
         admitted gangs pinned to nodes that are gone (NodeFailures): both wait to be
-        admitted again elsewhere. Runs before the per-node check, so each is evicted once."""
+        admitted again elsewhere. Runs before the per-node check, so each is evicted once.
+        ``ready``: the Ready nodes, each with its incarnation."""
         if self.members is not None:
             for key, message in self.members.lost().items():
                 self.engine.evict(key, now, CLUSTER_LOST, "", message)
         # Only the gangs admitted since the last check, while the Ready nodes are those of
         # that check: 20,000 gangs waiting for nodes were each looked at every 5 s.
-        ready = self._ready_nodes()
         unplaced = self.unplaced if ready != self._pins_checked else \
             [key for key in self._pins_unchecked if key in self.unplaced]
         self._pins_checked, self._pins_unchecked = ready, {}
@@ -466,13 +470,12 @@ class Leader:
                               f"node(s) {', '.join(nodes)} chosen by topology-aware admission "
                               "were lost before the pods were placed")
 
-    def _evict_from_lost_nodes(self, now: float) -> None:
+    def _evict_from_lost_nodes(self, now: float, ready: Incarnations) -> None:
         """Requeue gangs with a pod that was live on a node now gone (NodeFailures).
 
         Skipped while the Ready nodes (and their incarnations) are those of the last check:
         a gang is only ever placed on Ready nodes (the ``place`` script checks), so none
         placed since can be on a node gone — and a leader's first check always runs."""
-        ready = self._ready_nodes()
         if ready == self._ready_checked:
             return
         self._ready_checked = ready
@@ -495,10 +498,6 @@ class Leader:
                 nodes = ", ".join(sorted({self.tracked[key].placed[r.index][0] for r in lost}))
                 self.engine.evict(key, now, "NodeFailures", "",
                                   f"node(s) {nodes} lost while running the workload")
-
-    def _ready_nodes(self) -> frozenset[tuple[str, int]]:
-        """The Ready nodes, each with its incarnation."""
-        return frozenset((n.name, n.epoch) for n in self.nodes.records.values() if n.ready)
 
     def _evict_from_drained_nodes(self, now: float) -> None:
         """Requeue the workloads with a live pod on a node being drained (``kuota node
