@@ -1,4 +1,4 @@
-"""What making a node's start job costs the leader, per pod.
+"""What writing a round's placements costs the leader, per pod: start jobs, place calls.
 
 A Redis leader sends the pods it placed in a round to each node's rq queue as one start
 job carrying all of them (:mod:`kuota.service.jobs`): in the drain of Kueue's large-scale
@@ -6,8 +6,12 @@ shape, a job of 1,000 one-pod gangs every round. This builds such a job's argume
 (:func:`kuota.service.jobs.encode`) and writes them as rq writes a job's data, once with
 kuota's :class:`~kuota.service.jobs.JobSerializer` (orjson) and once with rq's own
 ``JSONSerializer`` (the standard library's ``json``), alternately, and prints the median
-CPU time of each per pod. Both are read back to the same pods (checked). No Redis server
-is needed.
+CPU time of each per pod. Both are read back to the same pods (checked).
+
+The round's place calls carry, per pod, its requests and its gang's nodes as JSON
+(:mod:`queueing.store.compact`). Those texts are written the same two ways, alternately:
+by :func:`queueing.store.compact.dumps` and by the standard library's ``json.dumps``
+(checked equal). No Redis server is needed.
 
 Usage: python benchmarks/start_jobs.py [--pods 1000] [--repeat 30]
 """
@@ -15,6 +19,7 @@ Usage: python benchmarks/start_jobs.py [--pods 1000] [--repeat 30]
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -26,7 +31,7 @@ sys.path.append(str(REPO))  # after PYTHONPATH: the checkout it names is the one
 from rq.serializers import JSONSerializer  # noqa: E402
 
 from kuota.service.jobs import START_PODS, JobSerializer, PodJob, decode, encode  # noqa: E402
-from queueing.store import PodRef  # noqa: E402
+from queueing.store import PodRef, compact  # noqa: E402
 
 
 def round_of(pods: int) -> list[PodJob]:
@@ -64,6 +69,32 @@ def main() -> None:
             **{f"written by {name}": values for name, values in writing.items()}}
     for name, values in rows.items():
         print(f"  {name:<44} {1e6 * statistics.median(values) / args.pods:6.2f} µs")
+    _place_texts(jobs, args.repeat)
+
+
+def _place_texts(jobs: list[PodJob], repeat: int) -> None:
+    """The JSON texts of the round's place calls, per pod: its requests and its nodes."""
+    def stdlib(obj: object, sort_keys: bool) -> str:
+        return json.dumps(obj, sort_keys=sort_keys, separators=(",", ":"))
+
+    ways = {"queueing.store.compact (orjson)": compact.dumps, "the standard library's json": stdlib}
+    texts = {name: [(dumps(dict(job.requests), sort_keys=True), dumps(list(job.peers),
+                                                                      sort_keys=False))
+                    for job in jobs] for name, dumps in ways.items()}
+    if len({str(t) for t in texts.values()}) != 1:
+        sys.exit("the two ways wrote different texts")
+    timings: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(repeat):
+        for name, dumps in ways.items():
+            cpu = time.process_time()
+            for job in jobs:
+                dumps(dict(job.requests), sort_keys=True)
+                dumps(list(job.peers), sort_keys=False)
+            timings[name].append(time.process_time() - cpu)
+    print(f"the place calls' JSON of {len(jobs):,} pods (requests and nodes; medians of "
+          f"{repeat}, CPU time per pod)")
+    for name, values in timings.items():
+        print(f"  {'written by ' + name:<44} {1e6 * statistics.median(values) / len(jobs):6.2f} µs")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from queueing.store import compact
 from queueing.store.keys import PodRef
 from quota.lifecycle import State
 from quota.resources import ResourceVector
@@ -62,7 +63,7 @@ class Outcome(enum.StrEnum):
 # -- admission codec -----------------------------------------------------------------
 
 def admission_to_json(admission: Admission) -> str:
-    return json.dumps({
+    return compact.dumps({
         "clusterQueue": admission.cluster_queue,
         "borrowing": admission.borrowing,
         "cluster": admission.cluster,
@@ -71,7 +72,7 @@ def admission_to_json(admission: Admission) -> str:
                      "topology": [[list(values), count] for values, count in ps.topology],
                      "nodes": [[node, count] for node, count in ps.nodes]}
                     for ps in admission.pod_sets],
-    }, sort_keys=True, separators=(",", ":"))
+    }, sort_keys=True)
 
 
 def admission_from_json(text: str) -> Admission:
@@ -91,7 +92,7 @@ def admission_from_json(text: str) -> Admission:
 
 
 def vector_to_json(vector: Mapping[str, int]) -> str:
-    return json.dumps(dict(sorted(vector.items())), separators=(",", ":"))
+    return compact.dumps(dict(vector), sort_keys=True)
 
 
 def vector_from_json(text: str) -> ResourceVector:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
 
-from queueing.store import digests
+from queueing.store import compact, digests
 from queueing.store.errors import Conflict, NotFound, outcome
 from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.indexes import WorkloadIndexes
@@ -415,7 +415,7 @@ class WorkloadStore:
                 gangs = pods = 0
             keys, args = calls[-1]
             keys += [k.workload(r.key), k.history(r.key)]
-            args += [r.attempt, json.dumps([p.node for p in r.pods], separators=(",", ":")),
+            args += [r.attempt, compact.dumps([p.node for p in r.pods]),
                      len(r.pods)]
             for p in r.pods:
                 keys += [k.pod(p.ref), k.node(p.node), k.node_pods(p.node)]
