@@ -27,3 +27,34 @@ def test_step_refuses_an_illegal_transition() -> None:
     store = new_store()
     probe = lua.PROLOGUE + 'return {step("Pending", "reserve"), step("Finished", "admit") or "nil"}'
     assert store.redis.eval(probe, 0) == ["QuotaReserved", "nil"]
+
+
+def test_the_prologue_is_read_whole_as_its_definitions() -> None:
+    assert "".join(text for _, text in lua._DEFINITIONS) == lua.PROLOGUE
+    names = [name for name, _ in lua._DEFINITIONS]
+    assert len(names) == len(set(names))
+    assert {"TRANSITIONS", "step", "emit", "decided_keys", "emit_decided"} <= set(names)
+
+
+def _defined(source: str) -> list[str]:
+    return re.findall(r"^local (?:function )?(\w+)", source, re.MULTILINE)
+
+
+def test_a_script_carries_the_definitions_it_mentions_and_theirs_in_prologue_order() -> None:
+    for body, want_defined in [
+        ("return 1", []),
+        ('return step("Pending", "reserve")', ["TRANSITIONS", "step"]),
+        # emit_decided uses emit (which needs nothing) and the list decided_later fills
+        ("emit_decided(KEYS[1])", ["EVENTS_MAXLEN", "emit", "decided_keys", "emit_decided"]),
+        ('-- the note is kept\nreturn 1', ["note"]),  # a comment's mention brings it too
+    ]:
+        assert _defined(lua._needed(body)) == want_defined, body
+
+
+def test_every_script_defines_each_prologue_name_it_mentions() -> None:
+    names = {name for name, _ in lua._DEFINITIONS}
+    for script, body in lua.SCRIPTS.items():
+        defined = set(_defined(lua.source(script))) & names
+        mentioned = {n for n in names if re.search(rf"\b{n}\b", body)}
+        assert mentioned <= defined, script
+    assert "TRANSITIONS" not in lua.source("lease_renew")
