@@ -121,7 +121,9 @@ def step_until_idle(leader: Leader) -> None:
 def rounds(url: str, count: int, nodes: int = 1) -> list[tuple[float, float]]:
     """(wall, CPU) seconds of each round after the warm-up."""
     measured: list[tuple[float, float]] = []
-    with drain_leader(url, Timing(lease_ttl=30.0), nodes) as leader:
+    # (the pool's nodes send no heartbeats: a run longer than the node timeout, on a slow
+    # host or under a profiler, would find them lost and wait for them forever)
+    with drain_leader(url, Timing(lease_ttl=30.0, node_timeout=1e6), nodes) as leader:
         for n in range(count + WARM_UP):
             end_and_submit(leader, f"r{n}")
             wall, cpu = time.perf_counter(), time.process_time()

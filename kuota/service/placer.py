@@ -86,9 +86,9 @@ log = logging.getLogger("kuota.service.leader")
 #: Reason of a workload taken out of scheduling because no node can ever hold it.
 INADMISSIBLE = "Inadmissible"
 
-#: What a gang asks of nodes: (its pod sets' shapes and admitted counts, its flavors and
-#: where it may go). Not its queue nor its priority: nodes do not tell those apart.
-Kind = tuple[int, str]
+#: What a gang asks of nodes: (its pod sets' shapes; each admitted pod set's name, count and
+#: flavors; where it may go). Not its queue nor its priority: nodes do not tell those apart.
+Kind = tuple[tuple[int, ...], tuple[tuple[object, ...], ...], str]
 #: The Ready nodes: (name, epoch, cordoned) each, sorted.
 ReadyNodes = tuple[tuple[str, int, bool], ...]
 
@@ -249,9 +249,9 @@ class Placer:
             # Pinned nodes and a dispatched pool decide where a gang may go, too.
             where = pinning.placement_key(record.admission, leader.members.pools()
                                           if leader.members is not None else {})
-            kind = (hash((tuple(ps.shape_hash for ps in record.info.pod_sets),
-                          tuple(ps.count for ps in record.admission.pod_sets))),
-                    repr(record.admission.flavor_summary()) + where)
+            kind = (tuple(ps.shape_hash for ps in record.info.pod_sets),
+                    tuple((ps.name, ps.count, *ps.flavors.items())
+                          for ps in record.admission.pod_sets), where)
             self._kind_of[key] = kind
             self._by_kind.setdefault(kind, {})[key] = None
         self._new.clear()

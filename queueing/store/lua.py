@@ -218,8 +218,11 @@ PLACE: Final = r"""
 -- pod set, requests JSON and the node epoch the placement was computed for
 local out = {}
 local k, a = 3, 3  -- where the next gang's keys and arguments begin
+-- Each node's state and epoch, read once per call (no script changes them): the gangs of a
+-- round mostly share a few nodes.
+local nodes = {}
 local function place(workload, history, pods_at, pods)
-  local w = redis.call("HMGET", workload, "state", "attempt", "placement")
+  local w = redis.call("HMGET", workload, "state", "attempt", "placement", "key")
   if not w[1] then return "missing" end
   if w[1] ~= "Admitted" then return "state:" .. w[1] end
   if w[2] ~= ARGV[a] then return "stale:" .. w[2] end
@@ -228,12 +231,17 @@ local function place(workload, history, pods_at, pods)
     return "placed"
   end
   for i = 0, pods - 1 do
-    local node = redis.call("HMGET", KEYS[pods_at + 1 + 3 * i], "state", "epoch")
+    local node_key = KEYS[pods_at + 1 + 3 * i]
+    local node = nodes[node_key]
+    if not node then
+      node = redis.call("HMGET", node_key, "state", "epoch")
+      nodes[node_key] = node
+    end
     if node[1] ~= "Ready" or node[2] ~= ARGV[a + 7 + 5 * i] then
       return "node:" .. ARGV[a + 4 + 5 * i]
     end
   end
-  local key = redis.call("HGET", workload, "key")
+  local key = w[4]
   for i = 0, pods - 1 do
     local p = a + 3 + 5 * i
     redis.call("HSET", KEYS[pods_at + 3 * i], "workload", key,
