@@ -19,8 +19,9 @@ submitted at their arrival times to a running ``kuota scheduler`` (default 5 s l
 pods finished by a runner after their run time (benchmarks/redis_throughput.py's
 harness); prints wall, admissions/s, mean time to admission per class, min usage,
 the scheduler's CPU seconds and peak RSS, what the whole machine spent meanwhile (the
-scheduler, redis-server, the runner and the submitter, against what the cores give), how
-many lease terms there were, and the leader's longest step (from its /metrics).
+scheduler, redis-server, the runner and the submitter, against what the cores give; and,
+second by second, the cores the scheduler and Redis used), how many lease terms there
+were, and the leader's longest step (from its /metrics).
 
 ``--fair-sharing`` runs all of it with fair sharing on (Kueue's shape has it off): each
 cohort's heads are then ordered by a tournament of dominant resource shares.
@@ -100,7 +101,7 @@ def main() -> None:
 
 def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str, Any],
              fair_sharing: bool) -> None:
-    from procstat import machine_line
+    from procstat import machine_line, timeline_lines
     from redis_throughput import realtime_baseline, redis_server
 
     with redis_server(url) as server:
@@ -114,6 +115,11 @@ def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str,
     print(f"  min ClusterQueue usage   {100 * r['min_usage']:.1f} %")
     print(f"  scheduler CPU            {r['cpu']:.1f} s, peak RSS {r['rss'] / 2**20:.0f} MiB")
     print(f"  machine CPU              {machine_line(r['machine'])}")
+    # (Kueue's burst of arrivals in the first seconds, then the drain: the process at a
+    # core's worth in a phase is the one that bounds it)
+    print("  cores used, second by second")
+    for line in timeline_lines(r["cores"]):
+        print(f"    {line}")
     print(f"  lease terms              {r['terms']} (1: the lease was never lost)")
     print(f"  leader steps             {r['steps']:,.0f}, the longest {r['longest_step']:.2f} s "
           "(lease/3 = 1.67 s)")

@@ -1,8 +1,10 @@
 """What a running process has cost so far, read from Linux's /proc (no psutil needed), and
-what every process of a real-time run spent (:class:`MachineCPU`)."""
+what every process of a real-time run spent (:class:`MachineCPU`), in all and second by
+second."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import resource
 import time
@@ -30,6 +32,10 @@ class MachineCPU:
     the benchmark itself (the runner's threads in this process, the submitter a child).
     On a machine of two cores these share the cores the scheduler runs on: when their sum
     nears what the cores can give, the scheduler waits for a core as well as for its work.
+
+    Sampled every second (:meth:`sample`, from the benchmark's waiting loops), the
+    scheduler's and Redis's shares tell the run's phases apart: one at a core's worth is
+    what holds the run back then (``timeline_lines``).
     """
 
     def __init__(self, redis_: Any, scheduler: int) -> None:
@@ -39,6 +45,15 @@ class MachineCPU:
         self.at_start = self._now()
         #: The submitter's CPU seconds, known once it has been waited for.
         self.submitter = 0.0
+        #: (seconds since the start, scheduler CPU s, Redis CPU s), about a second apart.
+        self.samples = [(0.0, self.at_start["scheduler"], self.at_start["redis"])]
+
+    def sample(self) -> None:
+        """Note the scheduler's and Redis's CPU if a second has passed since the last note."""
+        at = time.monotonic() - self.wall
+        if at - self.samples[-1][0] >= 1.0:
+            now = self._now()
+            self.samples.append((at, now["scheduler"], now["redis"]))
 
     def _now(self) -> dict[str, float]:
         info = self.redis.info("cpu")
@@ -61,7 +76,21 @@ class MachineCPU:
         spent["submitter"] = self.submitter
         spent["elapsed"] = time.monotonic() - self.wall
         spent["cores"] = float(len(os.sched_getaffinity(0)))
+        self.samples.append((spent["elapsed"], now["scheduler"], now["redis"]))
         return spent
+
+    def timeline(self) -> list[tuple[float, float, float]]:
+        """(seconds from the start, scheduler cores, Redis cores) of each sampled interval,
+        the cores being CPU seconds over the interval's seconds."""
+        return [(at, (sched - sched0) / (at - at0), (red - red0) / (at - at0))
+                for (at0, sched0, red0), (at, sched, red) in itertools.pairwise(self.samples)
+                if at > at0]
+
+
+def timeline_lines(timeline: list[tuple[float, float, float]]) -> list[str]:
+    """:meth:`MachineCPU.timeline` as two lines of cores used, a figure per interval."""
+    return [f"{name:<10}" + " ".join(f"{row[column]:.1f}" for row in timeline)
+            for name, column in (("scheduler", 1), ("redis", 2))]
 
 
 def machine_line(spent: dict[str, float]) -> str:

@@ -375,6 +375,7 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         started.send(t0)
         while sender.is_alive():
             terms.look()
+            machine.sample()
             sender.join(0.05)
         if sender.exitcode != 0:
             sys.exit(f"the submitter failed (exit code {sender.exitcode})")
@@ -384,6 +385,7 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
 
         def ended() -> bool:
             terms.look()
+            machine.sample()
             return runner.failure is not None or done.all()
 
         wait_until("every workload to finish", ended, 3600)
@@ -393,7 +395,7 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         due = {p.key: at for at, p in arrivals}
         figures = _baseline_figures(client.store, keys, t0, shape.classes, due)
         figures.update(cpu=cpu_seconds(scheduler), rss=peak_rss(scheduler),
-                       terms=len(terms.seen), machine=spent,
+                       terms=len(terms.seen), machine=spent, cores=machine.timeline(),
                        **step_figures(metrics_port))
         return figures
     finally:
