@@ -126,26 +126,33 @@ local function stop_pods(first)
 end
 """
 
+#: The fields the submit script sets itself, never among the submission's own.
+SUBMIT_SETS: Final = frozenset({"key", "state", "attempt", "submission", "created",
+                                "queued_at", "failures", "pods", "pods_done"})
+
 SUBMIT: Final = r"""
 -- Submit a workload, or find the same submission already there.
 -- KEYS[1] workload hash  KEYS[2] workloads zset  KEYS[3] history  KEYS[4] events
 -- KEYS[5] the namespace's workloads zset (what a namespace's submitters may list)
 -- KEYS[6] the unfinished workloads zset  KEYS[7] the finished workloads zset
 -- ARGV[1] workload key  ARGV[2] submission id  ARGV[3] now  ARGV[4] events maxlen
--- ARGV[5..] field, value, ... (spec, queue, priority, backoff_limit)
-local state = redis.call("HGET", KEYS[1], "state")
+-- ARGV[5..] field, value, ... (spec, queue, priority, backoff_limit; none of the fields
+-- this script sets itself: SUBMIT_SETS)
+-- (one call where one does: a burst of submissions keeps Redis busier than anything else)
+local w = redis.call("HMGET", KEYS[1], "state", "submission", "attempt")
+local state = w[1]
 if state and state ~= "Finished" then
-  if redis.call("HGET", KEYS[1], "submission") == ARGV[2] then return "ok:again" end
+  if w[2] == ARGV[2] then return "ok:again" end
   return "exists:" .. state
 end
 -- A finished workload of the same name is replaced; attempts keep counting so
 -- the new pods never reuse the old pods' keys.
-local attempt = tonumber(redis.call("HGET", KEYS[1], "attempt") or "0")
+local attempt = tonumber(w[3] or "0")
 redis.call("DEL", KEYS[1], KEYS[3])
-redis.call("HSET", KEYS[1], unpack(ARGV, 5))
 redis.call("HSET", KEYS[1], "key", ARGV[1], "state", "Pending", "attempt", attempt,
            "submission", ARGV[2],
-           "created", ARGV[3], "queued_at", ARGV[3], "failures", 0, "pods", 0, "pods_done", 0)
+           "created", ARGV[3], "queued_at", ARGV[3], "failures", 0, "pods", 0, "pods_done", 0,
+           unpack(ARGV, 5))
 redis.call("ZADD", KEYS[2], ARGV[3], ARGV[1])
 redis.call("ZADD", KEYS[5], ARGV[3], ARGV[1])
 redis.call("ZADD", KEYS[6], ARGV[3], ARGV[1])

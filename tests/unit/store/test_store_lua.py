@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from store_builders import new_store
+from store_builders import new_store, spec
 
 from queueing.store import lua
+from queueing.store.workloads import SubmitRequest
 from quota.lifecycle import HOLDS_QUOTA, TRANSITIONS
 
 
@@ -58,3 +59,16 @@ def test_every_script_defines_each_prologue_name_it_mentions() -> None:
         mentioned = {n for n in names if re.search(rf"\b{n}\b", body)}
         assert mentioned <= defined, script
     assert "TRANSITIONS" not in lua.source("lease_renew")
+
+
+def test_a_submission_names_none_of_the_fields_the_submit_script_sets_itself() -> None:
+    # (the script sets its own fields first and the submission's after them, in one call:
+    # a submission naming one of them would override it)
+    store = new_store()
+    prepared = store.workloads.prepare([SubmitRequest("ns/w", spec("w"), "ns/lq", 5, 0, "s1")])
+    named = set(prepared[0].fields[::2])
+    assert named and not named & lua.SUBMIT_SETS
+    sets = re.search(r'redis\.call\("HSET", KEYS\[1\], (.*?)unpack', lua.SUBMIT, re.DOTALL)
+    assert sets is not None
+    arguments = [a.strip() for a in sets.group(1).split(",") if a.strip()]
+    assert {name.strip('"') for name in arguments[::2]} == lua.SUBMIT_SETS
