@@ -564,16 +564,12 @@ READ_MANY: Final = r"""
 -- than a pipeline of one HMGET per key. With states to skip, only the workloads in none of
 -- them are read, the rest skipped in Redis (a scheduler taking over reads its queue: the
 -- finished workloads a pool keeps are never sent). One answer per key: the fields' values
--- (nil where unset), or nil — no such hash, or (with states to skip) one skipped or without
--- a state. Without states to skip, a hash holding none of the fields answers all nil.
--- A count given negated skips its states but still reads a hash without a state: a reader
--- that holds the workloads live must find such a hash corrupt, not gone.
+-- (nil where unset), or nil — no such hash, or one in a state to skip. A hash without a
+-- state is read: every reader must find it corrupt, not gone. Without states to skip, a
+-- hash holding none of the fields answers all nil.
 -- KEYS[1], KEYS[2], ... workload hashes
--- ARGV[1] how many states follow (or minus that)  ARGV[2..] the states to skip, then the
--- fields to read
+-- ARGV[1] how many states follow  ARGV[2..] the states to skip, then the fields to read
 local n = tonumber(ARGV[1])
-local stateless = n < 0
-if stateless then n = -n end
 local skip = {}
 for i = 2, n + 1 do skip[ARGV[i]] = true end
 local fields = {unpack(ARGV, n + 2)}
@@ -582,7 +578,7 @@ for i, key in ipairs(KEYS) do
   out[i] = false
   if n > 0 then
     local state = redis.call("HGET", key, "state")
-    if (state and not skip[state]) or (not state and stateless) then
+    if (state and not skip[state]) or (not state and redis.call("EXISTS", key) == 1) then
       out[i] = redis.call("HMGET", key, unpack(fields))
     end
   else

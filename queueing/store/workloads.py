@@ -238,7 +238,7 @@ class WorkloadStore:
                 **{k: r for k, r in self.get_many(known, spec=False, admission=False).items()
                    if r.state.value not in skip},
                 **self.get_many(new)})
-        skipping = [-len(skip), *skip] if skip else [0]
+        skipping = [len(skip), *skip]
         calls = [([self._keys.workload(k) for k in keys[start:start + READ_CHUNK]],
                   [*head, *fields])
                  for keys, head, fields in ((known, skipping, _CHANGE_FIELDS),
@@ -320,7 +320,9 @@ class WorkloadStore:
         one of ``states``, spec included unless ``spec=False``, dispatch decision left out
         (only ``kuota why`` reads that, through :meth:`get`). The states are compared in
         Redis: a scheduler's rebuild never receives the many finished workloads a pool
-        retains. Each call reads ``chunk`` hashes, so Redis is never held for long."""
+        retains. A hash without a state is read (a corrupt record, as :meth:`get_many`
+        and a running leader find it). Each call reads ``chunk`` hashes, so Redis is never
+        held for long."""
         keys = self.keys() if keys is None else keys
         fields = [*_STATUS_FIELDS, "spec"] if spec else list(_STATUS_FIELDS)
         found: dict[str, WorkloadRecord] = {}

@@ -190,3 +190,19 @@ def test_a_live_workload_whose_state_is_deleted_is_quarantined_not_forgotten() -
     assert (record.state, record.reason) == (State.INVALID, "Invalid")
     assert "unreadable workload record: KeyError: 'state'" in record.message
     assert pool.scheduler.leading
+
+
+def test_a_workload_whose_state_is_deleted_is_quarantined_by_a_new_leader_too() -> None:
+    """A leader that starts from Redis after the state was lost meets the hash as the
+    running leader above does: as a workload that cannot be read, not as none at all."""
+    pool = SteppedPool()
+    key, other = pool.submit("w"), pool.submit("other")
+    pool.run()
+    pool.store.redis.hdel(pool.store.keys.workload(key), "state")
+    pool.restart_scheduler()
+    pool.run()
+    record = pool.store.workloads.get(key)
+    assert (record.state, record.reason) == (State.INVALID, "Invalid")
+    assert "unreadable workload record: KeyError: 'state'" in record.message
+    assert pool.state(other) == "Admitted"
+    assert pool.scheduler.leading

@@ -41,3 +41,16 @@ def test_records_not_in_keep_submission_order_across_chunks() -> None:
     found = store.workloads.records_not_in({"Finished"}, chunk=2)
     assert list(found) == ["ns/w0", "ns/w1", "ns/w2", "ns/w4", "ns/w6"]
     assert found["ns/w4"] == store.workloads.get("ns/w4"), "the whole record, spec included"
+
+
+def test_a_hash_without_a_state_is_read_as_corrupt_and_a_missing_one_not_at_all() -> None:
+    store = new_store()
+    for name in ("ns/fine", "ns/stateless", "ns/gone"):
+        submit(store, name)
+    store.redis.hdel(store.keys.workload("ns/stateless"), "state")
+    store.redis.delete(store.keys.workload("ns/gone"))
+    found = store.workloads.records_not_in({"Finished"}, ["ns/fine", "ns/stateless", "ns/gone"])
+    assert list(found) == ["ns/fine", "ns/stateless"]
+    assert not found["ns/fine"].corrupt
+    assert "KeyError: 'state'" in found["ns/stateless"].corrupt, "what get_many reads too"
+    assert found["ns/stateless"].corrupt == store.workloads.get("ns/stateless").corrupt
