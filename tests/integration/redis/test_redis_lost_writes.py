@@ -93,14 +93,21 @@ def test_a_pod_whose_start_and_exit_the_store_lost_is_not_run_again(
         ref = run.record().pod_refs()[0]
         # The event stream goes back with them: the standby's copy, which has followed the
         # stream past the pod's end, sees that Redis lost writes and loads the store again.
-        keys = [client.store.keys.workload(run.key), client.store.keys.node_pods("n1"),
-                client.store.keys.pod(ref), client.store.keys.events]
+        # So do the indexes the end moved the workload between, as a Redis that loses its
+        # last second loses every write of it: a rebuild reads the unfinished index.
+        keys = [client.store.keys.workload(run.key), client.store.keys.history(run.key),
+                client.store.keys.node_pods("n1"), client.store.keys.pod(ref),
+                client.store.keys.events, client.store.keys.unfinished,
+                client.store.keys.finished]
         while_running = {key: client.store.redis.dump(key) for key in keys}
         assert run.wait(timeout=30).outcome == "Failed"
         leader = int(leader_index(cluster))
         with client.store.redis.pipeline(transaction=True) as lost:
             for key, value in while_running.items():
-                lost.restore(key, 0, value, replace=True)
+                if value is None:  # (not there yet while the pod ran)
+                    lost.delete(key)
+                else:
+                    lost.restore(key, 0, value, replace=True)
             lost.hset(client.store.keys.pod(ref), "state", "Placed")
             lost.execute()
         cluster.stop_scheduler(leader)  # the standby rebuilds from this store and re-sends
