@@ -3,12 +3,13 @@
 The store writes small JSON values on every placement and admission: a pod's requests
 (``{"cpu":1000}``), a gang's nodes (``["n1","n2"]``), an admission. The standard
 library's encoder costs 3–4 µs for each, orjson a tenth of that, which at a thousand
-gangs a round is a few percent of the leader's time (``benchmarks/leader_step.py``).
+gangs a round is a few percent of the leader's time (``benchmarks/start_jobs.py`` times
+both).
 
-The text must not change with the encoder: a stored value is compared, hashed and read by
-Lua scripts, older schedulers and workers. orjson writes the same characters as
-``json.dumps(..., separators=(",", ":"), ensure_ascii=True)`` for everything these values
-hold, except where it cannot or differs:
+The text must not change with the encoder: the place script compares a gang's stored nodes
+with a retried placement's, and older schedulers and workers read what newer ones write.
+orjson writes the same characters as ``json.dumps(..., separators=(",", ":"),
+ensure_ascii=True)`` for everything these values hold, except where it cannot or differs:
 
 * text with a character outside ASCII, or DEL, which the standard library escapes
   (``\\u00e9``, ``\\u007f``) and orjson writes as they are;
