@@ -83,5 +83,6 @@ def main() -> None:
         for name, values in timings.items():
             print(f"  {name:<24} {1e6 * statistics.median(values) / WORKLOADS:6.2f} µs {unit}")
 
+
 if __name__ == "__main__":
     main()

@@ -250,8 +250,7 @@ class Placer:
             where = pinning.placement_key(record.admission, leader.members.pools()
                                           if leader.members is not None else {})
             kind = (tuple(ps.shape_hash for ps in record.info.pod_sets),
-                    tuple((ps.name, ps.count, *ps.flavors.items())
-                          for ps in record.admission.pod_sets), where)
+                    _admitted(record.admission), where)
             self._kind_of[key] = kind
             self._by_kind.setdefault(kind, {})[key] = None
         self._new.clear()
@@ -421,6 +420,11 @@ class Placer:
             jobs.enqueue(leader.conn.raw, leader.store.keys, to_send)
 
 
+def _admitted(admission: Admission) -> tuple[tuple[object, ...], ...]:
+    """What an admission gives a gang's pods: each pod set's name, count and flavors."""
+    return tuple((ps.name, ps.count, *ps.flavors.items()) for ps in admission.pod_sets)
+
+
 class _AlikeGangs:
     """The pods of the gangs placed in one round, made once per kind of gang: gangs of one
     manifest shape share their pod sets (:class:`kuota.service.rebuild.SpecCache`), and
@@ -433,8 +437,7 @@ class _AlikeGangs:
 
     def pods(self, info: WorkloadInfo, admission: Admission) -> list[placing.GangPod]:
         # (the pod sets by identity: they live as long as the records holding them)
-        alike = (id(info.pod_sets), *((ps.name, ps.count, *ps.flavors.items())
-                                      for ps in admission.pod_sets))
+        alike = (id(info.pod_sets), _admitted(admission))
         made = self._made.get(alike)
         if made is None:
             made = self._made[alike] = placing.gang_pods(info, admission, self._flavors)

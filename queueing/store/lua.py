@@ -15,16 +15,11 @@ The workloads' scripts are here; the pods' (what workers report of their
 processes) are in :mod:`queueing.store.lua_pods`, the nodes' and the lease's in
 :mod:`queueing.store.lua_nodes`. :data:`SCRIPTS` names them all.
 
-**One lifecycle table.** The workload transitions are not re-typed in Lua: the
-prologue holds a table rendered from :data:`quota.lifecycle.TRANSITIONS`, and
-scripts move a workload only through ``step(state, event)``.
-
-**Only what a script uses.** Redis runs a script's whole text at every call, so each
-definition of the prologue (the lifecycle table, every helper) costs every call that
-carries it: the whole prologue took 2.2 µs a call (an ``EVALSHA`` of it and
-``return 'ok'``: 3.25 against 1.0 µs). A script carries the definitions whose names it
-mentions, and those they mention (:func:`source`); a name mentioned only in a comment
-brings its definition in too, which costs a little time and never a missing helper.
+**One lifecycle table, shared helpers.** The workload transitions are not re-typed
+in Lua: scripts move a workload only through ``step(state, event)``, whose table is
+rendered from :data:`quota.lifecycle.TRANSITIONS`. That and the helpers every script
+may call are the prologue (:mod:`queueing.store.lua_prologue`); each script is sent with
+the part of it that it uses.
 
 **Fencing.** Scheduler decisions (admit, place, evict, reject, node loss,
 pending reasons) carry the writer's lease value ``identity|token``; the script
@@ -45,10 +40,8 @@ workers and schedulers on different machines compare one clock.
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
-from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.lua_nodes import (
     HEARTBEAT,
     LEASE_ACQUIRE,
@@ -61,70 +54,7 @@ from queueing.store.lua_nodes import (
     REGISTER_NODE,
 )
 from queueing.store.lua_pods import POD_EXIT, POD_START
-from quota.lifecycle import HOLDS_QUOTA, TRANSITIONS
-
-
-def _lifecycle_table() -> str:
-    rows = ", ".join(f'["{state.value}|{event.value}"] = "{target.value}"'
-                     for (state, event), target in sorted(TRANSITIONS.items()))
-    holds = ", ".join(f'["{s.value}"] = true' for s in sorted(HOLDS_QUOTA))
-    return f"local TRANSITIONS = {{{rows}}}\nlocal HOLDS_QUOTA = {{{holds}}}\n"
-
-
-PROLOGUE: Final = _lifecycle_table() + f"local EVENTS_MAXLEN = {EVENTS_MAXLEN}\n" + r"""
-local unpack = unpack or table.unpack
-local function step(state, event)
-  return TRANSITIONS[(state or "") .. "|" .. event]
-end
-local function fenced(lease_key, holder)
-  return redis.call("GET", lease_key) ~= holder
-end
-local function redis_now()
-  local t = redis.call("TIME")
-  return tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
-local function note(history, entry)
-  redis.call("RPUSH", history, cjson.encode(entry))
-end
-local function emit(stream, maxlen, ...)
-  redis.call("XADD", stream, "MAXLEN", "~", maxlen, "*", ...)
-end
--- The scheduler changed a workload: the leader skips these entries (it made the change);
--- standbys follow them to keep their copy of the store current (kuota.service.standby).
--- A call that decides for many workloads names them all in one entry, a line each
--- (``queueing.store.events.named``): a round of 1,000 admissions is one entry to write and read.
-local decided_keys = {}
-local function decided(stream, workload, key)
-  emit(stream, EVENTS_MAXLEN, "kind", "decision", "key",
-       key or redis.call("HGET", workload, "key"))
-end
-local function decided_later(workload, key)
-  decided_keys[#decided_keys + 1] = key or redis.call("HGET", workload, "key")
-end
-local function emit_decided(stream)
-  if #decided_keys > 0 then
-    emit(stream, EVENTS_MAXLEN, "kind", "decision", "key", table.concat(decided_keys, "\n"))
-  end
-end
--- A workload just finished: out of the unfinished index, into the finished one (by when).
-local function finished(unfinished, finished_index, key, at)
-  redis.call("ZREM", unfinished, key)
-  redis.call("ZADD", finished_index, at, key)
-end
--- Ask every live pod among the keys from `first` on to stop (its worker terminates it);
--- true if there was one.
-local function stop_pods(first)
-  local live = false
-  for i = first, #KEYS do
-    local phase = redis.call("HGET", KEYS[i], "state")
-    if phase == "Placed" or phase == "Running" then
-      redis.call("HSET", KEYS[i], "stop", "1")
-      live = true
-    end
-  end
-  return live
-end
-"""
+from queueing.store.lua_prologue import needed
 
 #: The fields the submit script sets itself, never among the submission's own.
 SUBMIT_SETS: Final = frozenset({"key", "state", "attempt", "submission", "created",
@@ -564,9 +494,9 @@ READ_MANY: Final = r"""
 -- than a pipeline of one HMGET per key. With states to skip, only the workloads in none of
 -- them are read, the rest skipped in Redis (a scheduler taking over reads its queue: the
 -- finished workloads a pool keeps are never sent). One answer per key: the fields' values
--- (nil where unset), or nil — no such hash, or one in a state to skip. A hash without a
--- state is read: every reader must find it corrupt, not gone. Without states to skip, a
--- hash holding none of the fields answers all nil.
+-- (nil where unset: a hash holding none of them answers all nil), or nil — no such hash,
+-- or one in a state to skip. A hash without a state is read: every reader must find it
+-- corrupt, not gone.
 -- KEYS[1], KEYS[2], ... workload hashes
 -- ARGV[1] how many states follow  ARGV[2..] the states to skip, then the fields to read
 local n = tonumber(ARGV[1])
@@ -576,12 +506,8 @@ local fields = {unpack(ARGV, n + 2)}
 local out = {}
 for i, key in ipairs(KEYS) do
   out[i] = false
-  if n > 0 then
-    local state = redis.call("HGET", key, "state")
-    if (state and not skip[state]) or (not state and redis.call("EXISTS", key) == 1) then
-      out[i] = redis.call("HMGET", key, unpack(fields))
-    end
-  else
+  local state = n > 0 and redis.call("HGET", key, "state")
+  if not (state and skip[state]) then
     local values = redis.call("HMGET", key, unpack(fields))
     local found = false
     for _, value in ipairs(values) do
@@ -633,43 +559,7 @@ SCRIPTS: Final = {
 }
 
 
-def _definitions(prologue: str) -> list[tuple[str, str]]:
-    """The prologue's top-level definitions in order, each as (the name it defines, its
-    text with the comment lines above it)."""
-    chunks: list[list[str]] = []
-    comment = False
-    for line in prologue.splitlines(keepends=True):
-        begins = line.startswith(("local ", "-- "))
-        if not chunks or (begins and not comment):
-            chunks.append([])
-        chunks[-1].append(line)
-        comment = line.startswith("-- ")
-    out = []
-    for lines in chunks:
-        found = re.search(r"^local (?:function )?(\w+)", "".join(lines), re.MULTILINE)
-        if found is None:
-            raise ValueError(f"prologue: no definition in {''.join(lines)!r}")
-        out.append((found.group(1), "".join(lines)))
-    return out
-
-
-_DEFINITIONS: Final = _definitions(PROLOGUE)
-
-
-def _needed(body: str) -> str:
-    """The definitions ``body`` mentions by name, and those they mention, in order."""
-    needed: set[str] = set()
-    texts = [body]
-    while texts:
-        text = texts.pop()
-        for name, definition in _DEFINITIONS:
-            if name not in needed and re.search(rf"\b{name}\b", text):
-                needed.add(name)
-                texts.append(definition)
-    return "".join(definition for name, definition in _DEFINITIONS if name in needed)
-
-
-_SOURCES: Final = {name: _needed(body) + body for name, body in SCRIPTS.items()}
+_SOURCES: Final = {name: needed(body) + body for name, body in SCRIPTS.items()}
 
 
 def source(name: str) -> str:

@@ -1,8 +1,8 @@
 """The Lua scripts of worker nodes and of the scheduler lease.
 
-The conventions (status strings, fencing, the prologue every script gets) are
-those of :mod:`queueing.store.lua`, which lists these scripts with the
-workloads' own.
+The conventions (status strings, fencing, the helpers of
+:mod:`queueing.store.lua_prologue`) are those of :mod:`queueing.store.lua`, which lists
+these scripts with the workloads' own.
 """
 
 from __future__ import annotations

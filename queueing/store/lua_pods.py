@@ -1,9 +1,9 @@
 """The Lua scripts of a pod's process, reported by the worker that runs it: its start
 and its exit.
 
-The conventions (status strings, the prologue with ``step``, ``stop_pods``,
-``note`` and ``emit``) are those of :mod:`queueing.store.lua`, which lists these
-scripts with the workloads' own. Worker reports are not fenced: each is checked
+The conventions (status strings, the prologue's ``step``, ``stop_pods``, ``note`` and
+``emit``: :mod:`queueing.store.lua_prologue`) are those of :mod:`queueing.store.lua`,
+which lists these scripts with the workloads' own. Worker reports are not fenced: each is checked
 against the pod's state, node and attempt instead.
 """
 

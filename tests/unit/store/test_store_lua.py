@@ -6,16 +6,16 @@ import re
 
 from store_builders import new_store, spec
 
-from queueing.store import lua
+from queueing.store import lua, lua_prologue
 from queueing.store.workloads import SubmitRequest
 from quota.lifecycle import HOLDS_QUOTA, TRANSITIONS
 
 
 def test_lua_transition_table_is_the_lifecycle_table() -> None:
-    rows = re.findall(r'\["(\w+)\|(\w+)"\] = "(\w+)"', lua.PROLOGUE)
+    rows = re.findall(r'\["(\w+)\|(\w+)"\] = "(\w+)"', lua_prologue.PROLOGUE)
     want = {(s.value, e.value, t.value) for (s, e), t in TRANSITIONS.items()}
     assert set(rows) == want
-    holds = set(re.findall(r'\["(\w+)"\] = true', lua.PROLOGUE))
+    holds = set(re.findall(r'\["(\w+)"\] = true', lua_prologue.PROLOGUE))
     assert holds == {s.value for s in HOLDS_QUOTA}
 
 
@@ -26,13 +26,14 @@ def test_every_script_documents_its_keys_and_args() -> None:
 
 def test_step_refuses_an_illegal_transition() -> None:
     store = new_store()
-    probe = lua.PROLOGUE + 'return {step("Pending", "reserve"), step("Finished", "admit") or "nil"}'
+    probe = (lua_prologue.PROLOGUE
+             + 'return {step("Pending", "reserve"), step("Finished", "admit") or "nil"}')
     assert store.redis.eval(probe, 0) == ["QuotaReserved", "nil"]
 
 
 def test_the_prologue_is_read_whole_as_its_definitions() -> None:
-    assert "".join(text for _, text in lua._DEFINITIONS) == lua.PROLOGUE
-    names = [name for name, _ in lua._DEFINITIONS]
+    assert "".join(text for _, text in lua_prologue.DEFINITIONS) == lua_prologue.PROLOGUE
+    names = [name for name, _ in lua_prologue.DEFINITIONS]
     assert len(names) == len(set(names))
     assert {"TRANSITIONS", "step", "emit", "decided_keys", "emit_decided"} <= set(names)
 
@@ -49,11 +50,11 @@ def test_a_script_carries_the_definitions_it_mentions_and_theirs_in_prologue_ord
         ("emit_decided(KEYS[1])", ["EVENTS_MAXLEN", "emit", "decided_keys", "emit_decided"]),
         ('-- the note is kept\nreturn 1', ["note"]),  # a comment's mention brings it too
     ]:
-        assert _defined(lua._needed(body)) == want_defined, body
+        assert _defined(lua_prologue.needed(body)) == want_defined, body
 
 
 def test_every_script_defines_each_prologue_name_it_mentions() -> None:
-    names = {name for name, _ in lua._DEFINITIONS}
+    names = {name for name, _ in lua_prologue.DEFINITIONS}
     for script, body in lua.SCRIPTS.items():
         defined = set(_defined(lua.source(script))) & names
         mentioned = {n for n in names if re.search(rf"\b{n}\b", body)}
