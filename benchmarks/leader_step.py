@@ -26,7 +26,12 @@ The pool is one node big enough for everything, unless ``--nodes N`` registers N
 after the other and the pods' ends free them, so the best node changes from gang to gang.
 That shows how the round's cost grows with the size of the pool.
 
-Usage: python benchmarks/leader_step.py [--rounds 12] [--nodes 1] [--redis URL]
+``--calls`` also counts the Python calls of the measured rounds (cProfile, enabled for
+those rounds only) and prints them per round. The count does not move with the host's
+load, so on a busy host it tells a change's effect apart from the noise when the times
+cannot (a call is not a fixed cost: a saving counted so is confirmed by the times).
+
+Usage: python benchmarks/leader_step.py [--rounds 12] [--nodes 1] [--calls] [--redis URL]
 
 Starts its own redis-server on a free port of 127.0.0.1 unless ``--redis URL`` is given.
 Imports the package found first on ``sys.path`` (``PYTHONPATH`` decides which checkout is
@@ -36,6 +41,8 @@ measured).
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import sys
 import time
@@ -118,16 +125,23 @@ def step_until_idle(leader: Leader) -> None:
             return
 
 
-def rounds(url: str, count: int, nodes: int = 1) -> list[tuple[float, float]]:
-    """(wall, CPU) seconds of each round after the warm-up."""
+def rounds(url: str, count: int, nodes: int = 1,
+           profile: cProfile.Profile | None = None) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of each round after the warm-up; ``profile``, if given, is
+    enabled for those rounds only."""
     measured: list[tuple[float, float]] = []
     # (the pool's nodes send no heartbeats: a run longer than the node timeout, on a slow
     # host or under a profiler, would find them lost and wait for them forever)
     with drain_leader(url, Timing(lease_ttl=30.0, node_timeout=1e6), nodes) as leader:
         for n in range(count + WARM_UP):
             end_and_submit(leader, f"r{n}")
+            profiled = profile is not None and n >= WARM_UP
+            if profiled:
+                profile.enable()
             wall, cpu = time.perf_counter(), time.process_time()
             step_until_idle(leader)
+            if profiled:
+                profile.disable()
             if n >= WARM_UP:
                 measured.append((time.perf_counter() - wall, time.process_time() - cpu))
     return measured
@@ -138,11 +152,15 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=12, help="measured rounds (default 12)")
     parser.add_argument("--nodes", type=int, default=1, help="nodes in the pool (default 1)")
+    parser.add_argument("--calls", action="store_true",
+                        help="also count the Python calls of a round (cProfile: slows the "
+                             "rounds, whose times are then not comparable)")
     parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
     args = parser.parse_args()
     gctuning.tune()  # as `kuota scheduler` does
+    profile = cProfile.Profile() if args.calls else None
     with redis_server(args.redis) as url:
-        measured = rounds(url, args.rounds, args.nodes)
+        measured = rounds(url, args.rounds, args.nodes, profile)
     wall = statistics.median(w for w, _ in measured)
     cpu = statistics.median(c for _, c in measured)
     fastest = min(c for _, c in measured)
@@ -154,6 +172,10 @@ def main() -> None:
           f"(the fastest round {1000 * fastest:.1f} ms: on a busy host, compare these)")
     print(f"  not on the leader's CPU (waiting for Redis, mostly): "
           f"{100 * (1 - cpu / wall):.0f} % of the wall time")
+    if profile is not None:
+        calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+        print(f"  Python calls {calls / args.rounds:,.0f} a round (under cProfile: the times "
+              "above are the profiled ones)")
 
 
 if __name__ == "__main__":
