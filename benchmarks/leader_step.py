@@ -135,13 +135,13 @@ def rounds(url: str, count: int, nodes: int = 1,
     with drain_leader(url, Timing(lease_ttl=30.0, node_timeout=1e6), nodes) as leader:
         for n in range(count + WARM_UP):
             end_and_submit(leader, f"r{n}")
-            profiled = profile is not None and n >= WARM_UP
-            if profiled:
-                profile.enable()
+            profiled = profile if n >= WARM_UP else None
+            if profiled is not None:
+                profiled.enable()
             wall, cpu = time.perf_counter(), time.process_time()
             step_until_idle(leader)
-            if profiled:
-                profile.disable()
+            if profiled is not None:
+                profiled.disable()
             if n >= WARM_UP:
                 measured.append((time.perf_counter() - wall, time.process_time() - cpu))
     return measured
