@@ -21,7 +21,8 @@ harness); prints wall, admissions/s, mean time to admission per class, min usage
 the scheduler's CPU seconds and peak RSS, what the whole machine spent meanwhile (the
 scheduler, redis-server, the runner and the submitter, against what the cores give; and,
 second by second, the cores the scheduler and Redis used), how many lease terms there
-were, and the leader's longest step (from its /metrics).
+were, the leader's longest step, and the share of its steps' time each stage took
+(from its /metrics).
 
 ``--fair-sharing`` runs all of it with fair sharing on (Kueue's shape has it off): each
 cohort's heads are then ordered by a tournament of dominant resource shares.
@@ -102,7 +103,7 @@ def main() -> None:
 def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str, Any],
              fair_sharing: bool) -> None:
     from procstat import machine_line, timeline_lines
-    from redis_throughput import realtime_baseline, redis_server
+    from redis_throughput import realtime_baseline, redis_server, stages_line
 
     with redis_server(url) as server:
         r = realtime_baseline(server, scale, 0.01, shape=LARGE_SCALE, preemption=preemption,
@@ -123,6 +124,11 @@ def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str,
     print(f"  lease terms              {r['terms']} (1: the lease was never lost)")
     print(f"  leader steps             {r['steps']:,.0f}, the longest {r['longest_step']:.2f} s "
           "(lease/3 = 1.67 s)")
+    # (from the scheduler's kuota_scheduler_step_stage_seconds_total: "read" includes
+    # waiting for new entries when there is nothing to do)
+    print(f"  the steps' time by stage {stages_line(r['stages'])}")
+    for line in r["slow_steps"]:  # (the scheduler's warnings, with each step's stages)
+        print(f"    slow step{line.split('slow step', 1)[1]}")
     # What the time to admission is made of: pods holding quota past their run time
     # delay the higher classes' waves, and the smalls wait for those and then for the
     # drain's rate (docs/benchmarks.md, "The small class is bound by the drain's rate").

@@ -33,6 +33,7 @@ import heapq
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -127,6 +128,12 @@ class Children:
 
     def kuota(self, name: str, *args: str) -> None:
         self.start(name, [sys.executable, "-m", "kuota.cli", *args])
+
+    def lines(self, name: str, containing: str) -> list[str]:
+        """The lines of child ``name``'s log that contain ``containing`` (read before
+        :meth:`stop`, which deletes the logs)."""
+        text = (self.logdir / f"{name}.log").read_text(errors="replace")
+        return [line for line in text.splitlines() if containing in line]
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -371,6 +378,10 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         scheduler = children.procs[-1].pid
         terms = Terms(client.store)
         machine = MachineCPU(client.store.redis, scheduler)
+        # (the stages' seconds before the clock starts: the leader's idle steps since its
+        # start are not the run's)
+        wait_until("the scheduler's metrics", lambda: _stages(metrics_port) is not None, 30)
+        stages_before = _stages(metrics_port) or {}
         t0 = time.time()
         started.send(t0)
         while sender.is_alive():
@@ -390,13 +401,16 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
 
         wait_until("every workload to finish", ended, 3600)
         spent = machine.spent()  # (before the figures are read)
+        steps = step_figures(metrics_port)
+        steps["stages"] = {stage: seconds - stages_before.get(stage, 0.0)
+                           for stage, seconds in steps["stages"].items()}
         if runner.failure is not None:
             sys.exit(f"the timed runner failed: {runner.failure!r}")
         due = {p.key: at for at, p in arrivals}
         figures = _baseline_figures(client.store, keys, t0, shape.classes, due)
         figures.update(cpu=cpu_seconds(scheduler), rss=peak_rss(scheduler),
                        terms=len(terms.seen), machine=spent, cores=machine.timeline(),
-                       **step_figures(metrics_port))
+                       slow_steps=children.lines("scheduler", "slow step"), **steps)
         return figures
     finally:
         sender.kill()
@@ -455,13 +469,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def step_figures(port: int) -> dict[str, float]:
-    """The scheduler's leader steps, from its /metrics: how many, and the longest."""
+#: The scheduler's metric of seconds per stage of its steps, one sample per stage.
+STAGE_SAMPLE = re.compile(r'kuota_scheduler_step_stage_seconds_total\{stage="([^"]+)"\}')
+
+
+def step_figures(port: int) -> dict[str, Any]:
+    """The scheduler's leader steps, from its /metrics: how many, the longest, and the
+    seconds spent in each stage of them (``stages``)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
         samples = dict(line.rsplit(" ", 1) for line in answer.read().decode().splitlines()
                        if line and not line.startswith("#"))
+    stages = {m.group(1): float(value) for name, value in samples.items()
+              if (m := STAGE_SAMPLE.fullmatch(name))}
     return {"steps": float(samples["kuota_scheduler_step_duration_seconds_count"]),
-            "longest_step": float(samples["kuota_scheduler_step_longest_seconds"])}
+            "longest_step": float(samples["kuota_scheduler_step_longest_seconds"]),
+            "stages": stages}
+
+
+def _stages(port: int) -> dict[str, float] | None:
+    """The stages' seconds so far (:func:`step_figures`), or None while the scheduler's
+    metrics cannot be read or count no stage yet."""
+    try:
+        stages: dict[str, float] = step_figures(port)["stages"]
+    except (OSError, KeyError):  # (not listening yet; no step observed yet)
+        return None
+    return stages or None
+
+
+def stages_line(stages: dict[str, float]) -> str:
+    """Each stage's share of the leader's steps, largest first (:func:`step_figures`)."""
+    total = sum(stages.values()) or 1.0
+    return ", ".join(f"{stage} {100 * seconds / total:.0f} %"
+                     for stage, seconds in sorted(stages.items(), key=lambda kv: -kv[1])
+                     if seconds / total >= 0.005)
 
 
 class Terms:

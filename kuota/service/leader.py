@@ -61,6 +61,7 @@ from kuota.service.dispatched import DispatchedWorkloads
 from kuota.service.following import Follower
 from kuota.service.following import NeedRebuild as NeedRebuild  # (the service catches it)
 from kuota.service.intake import Intake
+from kuota.service.laps import StepLaps
 from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from kuota.service.placer import Placer
@@ -152,6 +153,8 @@ class Leader:
         self.timing = timing
         self.clock = clock
         self.tracked: dict[str, Tracked] = {}
+        #: Where each step's time goes, stage by stage (the slow-step warning, the metrics).
+        self.laps = StepLaps()
         #: Told every batch of engine events this leader persists (metrics).
         self.on_events: Callable[[Leader, Sequence[WorkloadEvent]], None] | None = None
         self.unplaced: dict[str, None] = {}
@@ -227,7 +230,9 @@ class Leader:
         return f"{self.holder}#{self._decisions}"
 
     def while_admitting(self) -> None:
+        self.laps.lap("persist")
         self.placer.plan_ahead()
+        self.laps.lap("place")
 
     def waits_for_nodes(self, key: str) -> None:
         self.placer.waits(key)
@@ -235,41 +240,55 @@ class Leader:
 
     # -- the loop ----------------------------------------------------------------
     def step(self) -> None:
+        laps = self.laps
+        laps.start()
         now = self.clock()
         if now < self._round_at and not (self.busy or self.follower.behind):
             time.sleep(self._round_at - now)
             now = self.clock()
+        laps.lap("wait")
         self._round_at = now + self.timing.batch
         if now >= self._renew_at:
             self._renew(now)
         self.intake.step(now)
+        laps.lap("lease and intake")
         events = self.store.events.read(self.follower.last_event, block_ms=self._block_ms(now),
                                        count=READ_COUNT)
+        laps.lap("read")
         now = self.clock()
         self.follower.follow_some(events, now)
+        laps.lap("follow")
         if self._feeds_nodes() and (self.nodes.dirty or (
                 self.members is not None and self.members.dispatcher.waiting
                 and any(e.kind == "pod" for e in events))):
             self._read_nodes(now)
+            laps.lap("nodes")
         # Decisions and placements carry the time they are made: following a burst of
         # events can take a good part of a step (up to Timing.follow_budget).
         now = self.clock()
         self._schedule(now)
         self.dispatched.step(now)
+        laps.lap("dispatch")
         now = self.clock()
         self.placer.step(now)
+        laps.lap("place")
         if now >= self._node_check_at:
             self._watch_nodes(now)
+            laps.lap("nodes")
         if self.resync.running:
             self.resync.step()
+            laps.lap("resync")
         if now >= self._reasons_at and (
                 not self._catching_up(events) or now >= self._reasons_at + REASONS_DEFERRED_MOST):
             self._publish_reasons(now)
+            laps.lap("reasons")
         if self.timing.retain_finished is not None and now >= self._expire_at:
             self._expire(now)
+            laps.lap("expire")
         # What placing decided (a gang set aside, one given another chance) is written now:
         # the next step's follow mirrors Redis, and drops what the engine says meanwhile.
         self._persist(now)
+        laps.end("persist")
 
     def _catching_up(self, events: Sequence[Event]) -> bool:
         """Are events left to read or follow (a burst)? Then what is only told to users, the
@@ -329,14 +348,19 @@ class Leader:
 
     # -- 3. schedule -------------------------------------------------------------------
     def _schedule(self, now: float) -> None:
+        laps = self.laps
         self.stops.complete(now)
         self._cycles(now)
         if self.members is not None and self.members.retry(now):
             self._cycles(now)  # a Retry verdict requeues: it may fit elsewhere
+        laps.lap("cycles")
         self._persist(now)
+        laps.lap("persist")
         if self.stops.complete(now):  # evictions with no pod left to wait for (never placed)
             self._cycles(now)
+            laps.lap("cycles")
             self._persist(now)
+            laps.lap("persist")
         if self.members is not None:
             self._write_decisions()
 

@@ -26,12 +26,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from prometheus_client import Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 from kuota.operator.metrics import Metrics
 
 if TYPE_CHECKING:
     from admission.events import WorkloadEvent
+    from kuota.service.laps import StepLaps
     from kuota.service.leader import Leader
     from kuota.service.scheduler import SchedulerService
 
@@ -55,8 +56,18 @@ class SchedulerMetrics:
         self.longest = Gauge("kuota_scheduler_step_longest_seconds",
                              "The longest leader step since this scheduler started",
                              registry=self.registry)
+        self.stages = Counter(
+            "kuota_scheduler_step_stage_seconds",
+            "Seconds the leader's steps spent in each stage (read includes waiting for "
+            "events when idle; wait is the pause between rounds): the rate is the share of "
+            "the scheduler's time each stage takes",
+            ["stage"], registry=self.registry)
         self._next = 0.0
         self._steps = 0
+        #: The leader's laps last exported, and their totals then (a new leader's start
+        #: from zero).
+        self._laps: StepLaps | None = None
+        self._laps_seen: dict[str, float] = {}
 
     def observe_events(self, leader: Leader, events: Sequence[WorkloadEvent]) -> None:
         """Admissions, reservations and evictions, counted as the operator counts them
@@ -73,6 +84,7 @@ class SchedulerMetrics:
             self._steps = service.steps
             self.steps.observe(service.last_step)
             self.longest.set(service.longest_step)
+            self._count_stages(service.leader.laps)
         now = self.clock()
         if now < self._next:
             return
@@ -87,6 +99,16 @@ class SchedulerMetrics:
         # Thousands of ClusterQueues take a while to export: never more than a twentieth of
         # the scheduler's time (a scrape every 15 s or more sees them fresh enough).
         self._next = now + max(self.interval, 20 * (time.monotonic() - started))
+
+
+    def _count_stages(self, laps: StepLaps) -> None:
+        if laps is not self._laps:
+            self._laps, self._laps_seen = laps, {}
+        for stage, total in laps.total.items():
+            added = total - self._laps_seen.get(stage, 0.0)
+            if added > 0:
+                self.stages.labels(stage).inc(added)
+            self._laps_seen[stage] = total
 
 
 def serve(metrics: SchedulerMetrics, host: str, port: int) -> Callable[[], None]:

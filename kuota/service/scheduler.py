@@ -36,6 +36,7 @@ import redis
 from admission.errors import WorkloadFailed
 from admission.events import WorkloadEvent
 from kuota.service.connection import Connection, ServerRestarted
+from kuota.service.laps import StepLaps
 from kuota.service.leader import Leader, NeedRebuild, Timing
 from kuota.service.leasekeeper import LeaseKeeper
 from kuota.service.standby import WarmCopy
@@ -126,7 +127,7 @@ class SchedulerService:
                 raise Fenced(f"lease of {self.lease.holder} was lost")
             started = time.monotonic()
             self.leader.step()
-            self._stepped(time.monotonic() - started)
+            self._stepped(time.monotonic() - started, self.leader.laps)
             self._backoff = 0.1
         except Fenced as exc:
             log.warning("stepping down: %s", exc)
@@ -172,14 +173,15 @@ class SchedulerService:
             wait(self._backoff)
             self._backoff = min(self._backoff * 2, 2.0)
 
-    def _stepped(self, seconds: float) -> None:
+    def _stepped(self, seconds: float, laps: StepLaps) -> None:
         self.steps += 1
         self.last_step = seconds
         self.longest_step = max(self.longest_step, seconds)
         if seconds > self.options.timing.lease_ttl / 3:
-            # The lease is renewed between steps: a longer step risks losing it.
-            log.warning("slow step: %.2f s, more than a third of the %.1f s lease", seconds,
-                        self.options.timing.lease_ttl)
+            # The lease is renewed between steps: a longer step risks losing it. Which
+            # stage took the time says where to look (kuota.service.laps).
+            log.warning("slow step: %.2f s, more than a third of the %.1f s lease (%s)",
+                        seconds, self.options.timing.lease_ttl, laps.line())
 
     def _stand_by(self) -> None:
         """Keep the store loaded while not leading, so that taking over costs only what

@@ -269,6 +269,8 @@ def test_status_and_metrics_of_a_live_and_a_dead_scheduler(
         assert samples["kuota_scheduler_leading"] == 1.0
         assert samples["kuota_scheduler_step_duration_seconds_count"] > 0
         assert 0 < samples["kuota_scheduler_step_longest_seconds"] < 5
+        # (an idle leader's steps are mostly waiting for events, inside the read)
+        assert samples['kuota_scheduler_step_stage_seconds_total{stage="read"}'] > 0
         blocker = client.submit(["sleep", "30"], queue="default/lq-cq", name="big",
                                 requests={"cpu": "2"})
         wait_for("usage to show", lambda: scrape(port).get(
