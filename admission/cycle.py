@@ -8,7 +8,9 @@ numbered script Kueue's scheduler follows:
    not selected); otherwise assign flavors against the snapshot, asking the
    preemption oracle where quota is short. A workload that fits neither
    whole nor by preempting, but may shrink (``minCount``), is assigned the
-   largest counts that fit (:mod:`admission.partial`).
+   largest counts that fit (:mod:`admission.partial`). A caller may end the
+   nomination early (``enough``): the heads not nominated wait, untouched,
+   for the next cycle.
 2. **Order** the nominated. Classically (Kueue's classical iterator): a
    preemptor still waiting for its victims first; then by *borrowing
    height* — 0 for a workload that fits in its ClusterQueue's own quota, 1 if
@@ -86,6 +88,9 @@ class CycleResult:
     preempting: list[Head] = field(default_factory=list)
     #: What each preempting head will use once its victims are gone (by workload key).
     claims: dict[str, FRVector] = field(default_factory=dict)
+    #: Heads not nominated: the cycle had done ``enough`` (see :func:`schedule`). They are
+    #: left as they were, for the next cycle.
+    untried: list[Head] = field(default_factory=list)
 
     @property
     def tried(self) -> int:
@@ -145,12 +150,28 @@ class _Oracle:
 def schedule(snapshot: Snapshot, heads: Sequence[Head],
              namespace_labels: Callable[[str], Mapping[str, str]], *,
              fair_sharing: bool = False, topology: TopologyView | None = None,
-             evicting: AbstractSet[str] = frozenset()) -> CycleResult:
+             evicting: AbstractSet[str] = frozenset(),
+             enough: Callable[[], bool] | None = None,
+             held: Mapping[str, tuple[str, FRVector]] | None = None) -> CycleResult:
+    """One cycle over ``heads`` (module doc).
+
+    ``enough``, asked before each head after the first, ends the nomination early: the
+    heads not nominated are left untried (``CycleResult.untried``) and the cycle decides
+    on those it has. A wave of preemptions over a thousand queues costs a victim search
+    and evictions per head, seconds in one cycle; a caller that must answer in time (a
+    leader that also follows its event stream) takes such a wave in several cycles.
+    ``held``: the quota claimed by heads whose victims are still stopping (by workload
+    key: ClusterQueue, usage). It is not in ``snapshot``, since each such head asks for it
+    again; a head left untried keeps its claim, which is added back before any decision.
+    """
     result = CycleResult()
     oracle = _Oracle(snapshot, fair_sharing, topology, evicting)
     # 1. Nominate.
     entries: list[Entry] = []
-    for head in heads:
+    for index, head in enumerate(heads):
+        if index and enough is not None and enough():
+            result.untried = list(heads[index:])
+            break
         with blame(head.info.key):
             refusal = _refusal(snapshot, head, namespace_labels)
             if refusal is not None:
@@ -164,6 +185,10 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
                                                entry.assignment.message))
             continue
         entries.append(entry)
+    for head in result.untried:
+        claim = (held or {}).get(head.info.key)
+        if claim is not None and claim[0] in snapshot.tree.queues:
+            snapshot.tree.add(*claim)
     # 2. Order.
     if fair_sharing:
         ordered = fairsharing.fair_order(

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -47,7 +47,7 @@ from admission.cycle import CycleResult, schedule
 from admission.errors import blame
 from admission.events import Kind, WorkloadEvent
 from admission.topology import TopologyState
-from queueing.manager import QueueManager
+from queueing.manager import Head, QueueManager
 from quota import lifecycle
 from quota.cache import QuotaCache
 from quota.config import (
@@ -145,6 +145,9 @@ class Engine:
     #: so what their victims free is not admitted to others meanwhile — they would be the
     #: next victims, and the same workloads would be evicted and readmitted without end.
     _claims: dict[str, tuple[str, FRVector]] = field(default_factory=dict)
+    #: The ClusterQueue whose head the last cycle, cut short, left untried: the next cycle
+    #: nominates from it (:meth:`schedule`'s ``enough``).
+    _resume_at: str | None = None
     #: Open :meth:`configuring` blocks: the queues are reconfigured when the last closes.
     _configuring: int = 0
     #: The ClusterQueues and LocalQueues whose stopPolicy is HoldAndDrain, and the config
@@ -484,12 +487,17 @@ class Engine:
             entries[key] = dataclasses.replace(entry, admission=record.admission)
 
     # -- scheduling ----------------------------------------------------------
-    def schedule(self, now: float) -> CycleResult:
-        """Do what is due at ``now``, then run one cycle and apply its result."""
+    def schedule(self, now: float, *, enough: Callable[[], bool] | None = None) -> CycleResult:
+        """Do what is due at ``now``, then run one cycle and apply its result.
+
+        ``enough``: asked between nominations, ends the cycle's nomination early
+        (:func:`admission.cycle.schedule`); the next cycle then nominates first the heads
+        this one left untried, so that every ClusterQueue has its turn however often
+        cycles are cut short. Without it every head is tried, as in Kueue."""
         self.tick(now)
         if self._admission_blocked():
             return CycleResult()
-        heads = self.queues.heads()
+        heads = self._in_turn(self.queues.heads())
         if not heads:
             return CycleResult()
         view = self.topology.view() if self.topology.nodes else None
@@ -501,14 +509,17 @@ class Engine:
         for key, (cq, usage) in self._claims.items():
             if key not in tried and cq in snapshot.tree.queues:
                 snapshot.tree.add(cq, usage)
-        for key in tried:
-            self._claims.pop(key, None)
+        held = {key: self._claims.pop(key) for key in tried if key in self._claims}
         try:
             result = schedule(snapshot, heads, self.cache.namespace_labels,
                               fair_sharing=self.config.fair_sharing, topology=view,
-                              evicting=frozenset(self._evicting))
+                              evicting=frozenset(self._evicting), enough=enough, held=held)
         finally:
             snapshot.tree.dismantle()  # the cycle's copy is done with: no cyclic garbage
+        for head in result.untried:
+            if head.info.key in held:
+                self._claims[head.info.key] = held[head.info.key]
+        self._resume_at = result.untried[0].cluster_queue if result.untried else None
         for preemption in result.preempted:  # (a victim already Evicting stays as it is)
             target, preemptor = preemption.target, preemption.preemptor
             self.evict(target.key, now, "Preempted", target.reason,
@@ -532,6 +543,15 @@ class Engine:
             # head that the release wakes up (see queueing.pending).
             self.queues.pin(head)
         return result
+
+    def _in_turn(self, heads: list[Head]) -> list[Head]:
+        """``heads`` from the one the last cycle cut short did not try (if it still has a
+        head), then round: the queues' order, rotated."""
+        if self._resume_at is None:
+            return heads
+        turn = next((i for i, head in enumerate(heads)
+                     if head.cluster_queue == self._resume_at), 0)
+        return heads[turn:] + heads[:turn]
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[CycleResult]:
         """Cycle until no head is left to try; returns the cycles that did something."""

@@ -47,6 +47,7 @@ change), and every other workload goes on.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -120,6 +121,10 @@ class Timing:
     cycle_budget: float = 0.05
     #: Heads a step's cycles try before it persists and places what they decided.
     cycle_heads: int = 500
+    #: Longest one cycle nominates heads before it decides on those it has; the others
+    #: wait for the next cycle, which nominates them first (None: a sixth of the lease,
+    #: :attr:`nominating_most`).
+    cycle_most: float | None = None
     #: After meeting a restarted Redis, how long a scheduler waits before leading again.
     #: A Redis that lost its last second may have lost placements whose pods run: their
     #: workers stop them at their next stop check (SIGTERM, then SIGKILL after their
@@ -136,6 +141,17 @@ class Timing:
     @property
     def node_check_every(self) -> float:
         return max(0.05, min(self.node_timeout / 4, 5.0))
+
+    @property
+    def nominating_most(self) -> float:
+        """How long one cycle nominates heads at most (:attr:`cycle_most`). A wave of
+        preemptions over a thousand queues costs a victim search and evictions per head:
+        in one cycle it held a step, and the events behind it, for 2 s on a slow host,
+        more than the third of the lease a step should stay under. Cut at a sixth, the
+        cycle (its decisions and evictions after the nominations) stays near a quarter.
+        A cut delays the heads left for the next step, so it is kept for such waves: an
+        ordinary cycle over a thousand queues nominates for a few tens of milliseconds."""
+        return self.lease_ttl / 6 if self.cycle_most is None else self.cycle_most
 
     @property
     def resend_after(self) -> float:
@@ -375,17 +391,19 @@ class Leader:
         tried = 0
         while True:
             began = time.monotonic()
-            cycle = self.engine.schedule(now).tried
-            if not cycle:
+            result = self.engine.schedule(
+                now, enough=functools.partial(_past, began + self.timing.nominating_most))
+            if not result.tried:
                 return
-            tried += cycle
-            # Another cycle only if it should end within the budget, judged by this one, and
-            # while the step has tried fewer than cycle_heads heads: a cycle over hundreds of
-            # queues is a batch already, and a second one would decide on the quota known
-            # before this step, while pods have been ending since. Its decisions are better
-            # persisted, placed and followed at once.
+            tried += result.tried
+            # Another cycle only if this one tried every head, it should end within the
+            # budget, judged by this one, and the step has tried fewer than cycle_heads
+            # heads: a cycle over hundreds of queues is a batch already, and a second one
+            # would decide on the quota known before this step, while pods have been ending
+            # since. Its decisions are better persisted, placed and followed at once.
             ended = time.monotonic()
-            if tried >= self.timing.cycle_heads or ended + (ended - began) > deadline:
+            if result.untried or tried >= self.timing.cycle_heads \
+                    or ended + (ended - began) > deadline:
                 self.busy = True
                 return
 
@@ -621,3 +639,7 @@ class Leader:
     def _check(status: str, what: str) -> None:
         if status == "fenced":
             raise Fenced(f"{what}: this scheduler no longer holds the lease")
+
+
+def _past(deadline: float) -> bool:
+    return time.monotonic() > deadline

@@ -41,3 +41,17 @@ def test_a_step_stops_once_its_cycles_tried_enough_heads(cycle_heads: int,
     assert _admitted(pool, keys) == want_first_step
     pool.run(steps=1)
     assert _admitted(pool, keys) == 6
+
+
+def test_a_cycle_past_its_time_is_decided_and_the_step_goes_on_at_once() -> None:
+    # (cycle_most 0: every cycle ends its nomination after one head)
+    pool = SteppedPool(cycle_budget=ROOMY, cycle_most=0.0)
+    pool.client.apply(queues(*(CQ(name, {"cpu": 4}) for name in ("a", "b", "c"))))
+    keys = [pool.client.submit(["true"], queue=f"default/lq-{cq}", name=f"{cq}{i}",
+                               requests={"cpu": 1}).key
+            for cq in ("a", "b", "c") for i in range(2)]
+    pool.run(steps=1)
+    assert _admitted(pool, keys) == 1  # decided, persisted: the rest waits a step
+    assert pool.scheduler.leader.busy  # (the next step comes at once)
+    pool.run(steps=5)
+    assert _admitted(pool, keys) == 6
