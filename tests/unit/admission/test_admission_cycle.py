@@ -13,8 +13,8 @@ from quota.lifecycle import Event, IllegalTransition, State, transition
 from tests.builders import ClusterQueueBuilder, WorkloadBuilder, flavor, local_queue
 
 
-def engine_with(*cqs: ClusterQueueBuilder) -> Engine:
-    engine = Engine()
+def engine_with(*cqs: ClusterQueueBuilder, wait_for_stop: bool = False) -> Engine:
+    engine = Engine(wait_for_stop=wait_for_stop)
     engine.apply(flavor("f"))
     for b in cqs:
         cq = b.obj()
@@ -28,9 +28,9 @@ def cq(name: str, cpu: int) -> ClusterQueueBuilder:
 
 
 def submit(engine: Engine, name: str, queue: str, cpu: int, *, priority: int = 0,
-           at: float = 0.0) -> None:
-    engine.submit(WorkloadBuilder(name, queue=queue).pod_set(count=cpu, cpu=1)
-                  .priority(priority).created(at).obj())
+           at: float = 0.0) -> str:
+    return engine.submit(WorkloadBuilder(name, queue=queue).pod_set(count=cpu, cpu=1)
+                         .priority(priority).created(at).obj()).info.key
 
 
 @pytest.mark.parametrize(("heads", "want_admitted"), [

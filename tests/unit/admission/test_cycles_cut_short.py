@@ -4,34 +4,16 @@ stays theirs, and the next cycle nominates them first."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from admission.cycle import schedule
-from admission.engine import Engine
 from quota.config import PreemptionConfig
 from quota.resources import FlavorResource
-from tests.builders import ClusterQueueBuilder, WorkloadBuilder, amount, flavor, local_queue
+from tests.builders import amount
+from tests.unit.admission.test_admission_cycle import cq, engine_with, submit
 
 
-def engine_with(*cqs: ClusterQueueBuilder, wait_for_stop: bool = False) -> Engine:
-    engine = Engine(wait_for_stop=wait_for_stop)
-    engine.apply(flavor("f"))
-    for b in cqs:
-        cq = b.obj()
-        engine.apply(cq)
-        engine.apply(local_queue(cq.name, name=cq.name))
-    return engine
-
-
-def cq(name: str, cpu: int) -> ClusterQueueBuilder:
-    return ClusterQueueBuilder(name).cohort("co").flavor("f", {"cpu": cpu})
-
-
-def submit(engine: Engine, name: str, queue: str, cpu: int, *, priority: int = 0,
-           at: float = 0.0) -> str:
-    return engine.submit(WorkloadBuilder(name, queue=queue).pod_set(count=cpu, cpu=1)
-                         .priority(priority).created(at).obj()).info.key
-
-
-def after(nominations: int):  # type: ignore[no-untyped-def]
+def after(nominations: int) -> Callable[[], bool]:
     """An ``enough`` that ends a cycle once it has nominated ``nominations`` heads."""
     asked = iter(range(1, 10**6))
     return lambda: next(asked) >= nominations
