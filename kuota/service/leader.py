@@ -48,9 +48,10 @@ change), and every other workload goes on.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from admission.engine import UNTRIED, Engine
@@ -82,6 +83,10 @@ Incarnations = frozenset[tuple[str, int]]
 REASONS_PER_SECOND = 20_000
 #: Longest the pending reasons wait for the leader to catch up with a burst of events.
 REASONS_DEFERRED_MOST = 5.0
+#: Live workloads one step looks over for pending reasons, at most: a walk over 50,000,
+#: with writing what changed, held one step for 0.47 s on a slow host; the rest of the
+#: walk goes on at the next steps.
+REASONS_SLICE = 10_000
 #: Finished workloads past their retention forgotten per step, at most (see
 #: :meth:`Leader._expire`).
 EXPIRE_SLICE = 500
@@ -197,6 +202,8 @@ class Leader:
         #: counts of changes and reasons given, the placer's, how many workloads are
         #: tracked): while it stays the same, a walk would find nothing new to write.
         self._reasons_from: tuple[int, int, int, int] | None = None
+        #: The workloads a walk for pending reasons has yet to look at (None: no walk).
+        self._reasons_walk: Iterator[str] | None = None
         now = clock()
         self._renew_at = now + timing.lease_ttl / 3
         self._node_check_at = now
@@ -294,7 +301,7 @@ class Leader:
         if self.resync.running:
             self.resync.step()
             laps.lap("resync")
-        if now >= self._reasons_at and (
+        if (now >= self._reasons_at or self._reasons_walk is not None) and (
                 not self._catching_up(events) or now >= self._reasons_at + REASONS_DEFERRED_MOST):
             self._publish_reasons(now)
             laps.lap("reasons")
@@ -575,29 +582,20 @@ class Leader:
 
     # -- 6. publish reasons -------------------------------------------------------------
     def _publish_reasons(self, now: float) -> None:
-        # Every live workload is looked at: with a backlog of tens of thousands, less often
-        # (50,000: every 2.5 s), so that telling why does not slow down deciding.
-        self._reasons_at = now + max(self.timing.reasons_every,
-                                     len(self.engine.records) / REASONS_PER_SECOND)
-        told = self.members.reasons() if self.members is not None else 0
-        changes = self.engine.changes
-        came_from = (changes.stamp, changes.reasons, self.placer.told, len(self.tracked))
-        # An idle leader holding 50,000 workloads walked them all every 2.5 s (half of
-        # its CPU) to find nothing: every reason is given by the engine, the placer or the
-        # pool members, and each of them counts what it gives.
-        if came_from == self._reasons_from and not told:
+        """Write the pending reasons that changed, looking over :data:`REASONS_SLICE` live
+        workloads a step: a walk begun here goes on at the next steps until it is done."""
+        if self._reasons_walk is None and not self._begin_reasons_walk(now):
             return
-        self._reasons_from = came_from
+        assert self._reasons_walk is not None
+        keys = list(itertools.islice(self._reasons_walk, REASONS_SLICE))
+        if len(keys) < REASONS_SLICE:
+            self._reasons_walk = None  # (done)
         changed: list[tuple[str, int, str, str]] = []
         records = self.engine.records
-        for key in self.unplaced:
-            waiting = self.placer.waiting_why(key)
-            record = records.get(key)
-            if waiting is not None and record is not None:
-                record.pending_reason = "WaitingForNodes"
-                record.pending_message = waiting
-        for key, record in records.items():
-            if record.state is State.FINISHED or record.pending_reason is None:
+        for key in keys:
+            record = records.get(key)  # (gone since the walk began: nothing to tell)
+            if record is None or record.state is State.FINISHED \
+                    or record.pending_reason is None:
                 continue
             why = (record.pending_reason, record.pending_message or "")
             tracked = self.tracked.get(key)
@@ -612,6 +610,32 @@ class Leader:
         for start in range(0, len(changed), 500):
             self._check(self.store.workloads.set_reasons(self.holder, changed[start:start + 500]),
                         "publishing pending reasons")
+
+    def _begin_reasons_walk(self, now: float) -> bool:
+        """Start a walk over every live workload, unless nothing that gives a reason has
+        changed since the last (False)."""
+        # With a backlog of tens of thousands, less often (50,000: every 2.5 s), so that
+        # telling why does not slow down deciding.
+        self._reasons_at = now + max(self.timing.reasons_every,
+                                     len(self.engine.records) / REASONS_PER_SECOND)
+        told = self.members.reasons() if self.members is not None else 0
+        changes = self.engine.changes
+        came_from = (changes.stamp, changes.reasons, self.placer.told, len(self.tracked))
+        # An idle leader holding 50,000 workloads walked them all every 2.5 s (half of
+        # its CPU) to find nothing: every reason is given by the engine, the placer or the
+        # pool members, and each of them counts what it gives.
+        if came_from == self._reasons_from and not told:
+            return False
+        self._reasons_from = came_from
+        records = self.engine.records
+        for key in self.unplaced:
+            waiting = self.placer.waiting_why(key)
+            record = records.get(key)
+            if waiting is not None and record is not None:
+                record.pending_reason = "WaitingForNodes"
+                record.pending_message = waiting
+        self._reasons_walk = iter(list(records))
+        return True
 
     # -- resuming after a failover ----------------------------------------------------
     def _resume(self, records: list[WorkloadRecord], now: float) -> None:

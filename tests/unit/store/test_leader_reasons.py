@@ -17,13 +17,17 @@ def _message(pool: SteppedPool, key: str) -> str:
     return pool.store.workloads.get(key).message
 
 
-@pytest.fixture
-def pool(monkeypatch: pytest.MonkeyPatch) -> SteppedPool:
-    monkeypatch.setattr(leader_module, "READ_COUNT", 2)  # a read of two entries is full
+def _holding_pool() -> SteppedPool:
     pool = SteppedPool()
     pool.submit("holder", cpu=4)  # holds the whole queue: what follows waits
     pool.run(steps=3, advance=1.0)
     return pool
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> SteppedPool:
+    monkeypatch.setattr(leader_module, "READ_COUNT", 2)  # a read of two entries is full
+    return _holding_pool()
 
 
 def test_reasons_wait_while_reads_come_back_full_and_are_written_after(
@@ -85,13 +89,14 @@ def test_reasons_wait_no_longer_than_the_most_for_a_burst_that_does_not_end(
 
 
 class _CountedWalks(dict):  # type: ignore[type-arg]
-    """The engine's records, counting the walks over all of them (``items``)."""
+    """The engine's records, counting the walks over all of them (a walk begins with a
+    list of their keys)."""
 
     walks = 0
 
-    def items(self):  # type: ignore[no-untyped-def]
+    def __iter__(self):  # type: ignore[no-untyped-def]
         self.walks += 1
-        return super().items()
+        return super().__iter__()
 
 
 def test_an_idle_leader_does_not_walk_its_workloads_for_reasons(pool: SteppedPool) -> None:
@@ -109,3 +114,34 @@ def test_an_idle_leader_does_not_walk_its_workloads_for_reasons(pool: SteppedPoo
     assert "insufficient" in _message(pool, late)
     assert all("insufficient" in _message(pool, k) or _message(pool, k) == SUBMITTED
                for k in waiters)
+
+
+def _reasons_written(pool: SteppedPool, monkeypatch: pytest.MonkeyPatch
+                     ) -> tuple[dict[str, str], list[int]]:
+    """Three workloads waiting behind the holder, twenty steps: their stored messages, and
+    how many reasons each ``set_reasons`` call wrote."""
+    per_call: list[int] = []
+    store_type = type(pool.store.workloads)
+    original = store_type.set_reasons
+
+    def spy(self: object, holder: str, reasons: list[tuple[str, int, str, str]]) -> str:
+        per_call.append(len(reasons))
+        return original(self, holder, reasons)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store_type, "set_reasons", spy)
+    waiters = [pool.submit(f"w-{i}", cpu=4) for i in range(3)]
+    pool.run(steps=20, advance=1.0)
+    return {k: _message(pool, k) for k in waiters}, per_call
+
+
+def test_a_walk_for_reasons_looks_over_a_slice_a_step_and_ends_where_a_whole_one_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk over 50,000 workloads held one step for half a second on a slow host: it
+    now looks over ``REASONS_SLICE`` a step and goes on at the next."""
+    monkeypatch.setattr(leader_module, "READ_COUNT", 2)
+    whole, _ = _reasons_written(_holding_pool(), monkeypatch)
+    monkeypatch.setattr(leader_module, "REASONS_SLICE", 1)
+    sliced, per_call = _reasons_written(_holding_pool(), monkeypatch)
+    assert sliced == whole
+    assert any("insufficient" in message for message in sliced.values())
+    assert max(per_call) == 1  # (one workload looked at a step)
