@@ -64,8 +64,8 @@ class SchedulerMetrics:
             ["stage"], registry=self.registry)
         self._next = 0.0
         self._steps = 0
-        #: The leader's laps last exported, and their totals then (a new leader's start
-        #: from zero).
+        #: The leader's laps last exported, and their totals then (a new leader's laps
+        #: start from zero).
         self._laps: StepLaps | None = None
         self._laps_seen: dict[str, float] = {}
 
@@ -99,7 +99,6 @@ class SchedulerMetrics:
         # Thousands of ClusterQueues take a while to export: never more than a twentieth of
         # the scheduler's time (a scrape every 15 s or more sees them fresh enough).
         self._next = now + max(self.interval, 20 * (time.monotonic() - started))
-
 
     def _count_stages(self, laps: StepLaps) -> None:
         if laps is not self._laps:
