@@ -186,7 +186,7 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
             continue
         entries.append(entry)
     for head in result.untried:
-        claim = (held or {}).get(head.info.key)
+        claim = held.get(head.info.key) if held else None
         if claim is not None and claim[0] in snapshot.tree.queues:
             snapshot.tree.add(*claim)
     # 2. Order.

@@ -47,7 +47,7 @@ from admission.cycle import CycleResult, schedule
 from admission.errors import blame
 from admission.events import Kind, WorkloadEvent
 from admission.topology import TopologyState
-from queueing.manager import Head, QueueManager
+from queueing.manager import QueueManager
 from quota import lifecycle
 from quota.cache import QuotaCache
 from quota.config import (
@@ -497,7 +497,7 @@ class Engine:
         self.tick(now)
         if self._admission_blocked():
             return CycleResult()
-        heads = self._in_turn(self.queues.heads())
+        heads = self.queues.heads(first=self._resume_at)
         if not heads:
             return CycleResult()
         view = self.topology.view() if self.topology.nodes else None
@@ -543,15 +543,6 @@ class Engine:
             # head that the release wakes up (see queueing.pending).
             self.queues.pin(head)
         return result
-
-    def _in_turn(self, heads: list[Head]) -> list[Head]:
-        """``heads`` from the one the last cycle cut short did not try (if it still has a
-        head), then round: the queues' order, rotated."""
-        if self._resume_at is None:
-            return heads
-        turn = next((i for i, head in enumerate(heads)
-                     if head.cluster_queue == self._resume_at), 0)
-        return heads[turn:] + heads[:turn]
 
     def run_until_idle(self, now: float, max_cycles: int = 1_000_000) -> list[CycleResult]:
         """Cycle until no head is left to try; returns the cycles that did something."""

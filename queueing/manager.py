@@ -117,10 +117,16 @@ class QueueManager:
             self.queues[entry.cluster_queue].remove(key)
         return entry.info
 
-    def heads(self) -> list[Head]:
-        """One head per ClusterQueue that has one to try, in the queues' order."""
+    def heads(self, first: str | None = None) -> list[Head]:
+        """One head per ClusterQueue that has one to try, in the queues' order; from
+        ClusterQueue ``first`` on, then round, if given (a cycle cut short goes on where
+        it stopped, whether or not that queue has a head now)."""
+        order = self._order
+        start = order.get(first, 0) if first is not None else 0
+        # (the queues' order by itself unless rotated: a key per queue costs every cycle)
+        key = order.__getitem__ if not start else lambda n: (order[n] < start, order[n])
         heads = []
-        for name in sorted(self._ready, key=self._order.__getitem__):
+        for name in sorted(self._ready, key=key):
             queue = self.queues[name]
             info = queue.head() if queue else None
             if info is None:

@@ -29,7 +29,7 @@ built from Redis (:mod:`kuota.service.rebuild`) and then advanced one
    live workloads' stored states (and a window of the retained others) with the
    engine's, to catch anything an event did not say: a slice a step
    (:mod:`kuota.service.resync`).
-6. **Publish** why pending workloads wait.
+6. **Publish** why pending workloads wait, a slice a step (:mod:`kuota.service.reasons`).
 7. **Forget** the finished workloads past ``--retain-finished``, the oldest
    first, a slice a step.
 
@@ -48,13 +48,12 @@ change), and every other workload goes on.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from admission.engine import UNTRIED, Engine
+from admission.engine import Engine
 from admission.events import WorkloadEvent
 from kuota.service import decisions, rebuild, reconfig, topofeed
 from kuota.service.connection import Connection
@@ -67,6 +66,7 @@ from kuota.service.laps import StepLaps
 from kuota.service.members import CLUSTER_LOST, PoolMembers, wanted
 from kuota.service.nodeview import NodeView
 from kuota.service.placer import Placer
+from kuota.service.reasons import PendingReasons
 from kuota.service.resync import Resync
 from kuota.service.stopping import Stops
 from queueing.store import Fenced, NodeState, PodRef, WorkloadRecord
@@ -79,14 +79,6 @@ log = logging.getLogger(__name__)
 #: The Ready nodes, each with its incarnation (a node registering again is another).
 Incarnations = frozenset[tuple[str, int]]
 
-#: Live workloads whose pending reasons are looked over per second, at most.
-REASONS_PER_SECOND = 20_000
-#: Longest the pending reasons wait for the leader to catch up with a burst of events.
-REASONS_DEFERRED_MOST = 5.0
-#: Live workloads one step looks over for pending reasons, at most: a walk over 50,000,
-#: with writing what changed, held one step for 0.47 s on a slow host; the rest of the
-#: walk goes on at the next steps.
-REASONS_SLICE = 10_000
 #: Finished workloads past their retention forgotten per step, at most (see
 #: :meth:`Leader._expire`).
 EXPIRE_SLICE = 500
@@ -197,17 +189,11 @@ class Leader:
         #: Step 4: admitted gangs placed on nodes, their pods sent (and sent again).
         self.placer = Placer(self)
         self._decisions = 0
-        self._reasons: dict[str, tuple[str, str]] = {}
-        #: What the pending reasons were worked out from at the last walk (the engine's
-        #: counts of changes and reasons given, the placer's, how many workloads are
-        #: tracked): while it stays the same, a walk would find nothing new to write.
-        self._reasons_from: tuple[int, int, int, int] | None = None
-        #: The workloads a walk for pending reasons has yet to look at (None: no walk).
-        self._reasons_walk: Iterator[str] | None = None
         now = clock()
+        #: Step 6: why pending workloads wait, written to their records.
+        self.reasons = PendingReasons(self, now)
         self._renew_at = now + timing.lease_ttl / 3
         self._node_check_at = now
-        self._reasons_at = now
         self._resync_at = now + timing.resync_every
         self.resync = Resync(self)
         self._expire_at = now
@@ -301,9 +287,8 @@ class Leader:
         if self.resync.running:
             self.resync.step()
             laps.lap("resync")
-        if (now >= self._reasons_at or self._reasons_walk is not None) and (
-                not self._catching_up(events) or now >= self._reasons_at + REASONS_DEFERRED_MOST):
-            self._publish_reasons(now)
+        if self.reasons.due(now, self._catching_up(events)):
+            self.reasons.step(now)
             laps.lap("reasons")
         if self.timing.retain_finished is not None and now >= self._expire_at:
             self._expire(now)
@@ -315,9 +300,7 @@ class Leader:
 
     def _catching_up(self, events: Sequence[Event]) -> bool:
         """Are events left to read or follow (a burst)? Then what is only told to users, the
-        pending reasons, waits (at most :data:`REASONS_DEFERRED_MOST`): writing thousands of
-        new workloads' reasons took a third of such a step, and delayed everything queued
-        behind the burst in the stream — the ends of pods among it."""
+        pending reasons, waits (:mod:`kuota.service.reasons`)."""
         return self.follower.behind or len(events) >= READ_COUNT
 
     def reconfigure(self) -> None:
@@ -366,7 +349,7 @@ class Leader:
             del self.engine.records[key]  # a long-lived leader keeps only live workloads
         self.tracked.pop(key, None)
         self.unplaced.pop(key, None)
-        self._reasons.pop(key, None)
+        self.reasons.written.pop(key, None)
         self.stops.forget(key)
 
     # -- 3. schedule -------------------------------------------------------------------
@@ -580,63 +563,6 @@ class Leader:
         if forgotten:
             log.info("forgot %d workload(s) finished more than %gs ago", forgotten, retain)
 
-    # -- 6. publish reasons -------------------------------------------------------------
-    def _publish_reasons(self, now: float) -> None:
-        """Write the pending reasons that changed, looking over :data:`REASONS_SLICE` live
-        workloads a step: a walk begun here goes on at the next steps until it is done."""
-        if self._reasons_walk is None and not self._begin_reasons_walk(now):
-            return
-        assert self._reasons_walk is not None
-        keys = list(itertools.islice(self._reasons_walk, REASONS_SLICE))
-        if len(keys) < REASONS_SLICE:
-            self._reasons_walk = None  # (done)
-        changed: list[tuple[str, int, str, str]] = []
-        records = self.engine.records
-        for key in keys:
-            record = records.get(key)  # (gone since the walk began: nothing to tell)
-            if record is None or record.state is State.FINISHED \
-                    or record.pending_reason is None:
-                continue
-            why = (record.pending_reason, record.pending_message or "")
-            tracked = self.tracked.get(key)
-            written = self._reasons.get(key)
-            # A workload not tried yet has nothing to tell (as the operator, and Kueue,
-            # write no condition for it): of a burst of 50,000 submissions each was
-            # written once for that alone. UNTRIED replaces a reason written before.
-            if tracked is None or written == why or (written is None and why[0] == UNTRIED):
-                continue
-            self._reasons[key] = why
-            changed.append((key, tracked.attempt, *why))
-        for start in range(0, len(changed), 500):
-            self._check(self.store.workloads.set_reasons(self.holder, changed[start:start + 500]),
-                        "publishing pending reasons")
-
-    def _begin_reasons_walk(self, now: float) -> bool:
-        """Start a walk over every live workload, unless nothing that gives a reason has
-        changed since the last (False)."""
-        # With a backlog of tens of thousands, less often (50,000: every 2.5 s), so that
-        # telling why does not slow down deciding.
-        self._reasons_at = now + max(self.timing.reasons_every,
-                                     len(self.engine.records) / REASONS_PER_SECOND)
-        told = self.members.reasons() if self.members is not None else 0
-        changes = self.engine.changes
-        came_from = (changes.stamp, changes.reasons, self.placer.told, len(self.tracked))
-        # An idle leader holding 50,000 workloads walked them all every 2.5 s (half of
-        # its CPU) to find nothing: every reason is given by the engine, the placer or the
-        # pool members, and each of them counts what it gives.
-        if came_from == self._reasons_from and not told:
-            return False
-        self._reasons_from = came_from
-        records = self.engine.records
-        for key in self.unplaced:
-            waiting = self.placer.waiting_why(key)
-            record = records.get(key)
-            if waiting is not None and record is not None:
-                record.pending_reason = "WaitingForNodes"
-                record.pending_message = waiting
-        self._reasons_walk = iter(list(records))
-        return True
-
     # -- resuming after a failover ----------------------------------------------------
     def _resume(self, records: list[WorkloadRecord], now: float) -> None:
         placed = [r for r in records if r.state in HOLDS_QUOTA and r.placement]
@@ -646,7 +572,7 @@ class Leader:
             self.tracked[record.key] = Tracked(record.attempt, record.pods,
                                                submission=record.submission)
             if record.reason:  # what Redis says now: replaced only when it changes
-                self._reasons[record.key] = (record.reason, record.message)
+                self.reasons.written[record.key] = (record.reason, record.message)
             if record.state is State.EVICTING:
                 self.stops.begin(record.key, record.attempt, record.pods)
         for record in sorted((r for r in records if r.state is State.ADMITTED
