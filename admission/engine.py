@@ -234,6 +234,7 @@ class Engine:
         self._to(record, Event.FINISH)
         self.queues.remove(key)
         self._release(key)
+        self._claims.pop(key, None)  # (one submitted again under its name claims anew)
         self.changes.left(record.info)
         self._stop_timers(record)
         self._evicting.discard(key)
@@ -504,7 +505,8 @@ class Engine:
         # (only the cohort trees of the heads: nothing else is read or changed)
         snapshot = self.cache.snapshot(queues={head.cluster_queue for head in heads})
         tried = {head.info.key for head in heads}
-        for key in [k for k in self._claims if self.records[k].state is not State.PENDING]:
+        for key in [k for k in self._claims
+                    if (r := self.records.get(k)) is None or r.state is not State.PENDING]:
             del self._claims[key]
         for key, (cq, usage) in self._claims.items():
             if key not in tried and cq in snapshot.tree.queues:
