@@ -9,7 +9,9 @@ it leads — at once when no Lease is configured — it:
 2. rebuilds the engine from the cache (:meth:`Controller.rebuild`), so every
    Workload that holds quota is counted before the first cycle;
 3. runs the **cycle loop**: wait until something changed (or the engine's
-   next timer), run cycles until idle, hand the outbox to the writer; and the
+   next timer), run cycles until idle — one at a time, each bounded, the loop
+   free between two and the writer given what each decided
+   (:meth:`Operator.run_cycles`); and the
    **status loop**: every ``status_interval`` write queue statuses and why
    workloads wait;
 4. renews the Lease; when that fails it stops the loops, drops the engine
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -28,6 +31,7 @@ from collections.abc import Callable
 
 import kopf
 
+from admission.engine import Engine
 from kuota.federation.federation import Federation
 from kuota.operator import informer, names
 from kuota.operator.client import ApiError, Client
@@ -41,6 +45,9 @@ log = logging.getLogger(__name__)
 
 #: The longest the cycle loop sleeps with nothing to do (a safety net, not a timer).
 IDLE_WAKEUP = 5.0
+#: The longest one cycle nominates heads before it decides on those it has (seconds).
+#: An ordinary cycle over 1,000 ClusterQueues nominates for tens of milliseconds.
+CYCLE_MOST = 0.1
 
 
 class Operator:
@@ -185,13 +192,30 @@ class Operator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout)
             wake.clear()
-            results = engine.run_until_idle(controller.clock())
-            self.metrics.cycles.inc(len(results))
-            events = engine.drain_outbox()
+            await self.run_cycles(engine)
+
+    async def run_cycles(self, engine: Engine) -> None:
+        """Cycles until no head is left to try, yielding to the event loop after each.
+
+        Between two cycles the webhook, the probes, the watches and the Lease's renewal are
+        answered, and the writer starts on what the last cycle decided. A cycle nominates
+        for at most :data:`CYCLE_MOST` before deciding on the heads it has; the next one
+        starts with those it left (:meth:`Engine.schedule <admission.engine.Engine.schedule>`).
+        Run until idle in one go, 50,000 waiting Workloads in 1,000 ClusterQueues held the
+        loop for 1.8 s, and a wave of preemptions for longer."""
+        assert self.writer is not None
+        controller, writer = self.controller, self.writer
+        while controller.engine is engine:
+            result = engine.schedule(controller.clock(), enough=functools.partial(
+                _past, time.monotonic() + CYCLE_MOST))
+            events = engine.drain_outbox()  # (a cycle with no head may still time something out)
             if events:
                 self.federation.events(events)
-                self.writer.persist(events)
-            await asyncio.sleep(0)  # let watch events in between cycles
+                writer.persist(events)
+            if not result.tried:
+                return
+            self.metrics.cycles.inc()
+            await asyncio.sleep(0)
 
     async def _statuses(self) -> None:
         assert self.writer is not None
@@ -211,3 +235,7 @@ class Operator:
             if not await self.elector.try_acquire():
                 log.warning("lost the lease %s; standing by", self.options.lease_name)
                 return
+
+
+def _past(deadline: float) -> bool:
+    return time.monotonic() >= deadline
