@@ -151,11 +151,12 @@ class Controller:
         return self.engine
 
     def rebuilding(self, actions: Actions, *, slice_size: int = REBUILD_SLICE) -> Iterator[None]:
-        """:meth:`rebuild`, pausing after every ``slice_size`` Workloads, Jobs and Pods:
-        whoever drives it lets other work run in between — the operator's event loop
-        answers the webhook and the probes, where 50,000 Workloads read at once held them
-        for 4 s. Watch events that come meanwhile are held and ingested at the end, in
-        order, as if they had come just after it."""
+        """:meth:`rebuild`, pausing after every ``slice_size`` objects read (queue objects,
+        nodes and namespaces as well as Workloads, Jobs and Pods): whoever drives it lets
+        other work run in between — the operator's event loop answers the webhook and the
+        probes, where 50,000 Workloads read at once held them for 4 s, and 2,000 queue
+        objects for half a second. Watch events that come meanwhile are held and ingested
+        at the end, in order, as if they had come just after it."""
         # Pods take time to stop: evicted workloads hold their quota until they have.
         engine = self.engine = Engine(config=self.options.engine, wait_for_stop=True)
         self.actions = actions
@@ -166,22 +167,28 @@ class Controller:
             self.federation.attach(engine)
         self.configs.lead(engine)
         self.owners.clear()
-        # Nodes and topologies first: restoring a placed workload counts its nodes.
-        for kind in ("Topology", "Node", "Namespace", "WorkloadPriorityClass"):
-            for body in self.objects.all(kind):
+        count = 0
+
+        def listed(*kinds: str) -> list[tuple[str, Body]]:
+            # (a list, made first: the watches update the object cache meanwhile)
+            return [(kind, body) for kind in kinds for body in self.objects.all(kind)]
+
+        def ingest(objects: list[tuple[str, Body]]) -> Iterator[None]:
+            nonlocal count
+            for kind, body in objects:
                 self._ingest(kind, body, False)
+                count += 1
+                if count % slice_size == 0:
+                    yield
+
+        # Nodes and topologies first: restoring a placed workload counts its nodes.
+        yield from ingest(listed("Topology", "Node", "Namespace", "WorkloadPriorityClass"))
         with engine.configuring():  # (one rebuild for every queue object)
-            for kind in configs.CONFIG_KINDS:
-                for body in self.objects.all(kind):
-                    self._ingest(kind, body, False)
-        workloads = list(self.objects.all("Workload"))
-        workloads.sort(key=lambda b: not holds_quota(b))
-        owners = [("Job", body) for body in self.objects.all("Job")]
-        owners += [("Pod", body) for body in self.objects.all("Pod")]
-        for count, (kind, body) in enumerate([("Workload", b) for b in workloads] + owners, 1):
-            self._ingest(kind, body, False)
-            if count % slice_size == 0:
-                yield
+            yield from ingest(listed(*configs.CONFIG_KINDS))
+        # Then what holds quota, so that it is counted before anything waiting is queued.
+        workloads = sorted(self.objects.all("Workload"), key=lambda b: not holds_quota(b))
+        yield from ingest([("Workload", body) for body in workloads])
+        yield from ingest(listed("Job", "Pod"))
         engine.drain_outbox()  # restoring decides nothing: there is nothing to write
         self.in_rebuild = False
         for key, record in list(engine.records.items()):

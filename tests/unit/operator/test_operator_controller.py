@@ -138,7 +138,9 @@ class TestRebuild:
                                            for i in range(5))):
             controller.observe(kind, body)
         steps = controller.rebuilding(FakeActions(), slice_size=2)
-        next(steps)  # two Workloads read
+        # Four objects (namespace, flavor, queues) in two slices; then two Workloads read.
+        for _ in range(3):
+            next(steps)
         engine = controller.engine
         assert engine is not None and len(engine.records) == 2
         bigger = queues("8")[2][1]
@@ -152,6 +154,24 @@ class TestRebuild:
                                                 ("w0", "w1", "w2", "w3", "w4", "late"))
         engine.run_until_idle(1000)
         assert all(r.state is State.ADMITTED for r in engine.records.values())
+
+    def test_queue_objects_are_read_in_slices_and_applied_once_at_their_end(self) -> None:
+        # 1,000 ClusterQueues and LocalQueues took half a second to read and check: a pause
+        # every slice, as for Workloads. The engine takes them in one batch, at the end.
+        controller = Controller(Options(), clock=lambda: 1000.0)
+        objects = queues("4")
+        for kind, body in objects:
+            controller.observe(kind, body)
+        pauses = 0
+        for _ in controller.rebuilding(FakeActions(), slice_size=1):
+            pauses += 1
+            engine = controller.engine
+            assert engine is not None
+            if pauses < len(objects):  # (the last pause comes after the LocalQueue)
+                assert "team" not in engine.cache.tree.queues  # (not yet in the quota tree)
+        assert pauses == len(objects)
+        assert engine is not None
+        assert "team" in engine.cache.tree.queues and "ns/main" in engine.cache.local_queues
 
 
 class TestConfigs:
