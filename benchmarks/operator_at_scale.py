@@ -136,8 +136,6 @@ def first_admissions(operator: Operator) -> tuple[int, float, float]:
     longest = 0.0
 
     async def run() -> None:
-        nonlocal longest
-
         async def ticker() -> None:
             nonlocal longest
             last = time.perf_counter()

@@ -202,7 +202,7 @@ class Operator:
         for at most :data:`CYCLE_MOST` before deciding on the heads it has; the next one
         starts with those it left (:meth:`Engine.schedule <admission.engine.Engine.schedule>`).
         Run until idle in one go, 50,000 waiting Workloads in 1,000 ClusterQueues held the
-        loop for 1.8 s, and a wave of preemptions for longer."""
+        loop for about 2 s, and a wave of preemptions for longer."""
         assert self.writer is not None
         controller, writer = self.controller, self.writer
         while controller.engine is engine:
