@@ -77,21 +77,3 @@ def test_a_preemptor_left_untried_keeps_the_quota_its_victims_freed() -> None:
     resumed = engine.schedule(3, enough=lambda: True)
     assert [h.info.key for h, _ in resumed.admitted] == [preemptor]
 
-
-def test_a_claim_goes_with_its_workload_when_that_is_finished_and_forgotten() -> None:
-    # Between two cut cycles the adapters finish workloads, and drop the finished ones'
-    # records (the operator when the Workload is deleted, the Redis leader at once).
-    lower = PreemptionConfig(within_cluster_queue="LowerPriority")
-    engine = engine_with(cq("a", 4), cq("b", 4).set(preemption=lower), wait_for_stop=True)
-    submit(engine, "filler", "a", 4)
-    victim = submit(engine, "victim", "b", 4)
-    engine.run_until_idle(0)
-    preemptor = submit(engine, "preemptor", "b", 4, priority=10, at=1)
-    engine.run_until_idle(1)
-    engine.stopped(victim, 2)
-    submit(engine, "wide", "a", 4, at=3)
-    assert [h.info.key for h in engine.schedule(3, enough=lambda: True).untried] == [preemptor]
-    engine.finish(preemptor, 4)  # cancelled while it held a claim
-    del engine.records[preemptor]
-    # Its claim is given up with it: the victim, back in b's queue, has b's quota again.
-    assert [h.info.name for h, _ in engine.schedule(5).admitted] == ["victim"]

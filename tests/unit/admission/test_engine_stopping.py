@@ -127,13 +127,19 @@ class TestEvicting:
         assert e.records[key].state is State.ADMITTED and e.drain_outbox() == []
 
 
+def preempting() -> tuple[Engine, str, str]:
+    """An engine where "high" preempted "low", whose pods are stopping."""
+    e = engine()
+    low = submit(e, "low", priority=0)
+    e.run_until_idle(0)
+    high = submit(e, "high", priority=10, at=1)
+    e.run_until_idle(1)
+    return e, low, high
+
+
 class TestPreemptionWaits:
     def test_a_preemptor_waits_for_its_victim_to_stop(self) -> None:
-        e = engine()
-        low = submit(e, "low", priority=0)
-        e.run_until_idle(0)
-        high = submit(e, "high", priority=10, at=1)
-        e.run_until_idle(1)
+        e, low, high = preempting()
         assert e.records[low].state is State.EVICTING
         assert e.records[high].state is State.PENDING
         assert e.records[high].pending_reason == "Preempting"
@@ -155,6 +161,17 @@ class TestPreemptionWaits:
         e.run_until_idle(3)
         assert e.records[first].state is State.ADMITTED  # the newer one would have been first
         assert e.records[second].state is State.EVICTING
+
+    def test_a_preemptor_ended_while_waiting_gives_up_its_claim(self) -> None:
+        # The preemptor claims the quota its victim will free. The adapters finish a
+        # workload and drop its record (the operator when the Workload is deleted, the Redis
+        # leader at once): the next cycle looked the claim's record up, and failed.
+        e, low, high = preempting()
+        e.finish(high, 2)  # cancelled while its victim stops
+        del e.records[high]
+        e.stopped(low, 3)
+        e.run_until_idle(4)
+        assert e.records[low].state is State.ADMITTED  # the quota claimed is free again
 
 
 class TestPodsReady:

@@ -93,17 +93,23 @@ def check_invariants(engine: Engine, specs: list[ClusterQueueConfig]) -> None:
         assert total - guaranteed_total <= offered, (fr, total, offered)
 
 
-@settings(max_examples=60, deadline=None)
-@given(specs=queue_specs(), ops=steps)
-def test_random_streams_keep_quota_invariants(specs: list[ClusterQueueConfig],
-                                              ops: list[tuple[str, int, int, int, int, int]]
-                                              ) -> None:
-    engine = Engine()
+def engine_for(specs: list[ClusterQueueConfig], *, wait_for_stop: bool = False) -> Engine:
+    """An engine with both flavors, ``specs``, and a LocalQueue named after each."""
+    engine = Engine(wait_for_stop=wait_for_stop)
     for name in FLAVORS:
         engine.apply(flavor(name))
     for cq in specs:
         engine.apply(cq)
         engine.apply(local_queue(cq.name, name=cq.name))
+    return engine
+
+
+@settings(max_examples=60, deadline=None)
+@given(specs=queue_specs(), ops=steps)
+def test_random_streams_keep_quota_invariants(specs: list[ClusterQueueConfig],
+                                              ops: list[tuple[str, int, int, int, int, int]]
+                                              ) -> None:
+    engine = engine_for(specs)
     now = 0.0
     for n, (op, q, pods1, pods2, cpu, priority) in enumerate(ops):
         now += 1
