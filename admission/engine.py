@@ -43,6 +43,7 @@ from typing import Protocol
 
 from admission import backoff
 from admission.changes import Changes
+from admission.claims import Claims
 from admission.cycle import CycleResult, schedule
 from admission.errors import blame
 from admission.events import Kind, WorkloadEvent
@@ -59,7 +60,6 @@ from quota.config import (
     LocalQueueConfig,
 )
 from quota.lifecycle import HOLDS_QUOTA, Event, State
-from quota.resources import FRVector
 from quota.workload import Admission, WorkloadInfo
 
 ConfigObject = (FlavorConfig | ClusterQueueConfig | CohortConfig | LocalQueueConfig
@@ -140,11 +140,9 @@ class Engine:
     wait_for_stop: bool = False
     #: Workloads in state Evicting.
     _evicting: set[str] = field(default_factory=set)
-    #: With ``wait_for_stop``: preemptors waiting for their victims to stop -> (ClusterQueue,
-    #: the usage they will take). Held in every cycle's snapshot until they are tried again,
-    #: so what their victims free is not admitted to others meanwhile — they would be the
-    #: next victims, and the same workloads would be evicted and readmitted without end.
-    _claims: dict[str, tuple[str, FRVector]] = field(default_factory=dict)
+    #: With ``wait_for_stop``: what preemptors waiting for their victims will take
+    #: (:mod:`admission.claims`).
+    _claims: Claims = field(default_factory=Claims)
     #: The ClusterQueue whose head the last cycle, cut short, left untried: the next cycle
     #: nominates from it (:meth:`schedule`'s ``enough``).
     _resume_at: str | None = None
@@ -234,7 +232,7 @@ class Engine:
         self._to(record, Event.FINISH)
         self.queues.remove(key)
         self._release(key)
-        self._claims.pop(key, None)  # (one submitted again under its name claims anew)
+        self._claims.drop(key)
         self.changes.left(record.info)
         self._stop_timers(record)
         self._evicting.discard(key)
@@ -504,23 +502,15 @@ class Engine:
         view = self.topology.view() if self.topology.nodes else None
         # (only the cohort trees of the heads: nothing else is read or changed)
         snapshot = self.cache.snapshot(queues={head.cluster_queue for head in heads})
-        tried = {head.info.key for head in heads}
-        for key in [k for k in self._claims
-                    if (r := self.records.get(k)) is None or r.state is not State.PENDING]:
-            del self._claims[key]
-        for key, (cq, usage) in self._claims.items():
-            if key not in tried and cq in snapshot.tree.queues:
-                snapshot.tree.add(cq, usage)
-        held = {key: self._claims.pop(key) for key in tried if key in self._claims}
+        held = self._claims.for_cycle(snapshot.tree, {head.info.key for head in heads},
+                                      waiting=self._waiting)
         try:
             result = schedule(snapshot, heads, self.cache.namespace_labels,
                               fair_sharing=self.config.fair_sharing, topology=view,
                               evicting=frozenset(self._evicting), enough=enough, held=held)
         finally:
             snapshot.tree.dismantle()  # the cycle's copy is done with: no cyclic garbage
-        for head in result.untried:
-            if head.info.key in held:
-                self._claims[head.info.key] = held[head.info.key]
+        self._claims.keep_untried(result.untried, held)
         self._resume_at = result.untried[0].cluster_queue if result.untried else None
         for preemption in result.preempted:  # (a victim already Evicting stays as it is)
             target, preemptor = preemption.target, preemption.preemptor
@@ -540,7 +530,8 @@ class Engine:
             if self.wait_for_stop:
                 # Its victims keep their quota until they stop; their release unblocks it.
                 self.queues.block(head, "Preempting", "waiting for preempted workloads to stop")
-                self._claims[head.info.key] = (head.cluster_queue, result.claims[head.info.key])
+                self._claims.claim(head.info.key, head.cluster_queue,
+                                   result.claims[head.info.key])
             # It keeps its turn: the quota its victims free is for it, not for an older
             # head that the release wakes up (see queueing.pending).
             self.queues.pin(head)
@@ -689,3 +680,8 @@ class Engine:
             return self.records[key]
         except KeyError:
             raise KeyError(f"unknown workload {key}") from None
+
+    def _waiting(self, key: str) -> bool:
+        """Workload ``key`` is known and Pending (a preemptor so keeps its claim)."""
+        record = self.records.get(key)
+        return record is not None and record.state is State.PENDING
