@@ -27,13 +27,23 @@ were, the leader's longest step, and the share of its steps' time each stage too
 ``--fair-sharing`` runs all of it with fair sharing on (Kueue's shape has it off): each
 cohort's heads are then ordered by a tournament of dominant resource shares.
 
+``--realtime-shards N`` runs the real-time shape split by cohort tree into N shares at once,
+each a store of its own with its own scheduler, runner and submitter on the one
+redis-server: not how kuota runs (one leader per store), but the most that leaders sharing
+the work by cohort tree could give on this machine. Prints each share's wall, mean time to
+admission per class, scheduler CPU and lease terms, and the whole run's means.
+
 Usage: python benchmarks/large_scale.py [--no-preemption] [--fair-sharing] [--scaling]
-           [--realtime [--realtime-scale S]]
+           [--realtime [--realtime-scale S]] [--realtime-shards N]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import queue
+import statistics
+import sys
 from typing import Any
 
 from simulate_kueue_baseline import Shape, report, run
@@ -84,6 +94,11 @@ def main() -> None:
                              "and a runner finishing each pod after its run time")
     parser.add_argument("--realtime-scale", type=float, default=1.0, metavar="S",
                         help="workloads per class × S in the real-time run (default 1)")
+    parser.add_argument("--realtime-shards", type=int, default=0, metavar="N",
+                        help="also run the shape in real time split into N shares of its "
+                             "cohorts at once, each with a scheduler, runner and submitter "
+                             "of its own: what leaders sharing the work by cohort tree could "
+                             "give at most on this machine (N divides 10)")
     parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
     args = parser.parse_args()
     gctuning.tune()  # as `kuota simulate` and `kuota scheduler` do
@@ -98,6 +113,12 @@ def main() -> None:
         scaling(preemption, args.fair_sharing)
     if args.realtime:
         realtime(args.realtime_scale, preemption, args.redis, r, args.fair_sharing)
+    if args.realtime_shards:
+        if LARGE_SCALE.cohorts % args.realtime_shards:
+            parser.error(f"--realtime-shards {args.realtime_shards}: must divide the "
+                         f"shape's {LARGE_SCALE.cohorts} cohorts")
+        sharded(args.realtime_shards, args.realtime_scale, preemption, args.redis,
+                args.fair_sharing)
 
 
 def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str, Any],
@@ -141,6 +162,64 @@ def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str,
         print(f"    {name:<8}{t['late']:>10.2f}{three(t['admitted']):>26}"
               f"{three(virtual['admitted_deciles'][name]):>22}{t['held_over']:>26.2f}"
               f"{t['evicted']:>11,}")
+
+
+def sharded(shards: int, scale: float, preemption: bool, url: str | None,
+            fair_sharing: bool) -> None:
+    """The real-time run split by cohort tree into ``shards`` independent runs at once.
+
+    kuota has one leader per store, so this is not how it runs: it bounds what leaders
+    sharing the work could give. Each share is a store of its own (a key prefix) on the
+    one redis-server, with its own ``kuota scheduler``, runner and submitter; nothing
+    is spent coordinating them, and the cohorts share nothing in this shape, so the
+    decisions are the ones a single leader makes. The runners and submitters are N times
+    the processes but do the same work in total. The shares start their clocks together,
+    once all are set up; the whole run's wall is the longest share's."""
+    from redis_throughput import redis_server
+
+    share = Shape(LARGE_SCALE.cohorts // shards, LARGE_SCALE.queues, LARGE_SCALE.classes)
+    fork = multiprocessing.get_context("fork")
+    results, start = fork.Queue(), fork.Barrier(shards)
+    with redis_server(url) as server:
+        runs = [fork.Process(target=_share, args=(server, share, scale, preemption,
+                                                  fair_sharing, start, results))
+                for _ in range(shards)]
+        for run_ in runs:
+            run_.start()
+        rows: list[dict[str, Any]] = []
+        while len(rows) < shards:  # (read before joining: a full pipe blocks a child)
+            try:
+                rows.append(results.get(timeout=1.0))
+            except queue.Empty:
+                if not any(run_.is_alive() for run_ in runs):
+                    break
+        for run_ in runs:
+            run_.join()
+    if len(rows) < shards or any(run_.exitcode for run_ in runs):
+        sys.exit("a share's run failed (its output is above)")
+    names = [name for name, *_ in LARGE_SCALE.classes]
+    print(f"== real time on Redis in {shards} shares of {share.cohorts} cohorts at once "
+          f"(scale {scale:g})")
+    print(f"  {'share':<7}{'wall s':>8}" + "".join(f"{n:>9}" for n in names)
+          + f"{'CPU s':>8}{'lease terms':>13}")
+    for index, r in enumerate(rows):
+        print(f"  {index:<7}{r['wall']:>8.1f}" + "".join(f"{r['waits'][n]:>9.2f}" for n in names)
+              + f"{r['cpu']:>8.1f}{r['terms']:>13}")
+    # (the shares are the same size, so the mean of their means is the whole run's mean)
+    print(f"  {'all':<7}{max(r['wall'] for r in rows):>8.1f}"
+          + "".join(f"{statistics.fmean(r['waits'][n] for r in rows):>9.2f}" for n in names)
+          + f"{sum(r['cpu'] for r in rows):>8.1f}")
+
+
+def _share(url: str, shape: Shape, scale: float, preemption: bool, fair_sharing: bool,
+           start: Any, results: Any) -> None:
+    from redis_throughput import realtime_baseline
+
+    # (every share's clock starts once all are set up, so their runs overlap whole)
+    r = realtime_baseline(url, scale, 0.01, shape=shape, preemption=preemption,
+                          scheduler_args=("--fair-sharing",) if fair_sharing else (),
+                          ready=lambda: start.wait(600))
+    results.put({key: r[key] for key in ("wall", "waits", "cpu", "terms")})
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ import traceback
 import urllib.request
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -331,12 +331,13 @@ class TimedRunner:
 
 
 def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None,
-                      preemption: bool = False,
-                      scheduler_args: tuple[str, ...] = ()) -> dict[str, Any]:
+                      preemption: bool = False, scheduler_args: tuple[str, ...] = (),
+                      ready: Callable[[], object] | None = None) -> dict[str, Any]:
     """One of Kueue's shapes (default its baseline) submitted at its arrival times to a
     running ``kuota scheduler``; figures as :func:`_baseline_figures` gives them, the
     scheduler's CPU seconds and peak RSS, and what the whole machine spent meanwhile
-    (:class:`MachineCPU`)."""
+    (:class:`MachineCPU`). ``ready`` is called, when given, just before the clock starts
+    (runs side by side wait there for each other)."""
     from benchmarks.simulate_kueue_baseline import BASELINE, baseline
 
     shape = shape or BASELINE
@@ -382,6 +383,8 @@ def realtime_baseline(url: str, scale: float, batch: float, *, shape: Any = None
         # start are not the run's)
         wait_until("the scheduler's metrics", lambda: _stages(metrics_port) is not None, 30)
         stages_before = _stages(metrics_port) or {}
+        if ready is not None:
+            ready()
         t0 = time.time()
         started.send(t0)
         while sender.is_alive():
