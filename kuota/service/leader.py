@@ -349,7 +349,7 @@ class Leader:
             del self.engine.records[key]  # a long-lived leader keeps only live workloads
         self.tracked.pop(key, None)
         self.unplaced.pop(key, None)
-        self.reasons.written.pop(key, None)
+        self.reasons.forget(key)
         self.stops.forget(key)
 
     # -- 3. schedule -------------------------------------------------------------------
@@ -572,7 +572,7 @@ class Leader:
             self.tracked[record.key] = Tracked(record.attempt, record.pods,
                                                submission=record.submission)
             if record.reason:  # what Redis says now: replaced only when it changes
-                self.reasons.written[record.key] = (record.reason, record.message)
+                self.reasons.stored(record.key, record.reason, record.message)
             if record.state is State.EVICTING:
                 self.stops.begin(record.key, record.attempt, record.pods)
         for record in sorted((r for r in records if r.state is State.ADMITTED

@@ -65,6 +65,15 @@ class PendingReasons:
         #: When the next walk is due.
         self._due_at = now
 
+    def stored(self, key: str, reason: str, message: str) -> None:
+        """Redis holds this reason for ``key`` (found on taking over): written again only
+        when it changes."""
+        self.written[key] = (reason, message)
+
+    def forget(self, key: str) -> None:
+        """``key`` is no longer live: nothing more to tell of it."""
+        self.written.pop(key, None)
+
     def due(self, now: float, catching_up: bool) -> bool:
         """Is a walk due or under way, and not held back by a burst (module doc)?"""
         return (now >= self._due_at or self._walk is not None) and (
