@@ -76,4 +76,3 @@ def test_a_preemptor_left_untried_keeps_the_quota_its_victims_freed() -> None:
     # The next cycle starts with the preemptor, which takes its quota.
     resumed = engine.schedule(3, enough=lambda: True)
     assert [h.info.key for h, _ in resumed.admitted] == [preemptor]
-
