@@ -24,6 +24,10 @@ second by second, the cores the scheduler and Redis used), how many lease terms 
 were, the leader's longest step, and the share of its steps' time each stage took
 (from its /metrics).
 
+``--redis-scripts`` adds to the real-time run Redis's own time per store script (submit,
+admit, place, a pod's start and exit, the leader's reads), from its slow log
+(benchmarks/scripttime.py): the Redis half of what the run costs.
+
 ``--fair-sharing`` runs all of it with fair sharing on (Kueue's shape has it off): each
 cohort's heads are then ordered by a tournament of dominant resource shares.
 
@@ -34,7 +38,7 @@ the work by cohort tree could give on this machine. Prints each share's wall, me
 admission per class, scheduler CPU and lease terms, and the whole run's means.
 
 Usage: python benchmarks/large_scale.py [--no-preemption] [--fair-sharing] [--scaling]
-           [--realtime [--realtime-scale S]] [--realtime-shards N]
+           [--realtime [--realtime-scale S] [--redis-scripts]] [--realtime-shards N]
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import multiprocessing
 import queue
 import statistics
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 from simulate_kueue_baseline import Shape, report, run
@@ -94,6 +99,9 @@ def main() -> None:
                              "and a runner finishing each pod after its run time")
     parser.add_argument("--realtime-scale", type=float, default=1.0, metavar="S",
                         help="workloads per class × S in the real-time run (default 1)")
+    parser.add_argument("--redis-scripts", action="store_true",
+                        help="with --realtime: also print Redis's time per store script, "
+                             "from its slow log (turned on for the run, then put back)")
     parser.add_argument("--realtime-shards", type=int, default=0, metavar="N",
                         help="also run the shape in real time split into N shares of its "
                              "cohorts at once, each with a scheduler, runner and submitter "
@@ -112,7 +120,8 @@ def main() -> None:
     if args.scaling:
         scaling(preemption, args.fair_sharing)
     if args.realtime:
-        realtime(args.realtime_scale, preemption, args.redis, r, args.fair_sharing)
+        realtime(args.realtime_scale, preemption, args.redis, r, args.fair_sharing,
+                 args.redis_scripts)
     if args.realtime_shards:
         if LARGE_SCALE.cohorts % args.realtime_shards:
             parser.error(f"--realtime-shards {args.realtime_shards}: must divide the "
@@ -122,11 +131,13 @@ def main() -> None:
 
 
 def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str, Any],
-             fair_sharing: bool) -> None:
+             fair_sharing: bool, redis_scripts: bool) -> None:
     from procstat import machine_line, timeline_lines
     from redis_throughput import realtime_baseline, redis_server, stages_line
+    from scripttime import ScriptTimes, script_times
 
-    with redis_server(url) as server:
+    with redis_server(url) as server, \
+            (script_times(server) if redis_scripts else nullcontext(ScriptTimes())) as scripts:
         r = realtime_baseline(server, scale, 0.01, shape=LARGE_SCALE, preemption=preemption,
                               scheduler_args=("--fair-sharing",) if fair_sharing else ())
     waits = ", ".join(f"{name} {r['waits'][name]:.2f} s" for name, *_ in LARGE_SCALE.classes)
@@ -162,6 +173,10 @@ def realtime(scale: float, preemption: bool, url: str | None, virtual: dict[str,
         print(f"    {name:<8}{t['late']:>10.2f}{three(t['admitted']):>26}"
               f"{three(virtual['admitted_deciles'][name]):>22}{t['held_over']:>26.2f}"
               f"{t['evicted']:>11,}")
+    if redis_scripts:
+        print("  Redis's time by script (its slow log; the scripts' commands included)")
+        for line in scripts.lines(r["admitted"]):
+            print(f"    {line}")
 
 
 def sharded(shards: int, scale: float, preemption: bool, url: str | None,
