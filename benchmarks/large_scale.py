@@ -109,6 +109,8 @@ def main() -> None:
                              "give at most on this machine (N divides 10)")
     parser.add_argument("--redis", default=None, help="use this Redis (default: start one)")
     args = parser.parse_args()
+    if args.redis_scripts and not args.realtime:
+        parser.error("--redis-scripts: measures the real-time run, so only with --realtime")
     gctuning.tune()  # as `kuota simulate` and `kuota scheduler` do
     preemption = not args.no_preemption
     r = run(shape=LARGE_SCALE, preemption=preemption, fair_sharing=args.fair_sharing)
