@@ -83,6 +83,9 @@ MIN_PARALLELISM_ANNOTATIONS: Final = (f"{GROUP}/job-min-parallelism",
 POD_GROUP_LABELS: Final = (f"{GROUP}/pod-group-name", f"{KUEUE}/pod-group-name")
 POD_GROUP_COUNT_ANNOTATIONS: Final = (f"{GROUP}/pod-group-total-count",
                                       f"{KUEUE}/pod-group-total-count")
+#: On a pod of a group: "false" finishes the group (Failed) once a pod failed and none
+#: runs, instead of waiting for a replacement of the failed pod.
+RETRIABLE_ANNOTATIONS: Final = (f"{GROUP}/retriable-in-group", f"{KUEUE}/retriable-in-group")
 #: On a pod kuota pins to topology domains (it carries :data:`TOPOLOGY_GATE` at creation);
 #: set on the pod template of a started Job that asks for topology, and by the webhook.
 TOPOLOGY_LABEL: Final = f"{GROUP}/tas"

@@ -13,8 +13,9 @@ turns the owners' events into engine calls (the writes they need are
   and so does a Workload whose Job another one of the same name replaced, or
   that lost its owner reference.
 * A pod group gets a Workload once enough *live* pods exist (terminating ones
-  do not count); it finishes when its pods end, and is deleted when none is
-  left alive (all gone or being deleted) outside an eviction.
+  do not count); it finishes by Kueue's rule (:func:`~kuota.operator.podgroups.outcome`:
+  when enough pods succeeded, or when failed pods may not be replaced), and is
+  deleted when every pod is gone or being deleted outside an eviction.
 * Pods labelled ``kuota.dev/tas`` are kept per owner (Job or pod group); a
   gated one asks the writer to pin its owner's pods (:mod:`kuota.operator.ungater`).
 * Evictions wait for the pods (the engine runs with ``wait_for_stop``): an
@@ -80,6 +81,12 @@ class Owners:
         if group_key is not None and self.workload_of_group.get(group_key) == workload:
             del self.workload_of_group[group_key]
             self.group_of_workload.pop(workload, None)
+            actions = self.controller.actions
+            live = [p for p in self.pods_of(group_key) if podgroups.live(p)]
+            if actions is not None and live \
+                    and len(live) >= self.group_sizes.get(group_key, len(live) + 1):
+                # Replacements created while the old Workload was going: theirs now.
+                actions.create_group_workload(group_key)
         # (an orphaned Workload no longer names its Job: the index still does)
         indexed = self.job_of_workload.pop(workload, None) or job_key
         if indexed is not None and self.workload_of_job.get(indexed) == workload:
@@ -229,9 +236,10 @@ class Owners:
             controller.changed()
             return
         self.check_stopped(workload)
-        if not live and record.state is not State.EVICTING:
+        if not any(not being_deleted(p) for p in pods) and record.state is not State.EVICTING:
             # Every pod is gone or being deleted, and not by an eviction of ours: the
-            # group is no more. Its Workload goes (and its quota with it).
+            # group is no more. Its Workload goes (and its quota with it). (A failed pod
+            # that is still there waits for its replacement: the group goes on.)
             actions.delete_workload(workload)
             return
         if record.state is State.ADMITTED and not record.pods_ready and len(live) >= total \

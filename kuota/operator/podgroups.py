@@ -172,12 +172,29 @@ def pod_set_of(pod: Body) -> str:
     return str(recorded) if recorded else shape(pod)
 
 
+def unretriable(pods: Iterable[Body]) -> bool:
+    """Whether the group may not replace a failed pod: one of its pods says so with
+    ``retriable-in-group: "false"`` (Kueue's annotation; kuota's spelling too)."""
+    return any(names.first_of((p.get("metadata") or {}).get("annotations"),
+                              names.RETRIABLE_ANNOTATIONS) == "false" for p in pods)
+
+
 def outcome(pods: Iterable[Body], total: int) -> tuple[str, str] | None:
-    """("Succeeded" | "Failed", message) once ``total`` pods have ended."""
-    ended = [p for p in pods if terminal(p)]
-    if len(ended) < total:
+    """("Succeeded" | "Failed", message) once the group is done, by Kueue's rule: when
+    ``total`` of its pods succeeded; or, in a group whose failed pods may not be replaced
+    (:func:`unretriable`), when none is left running. A failed pod of any other group
+    waits for its replacement (a new pod of the same group, which joins the running
+    Workload), so it finishes nothing.
+
+    Pods being deleted are leaving the group and count for nothing: the kubelet reports a
+    deleted pod ``Failed`` once its containers are stopped, and those kuota deleted to
+    evict the group must not read as the group's own failure."""
+    staying = [p for p in pods if not being_deleted(p)]
+    succeeded = sum(1 for p in staying if (p.get("status") or {}).get("phase") == "Succeeded")
+    if succeeded >= total:
+        return "Succeeded", f"Pods succeeded: {succeeded}/{total}"
+    if any(not terminal(p) for p in staying) or not unretriable(staying):
         return None
-    failed = [p["metadata"]["name"] for p in ended if p["status"]["phase"] == "Failed"]
-    if failed:
-        return "Failed", f"pods failed: {', '.join(sorted(failed))}"
-    return "Succeeded", f"all {total} pods succeeded"
+    failed = sorted(p["metadata"]["name"] for p in staying
+                    if (p.get("status") or {}).get("phase") == "Failed")
+    return "Failed", f"Pods succeeded: {succeeded}/{total}; failed: {', '.join(failed)}"

@@ -125,3 +125,46 @@ def test_a_pod_that_can_never_take_its_domain_deactivates_its_workload(
     kube.wait_for(lambda: _reserved(kube, cq, rf) in ("0", None), what="no quota held")
     for pod in kube.list("v1", "Pod", namespace, label_selector="job-name=odd"):
         assert pod["spec"]["nodeSelector"][rack] == "r2"  # never patched into a 422 loop
+
+
+def test_a_preempted_group_is_not_failed_by_its_stopped_pods_and_its_replacements_run(
+        control_plane: ControlPlane, kube: Kube, namespace: str,
+        operator: OperatorProcess) -> None:
+    """The pods kuota deletes to evict a group end ``Failed`` (the kubelet's word for a
+    deleted pod): they must not finish the group's Workload as failed, which left the
+    group's replacement pods gated for ever."""
+    pool = f"{namespace}-pool"
+    control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
+    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+    kube.apply(b.flavor(rf, labels={"pool": pool}),
+               b.cluster_queue(cq, quotas={rf: {"cpu": 4}},
+                               preemption={"withinClusterQueue": "LowerPriority"}),
+               b.local_queue("main", cq, namespace),
+               b.priority_class(f"{namespace}-high", 1000))
+
+    def group_pods() -> list[dict]:
+        return kube.list("v1", "Pod", namespace, label_selector="kuota.dev/pod-group-name=low")
+
+    for i in range(2):
+        kube.create(group_pod(f"low-{i}", namespace, "low", 2, cpu="2", run_for="1h"))
+    kube.wait_for(lambda: len([p for p in group_pods()
+                               if (p.get("status") or {}).get("phase") == "Running"]) == 2,
+                  what="the low group running")
+    kube.create(b.job("high", namespace, cpu="4", run_for="2s",
+                      priority_class=f"{namespace}-high"))
+    kube.wait_for(lambda: b.job_finished(kube.get("batch/v1", "Job", "high", namespace)),
+                  what="the preemptor to run and complete")
+    kube.wait_for(lambda: not group_pods(), what="the evicted group's pods gone")
+    low = kube.find(b.API, "Workload", "group-low", namespace)
+    assert low is None or not b.is_true(low, "Finished"), (low.get("status") or {})
+
+    # The group's owner (a user, a controller) creates its pods again: they run.
+    for i in range(2):
+        kube.create(group_pod(f"low-again-{i}", namespace, "low", 2, cpu="2", run_for="2s"))
+    kube.wait_for(lambda: b.is_true(kube.find(b.API, "Workload", "group-low", namespace),
+                                    "Finished"),
+                  what="the replacement group's Workload to finish")
+    finished = [c for c in kube.get(b.API, "Workload", "group-low", namespace)["status"]
+                ["conditions"] if c["type"] == "Finished"]
+    assert finished[0]["reason"] == "Succeeded", finished
+    assert all((p.get("status") or {}).get("phase") == "Succeeded" for p in group_pods())

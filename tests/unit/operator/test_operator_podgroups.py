@@ -89,11 +89,22 @@ class TestWorkload:
 
     @pytest.mark.parametrize(("phases", "want"), [
         (["Succeeded", "Succeeded", "Succeeded"], "Succeeded"),
-        (["Succeeded", "Failed", "Succeeded"], "Failed"),
+        # A failed pod of a retriable group waits for its replacement.
+        (["Succeeded", "Failed", "Succeeded"], None),
+        (["Succeeded", "Failed", "Succeeded", "Succeeded"], "Succeeded"),  # replaced
+        (["Succeeded", "Failed", "Succeeded", "unretriable"], "Failed"),
+        (["Failed", "Running", "unretriable"], None),  # one still runs
         (["Succeeded", "Running", "Succeeded"], None),
+        # Deleted pods are leaving: stopped by an eviction, they fail nothing.
+        (["deleted-Failed", "deleted-Failed", "deleted-Failed", "unretriable"], None),
+        (["deleted-Succeeded", "Succeeded", "Succeeded"], None),
     ])
     def test_outcome(self, phases: list[str], want: str | None) -> None:
-        pods = [pod(f"p{i}", phase=phase) for i, phase in enumerate(phases)]
+        pods = [pod(f"p{i}", phase=phase.removeprefix("deleted-"),
+                    terminating=phase.startswith("deleted-"))
+                for i, phase in enumerate(phases) if phase != "unretriable"]
+        if "unretriable" in phases:
+            pods[0]["metadata"]["annotations"]["kueue.x-k8s.io/retriable-in-group"] = "false"
         got = podgroups.outcome(pods, 3)
         assert (got[0] if got else None) == want
 

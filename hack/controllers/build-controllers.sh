@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Build the peer controllers kuota's real test tier runs beside it (JobSet first;
+# see versions.sh), from their Go modules, into a cache outside the repository:
+#
+#   $KUOTA_CACHE/controllers/<name>/<version>/bin/manager     the controller manager
+#   $KUOTA_CACHE/controllers/<name>/<version>/crds/*.yaml     its CRDs, as released
+#   $KUOTA_CACHE/controllers/<name>/<version>/webhook/        its webhook kustomization
+#   $KUOTA_CACHE/controllers/<name>/<version>/module.json     what was built (go mod download -json)
+#
+# KUOTA_CACHE defaults to ~/.cache/kuota. A build that is already complete (its
+# .complete stamp exists) is skipped, so running this again takes a second; an
+# incomplete one is started again from scratch. Progress goes to the terminal (a
+# line every 30 s), the full log to <version>/build.log.
+#
+# Why from the module: the controllers' images and release manifests live on
+# registries CI need not reach; the Go module proxy serves each release tag, and
+# `go install module@version` builds exactly the dependency versions of the
+# release's go.mod, checked against the checksum database. The CRDs and webhook
+# configurations are copied from the same module, so they always match the binary.
+# Nothing of the controllers is kept in this repository.
+#
+# Usage: hack/controllers/build-controllers.sh [NAME...]   (default: every entry of versions.sh)
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=versions.sh
+. "$here/versions.sh"
+cache="${KUOTA_CACHE:-$HOME/.cache/kuota}"
+
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+command -v go >/dev/null || { echo "build-controllers: go is not on PATH (Go >= 1.26 is needed)" >&2; exit 1; }
+
+# Run a long build step, printing a progress line every 30 s (packages compiled
+# so far) so CI logs show it is alive. The same as hack/cluster/build-bins.sh's.
+run_logged() {
+  local log="$1"; shift
+  local start=$SECONDS
+  ( "$@" ) >>"$log" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 30 &
+    wait $! || true
+    kill -0 "$pid" 2>/dev/null || break
+    echo "  ... $((SECONDS - start)) s, $(grep -c '^[a-z]' "$log" || true) log lines ($(tail -n 1 "$log" | cut -c1-80))"
+  done
+  if ! wait "$pid"; then
+    echo "build-controllers: failed; last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    return 1
+  fi
+}
+
+# A JSON string field of `go mod download -json` output (the first one of that name).
+json_field() {
+  sed -n 's/^\s*"'"$2"'": "\(.*\)",\{0,1\}$/\1/p' "$1" | head -n 1
+}
+
+# Copy a directory out of the module cache (read-only there) so it can be removed later.
+copy_tree() {
+  cp -r "$1" "$2"
+  chmod -R u+w "$2"
+}
+
+# build NAME MODULE VERSION MAIN CRDS [webhook=DIR] [version-var=PKG.VAR] [commit-var=PKG.VAR]
+build() {
+  local name="$1" module="$2" v="$3" main="$4" crds="$5"
+  shift 5
+  local webhook="" version_var="" commit_var="" option
+  for option in "$@"; do
+    case "$option" in
+      webhook=*) webhook="${option#webhook=}" ;;
+      version-var=*) version_var="${option#version-var=}" ;;
+      commit-var=*) commit_var="${option#commit-var=}" ;;
+      *) echo "build-controllers: $name: unknown option '$option' in versions.sh" >&2; exit 1 ;;
+    esac
+  done
+  local dir="$cache/controllers/$name/$v"
+  if [ -f "$dir/.complete" ]; then
+    echo "$name $v: already built in $dir/bin"
+    return
+  fi
+  echo "$name $v: building into $dir/bin (log: $dir/build.log)"
+  rm -rf "$dir"
+  mkdir -p "$dir/bin" "$dir/crds"
+  local log="$dir/build.log"
+  : >"$log"
+  local started=$SECONDS
+
+  echo "  downloading $module@$v ..."
+  if ! go mod download -json "$module@$v" >"$dir/module.json" 2>>"$log"; then
+    echo "build-controllers: could not download $module@$v from the Go module proxy:" >&2
+    cat "$dir/module.json" "$log" >&2
+    exit 1
+  fi
+  local src modfile commit
+  src="$(json_field "$dir/module.json" Dir)"
+  modfile="$(json_field "$dir/module.json" GoMod)"
+  commit="$(json_field "$dir/module.json" Hash)"
+  [ -d "$src" ] && [ -f "$modfile" ] || { echo "build-controllers: $module@$v: no Dir/GoMod in $dir/module.json" >&2; exit 1; }
+
+  # GOTOOLCHAIN=local: a module asking for a newer Go than the installed one fails
+  # here with a clear message instead of a toolchain download or a cryptic error.
+  local needed have
+  needed="$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$modfile")"
+  have="$(go env GOVERSION | sed 's/^go//')"
+  if [ -n "$needed" ] && [ "$(printf '%s\n%s\n' "$needed" "$have" | sort -V | tail -n 1)" != "$have" ]; then
+    echo "build-controllers: $module@$v needs Go $needed (its go.mod's go directive); the local toolchain is $have" >&2
+    exit 1
+  fi
+
+  local crd_count
+  crd_count="$(find "$src/$crds" -maxdepth 1 -name '*.yaml' | wc -l)"
+  [ "$crd_count" -gt 0 ] || { echo "build-controllers: $module@$v has no CRD YAML in $crds" >&2; exit 1; }
+  for crd in "$src/$crds"/*.yaml; do
+    cp "$crd" "$dir/crds/"
+  done
+  chmod u+w "$dir/crds"/*.yaml
+  if [ -n "$webhook" ]; then
+    [ -f "$src/$webhook/kustomization.yaml" ] || { echo "build-controllers: $module@$v has no kustomization in $webhook" >&2; exit 1; }
+    copy_tree "$src/$webhook" "$dir/webhook"
+  fi
+
+  # The version the manager reports in its log, stamped as its own Makefile does.
+  local ldflags="-s -w"
+  [ -z "$version_var" ] || ldflags+=" -X $version_var=$v"
+  [ -z "$commit_var" ] || ldflags+=" -X $commit_var=$commit"
+  local pkg="$module"
+  [ "$main" = "." ] || pkg="$module/$main"
+  echo "  compiling $pkg (Go $needed module, toolchain $have) ..."
+  rm -rf "$dir/bin.tmp"
+  run_logged "$log" env GOBIN="$dir/bin.tmp" go install -v -trimpath -ldflags "$ldflags" "$pkg@$v"
+  # go install names the binary after the package; every controller's is bin/manager here.
+  local built
+  built="$(find "$dir/bin.tmp" -maxdepth 1 -type f)"
+  [ "$(echo "$built" | wc -l)" -eq 1 ] && [ -x "$built" ] || { echo "build-controllers: $pkg@$v: expected one binary in $dir/bin.tmp, found: $built" >&2; exit 1; }
+  mv "$built" "$dir/bin/manager"
+  rmdir "$dir/bin.tmp"
+  touch "$dir/.complete"
+  echo "$name $v: built in $((SECONDS - started)) s: bin/manager, $crd_count CRD(s)${webhook:+, webhook}"
+}
+
+wanted=("$@")
+found=0
+for entry in "${KUOTA_CONTROLLERS[@]}"; do
+  read -r -a fields <<<"$entry"
+  [ ${#fields[@]} -ge 5 ] || { echo "build-controllers: malformed entry in versions.sh: '$entry'" >&2; exit 1; }
+  if [ ${#wanted[@]} -gt 0 ] && [[ ! " ${wanted[*]} " == *" ${fields[0]} "* ]]; then
+    continue
+  fi
+  found=$((found + 1))
+  build "${fields[@]}"
+done
+if [ ${#wanted[@]} -gt 0 ] && [ "$found" -ne ${#wanted[@]} ]; then
+  echo "build-controllers: not every one of '${wanted[*]}' is in hack/controllers/versions.sh" >&2
+  exit 1
+fi
