@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-real cluster-bins helm-bin lint bench crds clean setup image
+.PHONY: demo test test-fast test-real cluster-bins helm-bin controllers lint bench crds clean setup image
 
 setup: $(STAMP)
 
@@ -39,6 +39,12 @@ cluster-bins:
 # tests (tests/packaging/test_helm_chart.py, tests/real/test_real_helm.py); cold ~2 min.
 helm-bin:
 	bash hack/helm/build-helm.sh
+
+# The peer controllers the real tier runs beside kuota (JobSet, ...; hack/controllers/versions.sh)
+# built from their Go modules into ~/.cache/kuota/controllers (KUOTA_CACHE), with their CRDs,
+# webhook and RBAC manifests; idempotent, cold ~2-3 min for JobSet.
+controllers:
+	bash hack/controllers/build-controllers.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -58,7 +58,7 @@ class Asked:
     def adopt(self, key: str, admission: Admission) -> None:
         self._ask(key, admission)
 
-    create_workload = sync_job = create_group_workload = sync_group = _ask
+    create_workload = sync_owner = create_group_workload = sync_group = _ask
     workload_problem = pods_ready = ungate = delete_workload = _ask
 
 

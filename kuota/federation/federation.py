@@ -256,13 +256,13 @@ class Federation:
 
     def _annotations(self, info: WorkloadInfo) -> Mapping[str, str]:
         objects = self.controller.objects
-        job_key = self.controller.owners.job_of_workload.get(info.key)
+        job_key = self.controller.owners.job_of(info.key)
         return pool_copy.dispatch_hints(objects.get("Workload", info.key),
                                         objects.get("Job", job_key) if job_key else None)
 
     def _refusal(self, info: WorkloadInfo) -> str | None:
         """Why a workload cannot be dispatched: its Job is not managed by kuota."""
-        job_key = self.controller.owners.job_of_workload.get(info.key)
+        job_key = self.controller.owners.job_of(info.key)
         job = self.controller.objects.get("Job", job_key) if job_key else None
         return None if job is None else managed_by.refusal(job)
 
@@ -295,7 +295,7 @@ class Federation:
 
     def _delete_everywhere(self, key: str) -> None:
         workload = self.controller.objects.get("Workload", key) or {}
-        job_key = self.controller.owners.job_of_workload.get(key) or names.owner_job_key(
+        job_key = self.controller.owners.job_of(key) or names.owner_job_key(
             workload.get("metadata") or {})
         for cluster in sorted(self.holders.get(key, ())):
             member = self.members.get(cluster)
@@ -458,7 +458,7 @@ class Federation:
     def _follow(self, workload: str, remote: Body) -> None:
         """Copy a remote Job's progress onto the local Job's status."""
         writer = self.writer
-        job_key = self.controller.owners.job_of_workload.get(workload)
+        job_key = self.controller.owners.job_of(workload)
         job = self.controller.objects.get("Job", job_key) if job_key else None
         if writer is None or job is None:
             return
@@ -552,7 +552,7 @@ class Federation:
 
     def _remote_body(self, engine: Engine, workload: str, cluster: str) -> Body | None:
         record = engine.records.get(workload)
-        job_key = self.controller.owners.job_of_workload.get(workload)
+        job_key = self.controller.owners.job_of(workload)
         job = self.controller.objects.get("Job", job_key) if job_key else None
         if record is None or record.state is not State.ADMITTED or record.admission is None \
                 or job is None:  # (an Evicting workload keeps its admission until stopped)
@@ -580,7 +580,7 @@ class Federation:
     def _forget_unbuildable(self, workload: str) -> None:
         if self._unbuildable.pop(workload, None) is None:
             return
-        job_key = self.controller.owners.job_of_workload.get(workload)
+        job_key = self.controller.owners.job_of(workload)
         if job_key:
             self.controller.problems.pop(f"Job/{job_key}", None)
 

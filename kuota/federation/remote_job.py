@@ -31,7 +31,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kuota.operator import jobs, names
+from kuota.operator import names
+from kuota.operator.kinds import jobs
 from quota.config import FlavorConfig
 from quota.workload import Admission
 
@@ -66,7 +67,7 @@ def build(job: Body, admission: Admission, flavors: Mapping[str, FlavorConfig], 
     if not isinstance(template, dict):
         raise RemoteJobError(f"{where}: spec.template must be an object")
     original = jobs.original_fields(job)
-    labels, tolerations = jobs.node_constraints(admission, flavors)
+    labels, tolerations = jobs.node_constraints(admission, flavors, jobs.POD_SET)
     pod = template.setdefault("spec", {})
     selector = dict(original["nodeSelector"])
     selector.update(labels)

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from admission.engine import Engine, Record
-from kuota.operator import configs, names
+from kuota.operator import configs, kinds, names
 from kuota.operator.configs import Configs
 from kuota.operator.objects import Objects, key_of, version_of
 from kuota.operator.owner_events import Owners
@@ -59,8 +59,8 @@ REBUILD_SLICE = 500
 class Actions(Protocol):
     """The writes ingestion asks for (implemented by :class:`kuota.operator.writer.Writer`)."""
 
-    def create_workload(self, job_key: str) -> None: ...
-    def sync_job(self, job_key: str) -> None: ...
+    def create_workload(self, owner: str) -> None: ...
+    def sync_owner(self, owner: str) -> None: ...
     def create_group_workload(self, group_key: str) -> None: ...
     def sync_group(self, group_key: str) -> None: ...
     def workload_problem(self, key: str, message: str) -> None: ...
@@ -124,8 +124,8 @@ class Controller:
                 self.configs.ingest(kind, body, deleted)
             elif kind == "Workload":
                 self._workload(body, deleted, previous)
-            elif kind == "Job":
-                self.owners.job(body, deleted)
+            elif kind in kinds.KINDS:
+                self.owners.owner_event(kind, body, deleted)
             elif kind == "Pod":
                 self.owners.pod(body, deleted)
             elif kind in FEDERATION_KINDS and self.federation is not None:
@@ -188,7 +188,7 @@ class Controller:
         # Then what holds quota, so that it is counted before anything waiting is queued.
         workloads = sorted(self.objects.all("Workload"), key=lambda b: not holds_quota(b))
         yield from ingest([("Workload", body) for body in workloads])
-        yield from ingest(listed("Job", "Pod"))
+        yield from ingest(listed(*kinds.KINDS, "Pod"))
         engine.drain_outbox()  # restoring decides nothing: there is nothing to write
         self.in_rebuild = False
         for key, record in list(engine.records.items()):
@@ -215,7 +215,7 @@ class Controller:
         meta = body.get("metadata") or {}
         if not self.manages(meta.get("namespace")):
             return
-        job_key = names.owner_job_key(body.get("metadata") or {})
+        owner = kinds.owner_of(meta)
         group = (meta.get("labels") or {}).get(names.POD_GROUP_LABEL)
         group_key = f"{meta.get('namespace') or 'default'}/{group}" if group else None
         record = self.engine.records.get(key)
@@ -224,16 +224,16 @@ class Controller:
             if record is not None and record.state is not State.FINISHED:
                 self.engine.finish(key, now, "the Workload was deleted")
             self.engine.records.pop(key, None)
-            self.owners.workload_deleted(key, body, job_key, group_key)
+            self.owners.workload_deleted(key, body, owner, group_key)
             self.changed()
             return
-        if self.owners.job_gone(body):
+        if self.owners.owner_gone(body):
             self.actions.delete_workload(key)
             if record is not None and record.state is not State.FINISHED:
-                self.engine.finish(key, now, "its Job is gone or being deleted")
+                self.engine.finish(key, now, "its owner is gone or being deleted")
                 self.changed()
             return
-        self.owners.link(key, job_key, group_key)
+        self.owners.link(key, owner, group_key)
         conditions = {c.get("type"): c.get("status")
                       for c in (body.get("status") or {}).get("conditions") or []}
         active = (body.get("spec") or {}).get("active", True) is not False
@@ -258,8 +258,8 @@ class Controller:
             self.changed()
         elif record.state is State.QUOTA_RESERVED:
             self._check_verdicts(key, body, record)
-        if job_key is not None:
-            self.actions.sync_job(job_key)
+        if owner is not None:
+            self.actions.sync_owner(owner)
         if group_key is not None:
             self.actions.sync_group(group_key)
 

@@ -1,7 +1,7 @@
 """kopf wiring: watches feed the controller, the webhook suspends Jobs, startup runs the rest.
 
 Handlers only translate: a watch event becomes :meth:`Controller.observe`,
-an AdmissionReview becomes :func:`kuota.operator.webhooks.job_needs_suspend` (Jobs)
+an AdmissionReview becomes :func:`kuota.operator.webhooks.needs_suspend` (Jobs)
 or :func:`kuota.operator.webhooks.pod_gates` (pods).
 Everything is registered in a registry of its own (never kopf's global
 one), so tests can run several operators in one process.
@@ -15,7 +15,7 @@ from typing import Any
 
 import kopf
 
-from kuota.operator import names, probes, webhooks
+from kuota.operator import kinds, names, probes, webhooks
 from kuota.operator import visibility as visibility_server
 from kuota.operator.certs import ReloadingWebhookServer, ServingCertificate
 from kuota.operator.loop import Operator
@@ -127,22 +127,28 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                       registry=registry)(observe)
 
     if webhook is not None:
-        @kopf.on.mutate("batch", "v1", "jobs", id="suspend-jobs", operations=["CREATE"],
-                        registry=registry)
-        async def suspend_jobs(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-            try:
-                suspend = webhooks.job_needs_suspend(
+        for queued in kinds.KINDS.values():
+            res = queued.res
+
+            async def suspend(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+                try:
+                    suspend = webhooks.needs_suspend(
+                        dict(body), default_queue=operator.options.default_queue,
+                        queue_exists=controller.owners.queue_exists)
+                except webhooks.Rejected as exc:
+                    raise kopf.AdmissionError(str(exc), code=422) from exc
+                if suspend:
+                    patch.spec["suspend"] = True
+                if body.get("kind") != "Job":
+                    return  # (multi-cluster dispatch carries Jobs)
+                manager = webhooks.job_managed_by(
                     dict(body), default_queue=operator.options.default_queue,
-                    queue_exists=controller.owners.queue_exists)
-            except webhooks.Rejected as exc:
-                raise kopf.AdmissionError(str(exc), code=422) from exc
-            if suspend:
-                patch.spec["suspend"] = True
-            manager = webhooks.job_managed_by(
-                dict(body), default_queue=operator.options.default_queue,
-                queue_exists=controller.owners.queue_exists, lookup=controller.objects.get)
-            if manager is not None:  # dispatched: the manager's Job controller keeps off it
-                patch.spec["managedBy"] = manager
+                    queue_exists=controller.owners.queue_exists, lookup=controller.objects.get)
+                if manager is not None:  # dispatched: the manager's Job controller keeps off it
+                    patch.spec["managedBy"] = manager
+
+            kopf.on.mutate(res.group, res.version, res.plural, id=f"suspend-{res.plural}",
+                           operations=["CREATE"], registry=registry)(suspend)
 
         @kopf.on.mutate("", "v1", "pods", id="gate-pods", operations=["CREATE"],
                         registry=registry)

@@ -33,7 +33,7 @@ import kopf
 
 from admission.engine import Engine
 from kuota.federation.federation import Federation
-from kuota.operator import informer, names
+from kuota.operator import informer, kinds, names
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.leader import Elector, label_own_pod
@@ -159,7 +159,8 @@ class Operator:
         assert self.client is not None
         versions: dict[tuple[names.Res, str | None], dict[str | None, str]] = {}
         listed: list[tuple[names.Res, str | None]] = [
-            *((res, None) for res in names.KOPF_WATCHED.values()), *names.INFORMED]
+            *((res, None) for res in names.KOPF_WATCHED.values()),
+            *((kind.res, None) for kind in kinds.KINDS.values()), *names.INFORMED]
         for res, label in listed:
             scopes: tuple[str | None, ...] = (None,)
             if res.namespaced and self.options.namespaces:
@@ -171,7 +172,13 @@ class Operator:
                         label=label)
                 except ApiError as exc:
                     if exc.status == 404:  # the CRD is not installed
-                        log.warning("cannot list %s: %s", res.plural, exc)
+                        kind = kinds.KINDS.get(res.kind)
+                        if kind is not None:  # (one line: its objects are not queued)
+                            log.warning("%s (%s) is not served here: kuota queues none; "
+                                        "install its CRD and restart kuota to queue them",
+                                        res.kind, res.api_version)
+                        else:
+                            log.warning("cannot list %s: %s", res.plural, exc)
                         continue
                     raise
                 if res.kind not in names.KOPF_WATCHED:

@@ -91,7 +91,8 @@ RETRIABLE_ANNOTATIONS: Final = (f"{GROUP}/retriable-in-group", f"{KUEUE}/retriab
 TOPOLOGY_LABEL: Final = f"{GROUP}/tas"
 #: Watched by kuota's own informers (many objects, many changes; see ``informer``):
 #: (resource, label key the objects must carry, or None for all).
-INFORMED: Final = ((WORKLOADS, None), (JOBS, None),
+#: (The kinds kuota queues, Jobs among them, are watched too: ``kuota.operator.kinds``.)
+INFORMED: Final = ((WORKLOADS, None),
                    *((PODS, label) for label in POD_GROUP_LABELS),
                    (PODS, TOPOLOGY_LABEL), (NODES, None))
 #: Scheduling gate held on a pod group's pods until the group is admitted.

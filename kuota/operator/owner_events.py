@@ -1,12 +1,13 @@
-"""Jobs and pod groups — the owners Workloads stand for — from watch events into the engine.
+"""The objects Workloads stand for — Jobs, JobSets, pod groups — from watch events into the engine.
 
-:class:`Owners` keeps which Workload stands for which Job or pod group, and
+:class:`Owners` keeps which Workload stands for which object or pod group, and
 turns the owners' events into engine calls (the writes they need are
 :mod:`kuota.operator.owners`):
 
-* A queue-labelled Job that is not being deleted gets a Workload; its
+* A queue-labelled object of a suspendable kind (:mod:`kuota.operator.kinds`:
+  a Job, a JobSet) that is not being deleted gets a Workload; its
   completion finishes the Workload; its readiness feeds ``waitForPodsReady``;
-  and it is started or stopped to match its Workload. A Job being deleted or
+  and it is started or stopped to match its Workload. One being deleted or
   gone has its Workload deleted by kuota — the garbage collector does not do
   it for a Job deleted with the default (orphan) propagation, and a
   foreground deletion removes the Workload while the Job is still there —
@@ -29,7 +30,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kuota.operator import jobs, names, pinning, podgroups, webhooks
+from kuota.operator import kinds, names, pinning, webhooks
+from kuota.operator.kinds import contract, podgroups
 from kuota.operator.objects import being_deleted, key_of
 from quota.lifecycle import State
 
@@ -45,8 +47,10 @@ class Owners:
 
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
-        self.workload_of_job: dict[str, str] = {}
-        self.job_of_workload: dict[str, str] = {}
+        #: Objects of the suspendable kinds (``Kind:namespace/name``, see
+        #: :mod:`kuota.operator.kinds`) and their Workloads, both ways.
+        self.workload_of_owner: dict[str, str] = {}
+        self.owner_of_workload: dict[str, str] = {}
         #: Pod groups: ``namespace/group`` -> its pods' keys, and its total count.
         self.group_pods: dict[str, set[str]] = {}
         self.group_sizes: dict[str, int] = {}
@@ -60,24 +64,24 @@ class Owners:
 
     def clear(self) -> None:
         """Forget every index (leading anew: they are read again from the objects)."""
-        for index in (self.workload_of_job, self.job_of_workload, self.group_pods,
+        for index in (self.workload_of_owner, self.owner_of_workload, self.group_pods,
                       self.group_sizes, self.workload_of_group, self.group_of_workload,
                       self.topology_pods):
             index.clear()
 
     # -- Workloads and their owners ----------------------------------------------------------
-    def link(self, workload: str, job_key: str | None, group_key: str | None) -> None:
-        if job_key is not None:
-            self.workload_of_job[job_key] = workload
-            self.job_of_workload[workload] = job_key
+    def link(self, workload: str, owner: str | None, group_key: str | None) -> None:
+        if owner is not None:
+            self.workload_of_owner[owner] = workload
+            self.owner_of_workload[workload] = owner
         if group_key is not None:
             self.workload_of_group[group_key] = workload
             self.group_of_workload[workload] = group_key
 
-    def workload_deleted(self, workload: str, body: Body, job_key: str | None,
+    def workload_deleted(self, workload: str, body: Body, owner: str | None,
                          group_key: str | None) -> None:
-        """Unlink a deleted Workload from its owner; a Job whose Workload was deleted by hand,
-        still there and not finished, gets a new one."""
+        """Unlink a deleted Workload from its owner; an owner whose Workload was deleted by
+        hand, still there and not finished, gets a new one."""
         if group_key is not None and self.workload_of_group.get(group_key) == workload:
             del self.workload_of_group[group_key]
             self.group_of_workload.pop(workload, None)
@@ -87,33 +91,46 @@ class Owners:
                     and len(live) >= self.group_sizes.get(group_key, len(live) + 1):
                 # Replacements created while the old Workload was going: theirs now.
                 actions.create_group_workload(group_key)
-        # (an orphaned Workload no longer names its Job: the index still does)
-        indexed = self.job_of_workload.pop(workload, None) or job_key
-        if indexed is not None and self.workload_of_job.get(indexed) == workload:
-            del self.workload_of_job[indexed]
-            objects, actions = self.controller.objects, self.controller.actions
-            if job_key is not None and actions is not None and not self.job_gone(body) \
-                    and jobs.finished(objects.get("Job", job_key) or {}) is None:
-                actions.create_workload(job_key)
+        # (an orphaned Workload no longer names its owner: the index still does)
+        indexed = self.owner_of_workload.pop(workload, None) or owner
+        if indexed is not None and self.workload_of_owner.get(indexed) == workload:
+            del self.workload_of_owner[indexed]
+            actions = self.controller.actions
+            obj = self.object_of(owner) if owner is not None else None
+            if owner is not None and obj is not None and actions is not None \
+                    and not self.owner_gone(body) \
+                    and kinds.KINDS[kinds.split_owner(owner)[0]].finished(obj) is None:
+                actions.create_workload(owner)
 
-    def job_gone(self, body: Body) -> bool:
-        """Whether a Workload stands for a Job that is gone or being deleted: its owner Job
-        is not there (or another Job has its name now), or it was made for a Job (labelled
-        with its uid) but lost its owner reference — the Job was deleted orphaning it."""
+    def object_of(self, owner: str) -> Body | None:
+        """The object an owner key names, as last seen."""
+        kind, key = kinds.split_owner(owner)
+        return self.controller.objects.get(kind, key)
+
+    def job_of(self, workload: str) -> str | None:
+        """``namespace/name`` of the Job a Workload stands for (None for other kinds)."""
+        kind, key = kinds.split_owner(self.owner_of_workload.get(workload) or "")
+        return key if kind == "Job" else None
+
+    def owner_gone(self, body: Body) -> bool:
+        """Whether a Workload stands for an object that is gone or being deleted: its owner
+        is not there (or another object has its name now), or it was made for one (labelled
+        with its uid) but lost its owner reference — its owner was deleted orphaning it."""
         meta = body.get("metadata") or {}
-        owner = names.owner_job_key(meta)
+        owner = kinds.owner_of(meta)
         if owner is None:
             return bool((meta.get("labels") or {}).get(names.JOB_UID_LABEL))
-        job = self.controller.objects.get("Job", owner)
-        return job is None or being_deleted(job) or \
-            (job.get("metadata") or {}).get("uid") != names.job_owner_uid(meta)
+        obj = self.object_of(owner)
+        uids = {str(r.get("uid")) for r in meta.get("ownerReferences") or []}
+        return obj is None or being_deleted(obj) or \
+            str((obj.get("metadata") or {}).get("uid")) not in uids
 
     def sync(self, workload: str) -> None:
         """Ask for the owner of ``workload`` to be brought in line with it."""
         actions = self.controller.actions
         assert actions is not None
-        if workload in self.job_of_workload:
-            actions.sync_job(self.job_of_workload[workload])
+        if workload in self.owner_of_workload:
+            actions.sync_owner(self.owner_of_workload[workload])
         if workload in self.group_of_workload:
             actions.sync_group(self.group_of_workload[workload])
 
@@ -127,24 +144,30 @@ class Owners:
         if engine is None or record is None or record.state is not State.EVICTING \
                 or controller.in_rebuild:
             return
-        job_key, group_key = self.job_of_workload.get(key), self.group_of_workload.get(key)
-        job = controller.objects.get("Job", job_key) if job_key is not None else None
-        if job is not None and not jobs.stopped(job):
+        owner, group_key = self.owner_of_workload.get(key), self.group_of_workload.get(key)
+        obj = self.object_of(owner) if owner is not None else None
+        if owner is not None and obj is not None \
+                and not kinds.KINDS[kinds.split_owner(owner)[0]].stopped(obj):
             return
         if group_key is not None and not podgroups.stopped(self.pods_of(group_key)):
             return
         # (said each time: should quota ever be released early, the log shows what was seen)
-        seen = f"Job {job_key} stopped" if job is not None else \
+        kind, name = kinds.split_owner(owner or "")
+        seen = f"{kind} {name} stopped" if obj is not None else \
             f"no pod of group {group_key} runs" if group_key is not None else \
-            f"its owner is gone (Job {job_key})" if job_key is not None else "it has no owner"
+            f"its owner is gone ({kind} {name})" if owner is not None else "it has no owner"
         log.info("Workload %s evicted and stopped (%s): its quota is released", key, seen)
         engine.stopped(key, controller.clock())
         controller.changed()
 
-    # -- Jobs --------------------------------------------------------------------------------
-    def job_queue(self, job: Body) -> str | None:
-        return jobs.queue_of(job, default_queue=self.controller.options.default_queue,
-                             queue_exists=self.queue_exists)
+    # -- objects of the suspendable kinds ----------------------------------------------------
+    def queue(self, obj: Body) -> str | None:
+        """The LocalQueue of an object of a kind kuota queues; None if kuota leaves it alone
+        — no queue, or a part of another object kuota queues (a JobSet's Jobs)."""
+        if kinds.owner_of(obj.get("metadata") or {}) is not None:
+            return None
+        return contract.queue_of(obj, default_queue=self.controller.options.default_queue,
+                                 queue_exists=self.queue_exists)
 
     def queue_exists(self, namespace: str, name: str) -> bool:
         return self.controller.objects.get("LocalQueue", f"{namespace}/{name}") is not None
@@ -152,47 +175,49 @@ class Owners:
     def job_managed(self, namespace: str, name: str) -> bool:
         """Whether kuota manages Job ``namespace/name`` (as far as this replica has seen)."""
         job = self.controller.objects.get("Job", f"{namespace}/{name}")
-        return job is not None and self.job_queue(job) is not None
+        return job is not None and self.queue(job) is not None
 
-    def job(self, body: Body, deleted: bool) -> None:
+    def owner_event(self, kind_name: str, body: Body, deleted: bool) -> None:
+        """A watch event of an object of a suspendable kind (a Job, a JobSet, ...)."""
         controller = self.controller
         engine, actions = controller.engine, controller.actions
         assert engine is not None and actions is not None
-        key = key_of(body)
+        kind = kinds.KINDS[kind_name]
+        owner = kinds.owner_key(kind_name, key_of(body))
         if not controller.manages((body.get("metadata") or {}).get("namespace")):
             return
-        workload = self.workload_of_job.get(key)
+        workload = self.workload_of_owner.get(owner)
         mine = controller.objects.get("Workload", workload) if workload else None
-        if workload is not None and mine is not None and self.job_gone(mine):
-            # Deleted (or being deleted, or replaced by a Job of the same name): its
+        if workload is not None and mine is not None and self.owner_gone(mine):
+            # Deleted (or being deleted, or replaced by an object of the same name): its
             # Workload goes now, whatever the deletion's propagation.
             actions.delete_workload(workload)
             if deleted or being_deleted(body):
                 return
-            del self.workload_of_job[key]  # replaced: the new Job gets its own
-            self.job_of_workload.pop(workload, None)
+            del self.workload_of_owner[owner]  # replaced: the new object gets its own
+            self.owner_of_workload.pop(workload, None)
             workload = None
-        if deleted or being_deleted(body) or self.job_queue(body) is None:
+        if deleted or being_deleted(body) or self.queue(body) is None:
             return
         if workload is None:
-            if jobs.finished(body) is None:
-                actions.create_workload(key)
-                actions.sync_job(key)
+            if kind.finished(body) is None:
+                actions.create_workload(owner)
+                actions.sync_owner(owner)
             return
         record = engine.records.get(workload)
         if record is None:
             return
-        ended = jobs.finished(body)
+        ended = kind.finished(body)
         if ended is not None and record.state is not State.FINISHED:
             self.finish_reasons[workload] = ended[0]
             engine.finish(workload, controller.clock(), ended[1])
             controller.changed()
             return
-        if record.state is State.ADMITTED and not record.pods_ready and jobs.pods_ready(body):
+        if record.state is State.ADMITTED and not record.pods_ready and kind.pods_ready(body):
             engine.pods_ready(workload, controller.clock())
             actions.pods_ready(workload)
         self.check_stopped(workload)
-        actions.sync_job(key)
+        actions.sync_owner(owner)
 
     # -- pod groups --------------------------------------------------------------------------
     def pod(self, body: Body, deleted: bool) -> None:

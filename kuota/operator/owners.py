@@ -1,13 +1,14 @@
-"""What Workloads stand for — Jobs and pod groups — created, started and stopped.
+"""What Workloads stand for — Jobs, JobSets, pod groups — created, started and stopped.
 
-* A Job or a complete pod group without a Workload gets one (a 409
+* An object of a suspendable kind (:mod:`kuota.operator.kinds`) or a complete
+  pod group without a Workload gets one (a 409
   AlreadyExists means another write won: the existing one is read).
-* :func:`sync_job` / :func:`sync_group` bring the owner in line with its
+* :func:`sync_owner` / :func:`sync_group` bring the owner in line with its
   Workload: started (unsuspended / ungated, with the flavors' node labels
   and tolerations) only when the engine holds it *Admitted* and that very
   admission is stored in the Workload's status; stopped otherwise. A Job is
   stopped by suspending it and restoring its template, in the steps
-  :mod:`kuota.operator.jobs` explains; pods that kuota let run are deleted
+  :mod:`kuota.operator.kinds.jobs` explains; pods that kuota let run are deleted
   when their group is evicted (a pod cannot be gated again) — once: a
   terminating pod is left to die — and their replacements wait gated like
   the first ones.
@@ -34,8 +35,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kuota.operator import jobs, names, podgroups
+from kuota.operator import kinds, names
 from kuota.operator.client import ApiError
+from kuota.operator.kinds import contract, podgroups
 from kuota.operator.objects import being_deleted
 from quota.lifecycle import State
 
@@ -84,29 +86,32 @@ def admitted_record(writer: Writer, workload: str | None) -> Record | None:
     return record if writer.persisted.get(record.info.key) == record.admission else None
 
 
-# -- Jobs ------------------------------------------------------------------------------------
+# -- objects of the suspendable kinds --------------------------------------------------------
 
-async def create_job_workload(writer: Writer, job_key: str) -> None:
+async def create_workload(writer: Writer, owner: str) -> None:
+    """The Workload of an object (a Job, a JobSet, ...) that has none."""
     controller = writer.controller
-    job = controller.objects.get("Job", job_key)
-    if job is None or job_key in controller.owners.workload_of_job or controller.engine is None \
-            or being_deleted(job):
+    obj = controller.owners.object_of(owner)
+    if obj is None or owner in controller.owners.workload_of_owner or controller.engine is None \
+            or being_deleted(obj):
         return
-    queue = controller.owners.job_queue(job)
+    queue = controller.owners.queue(obj)
     if queue is None:
         return
-    priority, priority_class = _priority(writer, (job.get("metadata") or {}).get("labels") or {},
-                                         job)
-    await _create(writer, jobs.workload_for(job, queue=queue, priority=priority,
-                                            priority_class=priority_class), job)
+    kind = kinds.KINDS[kinds.split_owner(owner)[0]]
+    priority, priority_class = _priority(writer, (obj.get("metadata") or {}).get("labels") or {},
+                                         obj)
+    await _create(writer, contract.workload_for(kind, obj, queue=queue, priority=priority,
+                                                priority_class=priority_class), obj)
 
 
-def _job_write(writer: Writer, job_key: str, job: Body) -> jobs.Write | None:
+def _owner_write(writer: Writer, owner: str, obj: Body) -> contract.Write | None:
     controller = writer.controller
     engine = controller.engine
-    workload = controller.owners.workload_of_job.get(job_key)
-    if engine is None or controller.owners.job_queue(job) is None \
-            or jobs.finished(job) is not None or being_deleted(job):
+    kind = kinds.KINDS[kinds.split_owner(owner)[0]]
+    workload = controller.owners.workload_of_owner.get(owner)
+    if engine is None or controller.owners.queue(obj) is None \
+            or kind.finished(obj) is not None or being_deleted(obj):
         return None
     record = engine.records.get(workload) if workload else None
     if record is not None and record.state is State.FINISHED:
@@ -114,31 +119,34 @@ def _job_write(writer: Writer, job_key: str, job: Body) -> jobs.Write | None:
     running = admitted_record(writer, workload)
     if running is not None and running.admission is not None \
             and running.admission.cluster is None:  # not dispatched: it runs here
-        count = running.info.pod_sets[0].count if running.info.pod_sets else 0
-        return jobs.start_write(job, running.admission, engine.cache.flavors, count)
-    return jobs.stop_write(job)
+        return kind.start_write(obj, running.admission, engine.cache.flavors)
+    return kind.stop_write(obj)
 
 
-_ANNOUNCED = {"start": ("Started", "Admitted: the Job may run"),
+_ANNOUNCED = {"start": ("Started", "Admitted: the {kind} may run"),
               "suspend": ("Suspended", "Suspended by kuota until its Workload is admitted")}
 
 
-async def sync_job(writer: Writer, job_key: str) -> None:
+async def sync_owner(writer: Writer, owner: str) -> None:
+    """Bring an object in line with its Workload: started, or stopped and restored."""
     controller = writer.controller
-    namespace, name = _split(job_key)
-    job = controller.objects.get("Job", job_key)
+    kind_name, key = kinds.split_owner(owner)
+    kind = kinds.KINDS[kind_name]
+    namespace, name = _split(key)
+    obj = controller.owners.object_of(owner)
+    work = f"{kind_name.lower()}:{key}"
     for _ in range(controller.options.conflict_retries + 1):
-        if job is None:
+        if obj is None:
             return
-        write = _job_write(writer, job_key, job)
+        write = _owner_write(writer, owner, obj)
         if write is None:
-            writer.succeeded(f"job:{job_key}")
+            writer.succeeded(work)
             return
         patch = dict(write.patch)
         patch["metadata"] = {**(patch.get("metadata") or {}),
-                             "resourceVersion": job["metadata"].get("resourceVersion")}
+                             "resourceVersion": obj["metadata"].get("resourceVersion")}
         try:
-            stored = await writer.client.patch(names.JOBS, name, patch, namespace,
+            stored = await writer.client.patch(kind.res, name, patch, namespace,
                                                subresource=write.subresource)
         except ApiError as exc:
             if exc.not_found:
@@ -146,32 +154,37 @@ async def sync_job(writer: Writer, job_key: str) -> None:
             if not exc.conflict:
                 if exc.transient:
                     raise  # the client gave up for now: the writer queues the sync again
-                _refused(writer, job_key, job, write, exc)
+                _refused(writer, owner, obj, write, exc)
                 return
             writer.metrics.conflicts.inc()
-            job = await writer.client.find(names.JOBS, name, namespace)
-            if job is not None:
-                controller.observe("Job", job)
+            obj = await writer.client.find(kind.res, name, namespace)
+            if obj is not None:
+                controller.observe(kind_name, obj)
             continue
-        writer.succeeded(f"job:{job_key}")
-        controller.observe("Job", stored)
+        writer.succeeded(work)
+        controller.observe(kind_name, stored)
         if write.step in _ANNOUNCED:
-            writer.recorder.event(stored, "Normal", *_ANNOUNCED[write.step])
+            reason, text = _ANNOUNCED[write.step]
+            writer.recorder.event(stored, "Normal", reason, text.format(kind=kind_name))
         return
 
 
-def _refused(writer: Writer, job_key: str, job: Body, write: jobs.Write, exc: ApiError) -> None:
-    """The API server refused a write to a Job: say so where users look, and try again."""
+def _refused(writer: Writer, owner: str, obj: Body, write: contract.Write,
+             exc: ApiError) -> None:
+    """The API server refused a write to an object: say so where users look, and try
+    again."""
     controller = writer.controller
-    workload = controller.owners.workload_of_job.get(job_key)
+    kind_name, key = kinds.split_owner(owner)
+    workload = controller.owners.workload_of_owner.get(owner)
     what = {"start": "started", "suspend": "suspended", "reset": "reset (status.startTime)",
             "restore": "restored"}[write.step]
-    reason = "JobNotStarted" if write.step == "start" else "JobNotStopped"
-    message = f"Job {job_key} could not be {what}: {exc}"
-    delay = writer.retry(f"job:{job_key}", lambda: writer.sync_job(job_key))
+    reason = f"{kind_name}NotStarted" if write.step == "start" else f"{kind_name}NotStopped"
+    message = f"{kind_name} {key} could not be {what}: {exc}"
+    work = f"{kind_name.lower()}:{key}"
+    delay = writer.retry(work, lambda: writer.sync_owner(owner))
     log.warning("%s; trying again in %.0fs", message, delay)
-    if writer.report(f"job:{job_key}", message):
-        writer.recorder.event(job, "Warning", reason, f"{message}; kuota tries again")
+    if writer.report(work, message):
+        writer.recorder.event(obj, "Warning", reason, f"{message}; kuota tries again")
         writer.recorder.event(controller.objects.get("Workload", workload) if workload else None,
                               "Warning", reason, f"{message}; kuota tries again")
 

@@ -35,12 +35,12 @@ class Recorder:
         self._background = background
         self._slots = asyncio.Semaphore(4)
 
-    def announce(self, event: WorkloadEvent, job_key: str | None) -> None:
+    def announce(self, event: WorkloadEvent, owner: str | None) -> None:
         """The Events a decision written is worth, on its Workload (and, for an eviction,
-        its Job)."""
+        on the object it stands for: ``owner``, a key of :mod:`kuota.operator.kinds`)."""
         objects = self.controller.objects
         workload = objects.get("Workload", event.key)
-        job = objects.get("Job", job_key) if job_key else None
+        job = self.controller.owners.object_of(owner) if owner else None
         if event.kind is Kind.ADMITTED and event.admission is not None:
             engine = self.controller.engine
             record = engine.records.get(event.key) if engine is not None else None

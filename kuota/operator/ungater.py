@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from kuota.operator import names, owners, pinning, podgroups
+from kuota.operator import kinds, names, owners, pinning
 from kuota.operator.client import ApiError
+from kuota.operator.kinds import podgroups
 from quota import api
 
 if TYPE_CHECKING:
@@ -65,9 +66,8 @@ def stored_assignments(workload: Body) -> dict[str, api.TopologyAssignment]:
 async def ungate(writer: Writer, owner: str) -> None:
     controller = writer.controller
     kind, _, key = owner.partition(":")
-    index = controller.owners.workload_of_job if kind == "job" \
-        else controller.owners.workload_of_group
-    workload = index.get(key)
+    workload = controller.owners.workload_of_owner.get(kinds.owner_key("Job", key)) \
+        if kind == "job" else controller.owners.workload_of_group.get(key)
     running = owners.admitted_record(writer, workload)
     body = controller.objects.get("Workload", workload) if workload else None
     if running is None or running.admission is None or body is None:

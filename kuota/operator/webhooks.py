@@ -1,7 +1,8 @@
-"""Admission webhooks: no pod of an unadmitted Job may start.
+"""Admission webhooks: no pod of an unadmitted Job (or JobSet, ...) may start.
 
-The mutating webhook sees every Job at creation and sets ``spec.suspend:
-true`` on those kuota manages (a queue label, or the namespace's ``default``
+The mutating webhook sees every object of a suspendable kind
+(:mod:`kuota.operator.kinds`) at creation and sets ``spec.suspend: true`` on
+those kuota manages (a queue label, or the namespace's ``default``
 LocalQueue when the deployment opts in), so the Job controller creates no
 pods until kuota admits the Job. A Job whose queue dispatches to member
 clusters also gets ``spec.managedBy: kuota.dev/multicluster``, so the
@@ -27,7 +28,8 @@ from typing import Any
 
 from kuota.federation import managed_by
 from kuota.federation.managed_by import Lookup
-from kuota.operator import jobs, names, podgroups
+from kuota.operator import kinds, names
+from kuota.operator.kinds import contract, podgroups
 from quota import convert
 from quota.api.names import dns_subdomain_error
 
@@ -38,18 +40,22 @@ class Rejected(ValueError):
     """The object must not be created; the message says why."""
 
 
-def job_needs_suspend(job: Body, *, default_queue: bool,
-                      queue_exists: Callable[[str, str], bool]) -> bool:
-    """Whether a new Job must be created suspended; raises :class:`Rejected` on a bad label."""
-    labels = (job.get("metadata") or {}).get("labels") or {}
+def needs_suspend(obj: Body, *, default_queue: bool,
+                  queue_exists: Callable[[str, str], bool]) -> bool:
+    """Whether a new object of a suspendable kind (a Job, a JobSet, ...) must be created
+    suspended; raises :class:`Rejected` on a bad label. One that is part of another object
+    kuota queues (a JobSet's Jobs) is left to that object's controller."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
     for label in names.QUEUE_LABELS:
         value = labels.get(label)
         if value is not None:
             problem = dns_subdomain_error(value)
             if problem:
                 raise Rejected(f"metadata.labels[{label}]: {problem}")
-    queue = jobs.queue_of(job, default_queue=default_queue, queue_exists=queue_exists)
-    return queue is not None and (job.get("spec") or {}).get("suspend") is not True
+    if kinds.owner_of(obj.get("metadata") or {}) is not None:
+        return False
+    queue = contract.queue_of(obj, default_queue=default_queue, queue_exists=queue_exists)
+    return queue is not None and (obj.get("spec") or {}).get("suspend") is not True
 
 
 def job_managed_by(job: Body, *, default_queue: bool,
@@ -58,7 +64,9 @@ def job_managed_by(job: Body, *, default_queue: bool,
 
     ``lookup(kind, key)``: the LocalQueue, ClusterQueue and AdmissionCheck objects seen.
     """
-    queue = jobs.queue_of(job, default_queue=default_queue, queue_exists=queue_exists)
+    if kinds.owner_of(job.get("metadata") or {}) is not None:
+        return None
+    queue = contract.queue_of(job, default_queue=default_queue, queue_exists=queue_exists)
     return managed_by.default_for(job, queue, lookup)
 
 

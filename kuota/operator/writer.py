@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from admission.engine import UNTRIED
 from admission.events import Kind, WorkloadEvent
-from kuota.operator import names, owners, status, topology, ungater
+from kuota.operator import kinds, names, owners, status, topology, ungater
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.metrics import Metrics
@@ -89,6 +89,12 @@ RETRY_FIRST, RETRY_MAX = 1.0, 60.0
 
 class Superseded(Exception):
     """The Workload already holds another admission: ours must not overwrite it."""
+
+
+def _work(owner: str) -> str:
+    """The work key of an object's writes: ``job:namespace/name`` for a Job."""
+    kind, key = kinds.split_owner(owner)
+    return f"{kind.lower()}:{key}"
 
 
 def split(key: str) -> tuple[str, str]:
@@ -270,12 +276,12 @@ class Writer:
     def adopt(self, key: str, admission: Admission) -> None:
         self.persisted[key] = admission
 
-    def create_workload(self, job_key: str) -> None:
-        self._once(f"job:{job_key}", functools.partial(owners.create_job_workload, self, job_key),
-                   again=functools.partial(self.create_workload, job_key))
+    def create_workload(self, owner: str) -> None:
+        self._once(_work(owner), functools.partial(owners.create_workload, self, owner),
+                   again=functools.partial(self.create_workload, owner))
 
-    def sync_job(self, job_key: str) -> None:
-        self._coalesced(f"job:{job_key}", functools.partial(owners.sync_job, self, job_key))
+    def sync_owner(self, owner: str) -> None:
+        self._coalesced(_work(owner), functools.partial(owners.sync_owner, self, owner))
 
     def create_group_workload(self, group_key: str) -> None:
         self._once(f"group:{group_key}",
@@ -408,11 +414,12 @@ class Writer:
                 self._failed(f"deactivate:{key}", exc,
                              functools.partial(self._deactivate_later, key))
         self._reason_unwritten(key)
-        job_key = controller.owners.job_of_workload.get(key)
+        owner = controller.owners.owner_of_workload.get(key)
+        job_key = controller.owners.job_of(key)
         group_key = controller.owners.group_of_workload.get(key)
         if event.kind is not Kind.FINISHED:
-            if job_key is not None:
-                self.sync_job(job_key)
+            if owner is not None:
+                self.sync_owner(owner)
             if group_key is not None:
                 self.sync_group(group_key)
         if event.kind is Kind.ADMITTED:
@@ -422,7 +429,7 @@ class Writer:
                     self.ungate(owner)
         elif event.kind is Kind.EVICTING:
             controller.owners.check_stopped(key)  # an owner that never ran is stopped already
-        self.recorder.announce(event, job_key)
+        self.recorder.announce(event, owner)
         if event.kind is Kind.FINISHED and ok:
             controller.forget_finished(key)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import kmock
 
-from kuota.operator import jobs
+from kuota.operator.kinds import jobs
 from tests.emulator import Emulator
 from tests.emulator.clients import call
 from tests.integration.operator import harness as h

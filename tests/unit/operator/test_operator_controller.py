@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kuota.operator import jobs
 from kuota.operator.controller import Controller
+from kuota.operator.kinds import jobs
 from kuota.operator.settings import Options
 from quota.lifecycle import State
 from quota.resources import FlavorResource
@@ -31,7 +31,7 @@ class FakeActions:
     def create_workload(self, job_key: str) -> None:
         self.created.append(job_key)
 
-    def sync_job(self, job_key: str) -> None:
+    def sync_owner(self, job_key: str) -> None:
         self.synced.append(job_key)
 
     def workload_problem(self, key: str, message: str) -> None:
@@ -210,12 +210,12 @@ class TestJobsAndWorkloads:
     def test_a_job_asks_for_its_workload_then_follows_it(self) -> None:
         controller, actions = leading(*queues("4"))
         controller.observe("Job", self.job())
-        assert actions.created == ["ns/train"]
+        assert actions.created == ["Job:ns/train"]
         body = jobs.workload_for(self.job(), queue="main", priority=0, priority_class=None)
         body["metadata"].update(resourceVersion=str(next(_rv)),
                                 creationTimestamp="2026-01-01T00:00:00Z")
         controller.observe("Workload", body)
-        assert controller.owners.workload_of_job["ns/train"] == "ns/job-train-u-1"
+        assert controller.owners.workload_of_owner["Job:ns/train"] == "ns/job-train-u-1"
         assert controller.engine is not None
         controller.engine.run_until_idle(1000)
         finished = self.job(conditions=[{"type": "Complete", "status": "True"}])
@@ -268,7 +268,7 @@ class TestJobsGoing:
         ("deleted", []),
         ("being deleted", []),  # foreground, or a finalizer: the Job is still there
         ("orphaned", []),  # deleted with the default propagation: the GC freed the Workload
-        ("replaced", ["ns/train"]),  # a new Job of the same name gets its own Workload
+        ("replaced", ["Job:ns/train"]),  # a new Job of the same name gets its own Workload
     ])
     def test_the_workload_of_a_job_going_away_is_deleted(self, how: str,
                                                          want_created: list[str]) -> None:

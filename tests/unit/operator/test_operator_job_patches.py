@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kuota.operator import jobs, names
+from kuota.operator import names
+from kuota.operator.kinds import jobs
 from quota import api
 from quota.config import FlavorConfig
 from quota.workload import Admission, PodSetAdmission

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from kuota.operator import podgroups, webhooks
+from kuota.operator import webhooks
+from kuota.operator.kinds import podgroups
 from quota import api
 from quota.config import FlavorConfig
 from quota.workload import Admission, PodSetAdmission

@@ -24,9 +24,9 @@ def job(labels: dict[str, str], suspend: bool | None = None) -> dict[str, Any]:
     ({}, None, True, True),  # the namespace has a LocalQueue "default"
     ({"app": "web"}, None, False, False),
 ])
-def test_job_needs_suspend(labels: dict[str, str], suspend: bool | None, default_queue: bool,
+def test_needs_suspend(labels: dict[str, str], suspend: bool | None, default_queue: bool,
                            want: bool) -> None:
-    got = webhooks.job_needs_suspend(job(labels, suspend), default_queue=default_queue,
+    got = webhooks.needs_suspend(job(labels, suspend), default_queue=default_queue,
                                      queue_exists=lambda ns, name: name == "default")
     assert got is want
 
@@ -34,7 +34,7 @@ def test_job_needs_suspend(labels: dict[str, str], suspend: bool | None, default
 @pytest.mark.parametrize("label", ["kuota.dev/queue-name", "kueue.x-k8s.io/queue-name"])
 def test_a_malformed_queue_name_is_rejected_naming_the_label(label: str) -> None:
     with pytest.raises(webhooks.Rejected, match=f"metadata.labels\\[{label}\\]"):
-        webhooks.job_needs_suspend(job({label: "Bad_Name"}), default_queue=False,
+        webhooks.needs_suspend(job({label: "Bad_Name"}), default_queue=False,
                                    queue_exists=lambda ns, name: True)
 
 

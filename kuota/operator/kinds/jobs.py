@@ -37,13 +37,15 @@ Writes are JSON merge patches computed from the Job as last seen, and are
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
 from kuota.operator import names
+from kuota.operator.kinds import contract
+from kuota.operator.kinds.contract import Write, fingerprint, node_constraints, queue_of
+from kuota.operator.kinds.templated import job_pods
+from kuota.operator.names import Res
 from quota import convert
-from quota.api import API_VERSION
 from quota.config import FlavorConfig
 from quota.workload import Admission
 
@@ -51,31 +53,12 @@ Body = dict[str, Any]
 POD_SET = "main"
 
 
-def queue_of(job: Body, *, default_queue: bool,
-             queue_exists: Callable[[str, str], bool]) -> str | None:
-    """The LocalQueue a Job is submitted to, or None if kuota does not manage it."""
-    meta = job.get("metadata") or {}
-    queue = names.first_of(meta.get("labels"), names.QUEUE_LABELS)
-    if queue:
-        return queue
-    if default_queue and queue_exists(meta.get("namespace") or "default", names.DEFAULT_QUEUE):
-        return names.DEFAULT_QUEUE
-    return None
-
-
-def workload_name(job: Body) -> str:
-    meta = job["metadata"]
-    return f"job-{meta['name']}-{str(meta.get('uid') or '')[:5]}".rstrip("-")
+JOBS = Res("batch", "v1", "jobs", "Job", True)
+__all__ = ["JOB", "Write", "node_constraints", "queue_of"]
 
 
 def pod_count(job: Body) -> int:
-    spec = job.get("spec") or {}
-    raw = spec.get("parallelism")
-    parallelism = 1 if raw is None else int(raw)
-    completions = spec.get("completions")
-    if completions is None:
-        return parallelism
-    return min(parallelism, int(completions))
+    return job_pods(job.get("spec") or {})
 
 
 def original_fields(job: Body) -> Body:
@@ -96,9 +79,8 @@ def original_fields(job: Body) -> Body:
             "parallelism": spec.get("parallelism")}
 
 
-def workload_for(job: Body, *, queue: str, priority: int,
-                 priority_class: str | None) -> Body:
-    """The Workload manifest standing for ``job``."""
+def pod_sets(job: Body) -> list[Body]:
+    """The Job's one pod set, as the user asked it (not as kuota started it)."""
     meta = job["metadata"]
     spec = job.get("spec") or {}
     template = json.loads(json.dumps(spec.get("template") or {}))
@@ -117,24 +99,14 @@ def workload_for(job: Body, *, queue: str, priority: int,
     min_count = names.first_of(meta.get("annotations"), names.MIN_PARALLELISM_ANNOTATIONS)
     if min_count is not None and min_count.isdigit() and 0 < int(min_count) < count:
         pod_set["minCount"] = int(min_count)
-    workload_spec: Body = {"podSets": [pod_set], "queueName": queue, "priority": priority}
-    if priority_class:
-        workload_spec["priorityClassRef"] = {"group": "kuota.dev",
-                                             "kind": "WorkloadPriorityClass",
-                                             "name": priority_class}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Workload",
-        "metadata": {
-            "name": workload_name(job),
-            "namespace": meta.get("namespace") or "default",
-            "labels": {names.JOB_UID_LABEL: str(meta.get("uid") or "")},
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
-                                 "uid": meta.get("uid") or "", "controller": True,
-                                 "blockOwnerDeletion": True}],
-        },
-        "spec": workload_spec,
-    }
+    return [pod_set]
+
+
+def workload_for(job: Body, *, queue: str, priority: int,
+                 priority_class: str | None) -> Body:
+    """The Workload manifest standing for ``job``."""
+    return contract.workload_for(JOB, job, queue=queue, priority=priority,
+                                 priority_class=priority_class)
 
 
 def asks_topology(job: Body) -> bool:
@@ -164,42 +136,6 @@ def pods_ready(job: Body) -> bool:
     return not spec.get("suspend") and want > 0 and have >= want
 
 
-def fingerprint(admission: Admission) -> str:
-    """What the admission annotation records: queue, flavors and counts."""
-    parts = [admission.cluster_queue]
-    for ps in admission.pod_sets:
-        flavors = ",".join(f"{r}={f}" for r, f in sorted(ps.flavors.items()))
-        parts.append(f"{ps.name}:{ps.count}:{flavors}")
-    return ";".join(parts)
-
-
-def node_constraints(admission: Admission, flavors: Mapping[str, FlavorConfig],
-                     pod_set: str = POD_SET) -> tuple[dict[str, str], list[Body]]:
-    """Node labels to require and tolerations to add for one admitted podSet."""
-    labels: dict[str, str] = {}
-    tolerations: list[Body] = []
-    for ps in admission.pod_sets:
-        if ps.name != pod_set:
-            continue
-        for flavor_name in dict.fromkeys(ps.flavors.values()):
-            flavor = flavors.get(flavor_name)
-            if flavor is None:
-                continue
-            labels.update(flavor.node_labels)
-            for toleration in flavor.tolerations:
-                as_dict = _toleration(toleration)
-                if as_dict not in tolerations:
-                    tolerations.append(as_dict)
-    return labels, tolerations
-
-
-def _toleration(toleration: Any) -> Body:
-    if hasattr(toleration, "to_dict"):
-        result: Body = toleration.to_dict()
-        return result
-    return dict(toleration)
-
-
 def start_patch(job: Body, admission: Admission, flavors: Mapping[str, FlavorConfig],
                 workload_count: int) -> Body | None:
     """The merge patch that starts ``job`` under ``admission``; None if it already runs so."""
@@ -210,7 +146,7 @@ def start_patch(job: Body, admission: Admission, flavors: Mapping[str, FlavorCon
             and spec.get("suspend") is False:
         return None
     original = original_fields(job)
-    labels, tolerations = node_constraints(admission, flavors)
+    labels, tolerations = node_constraints(admission, flavors, POD_SET)
     selector = dict(original["nodeSelector"])
     selector.update(labels)
     current = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
@@ -233,17 +169,6 @@ def start_patch(job: Body, admission: Admission, flavors: Mapping[str, FlavorCon
                                                                            sort_keys=True)}},
         "spec": patch_spec,
     }
-
-
-@dataclass(frozen=True, slots=True)
-class Write:
-    """One write towards the Job its Workload asks for."""
-
-    #: What it does: ``start``, ``suspend``, ``reset`` (clear startTime), ``restore``.
-    step: Literal["start", "suspend", "reset", "restore"]
-    patch: Body
-    #: ``status`` for the startTime reset; None for the Job itself.
-    subresource: str | None = None
 
 
 def pods_left(job: Body) -> int:
@@ -314,3 +239,33 @@ def restore_patch(job: Body) -> Body:
     return {"metadata": {"annotations": {names.ORIGINAL_ANNOTATION: None,
                                          names.ADMISSION_ANNOTATION: None}},
             "spec": patch_spec}
+
+
+class JobKind:
+    """Jobs, as the workload-kind contract has them (:mod:`kuota.operator.kinds.contract`)."""
+
+    kind = "Job"
+    res = JOBS
+    prefix = "job"
+
+    def pod_sets(self, obj: Body) -> list[Body]:
+        return pod_sets(obj)
+
+    def start_write(self, obj: Body, admission: Admission,
+                    flavors: Mapping[str, FlavorConfig]) -> Write | None:
+        return start_write(obj, admission, flavors, pod_sets(obj)[0]["count"])
+
+    def stop_write(self, obj: Body) -> Write | None:
+        return stop_write(obj)
+
+    def stopped(self, obj: Body) -> bool:
+        return stopped(obj)
+
+    def finished(self, obj: Body) -> tuple[str, str] | None:
+        return finished(obj)
+
+    def pods_ready(self, obj: Body) -> bool:
+        return pods_ready(obj)
+
+
+JOB = JobKind()

@@ -26,7 +26,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kuota.operator import jobs, names, pinning, status
+from kuota.operator import names, pinning, status
+from kuota.operator.kinds.contract import node_constraints
 from kuota.operator.objects import being_deleted
 from quota import convert
 from quota.api import API_VERSION
@@ -140,7 +141,7 @@ def start_conflict(pod: Body, admission: Admission,
     its flavor's node labels with another value (None: it can be)."""
     if not gated(pod):
         return None
-    labels, _ = jobs.node_constraints(admission, flavors, shape(pod))
+    labels, _ = node_constraints(admission, flavors, shape(pod))
     return pinning.conflict(pod, labels)
 
 
@@ -150,7 +151,7 @@ def start_patch(pod: Body, admission: Admission,
     if not gated(pod):
         return None
     spec = pod.get("spec") or {}
-    labels, added = jobs.node_constraints(admission, flavors, shape(pod))
+    labels, added = node_constraints(admission, flavors, shape(pod))
     tolerations = list(spec.get("tolerations") or [])
     tolerations += [t for t in added if t not in tolerations]
     gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != names.ADMISSION_GATE]

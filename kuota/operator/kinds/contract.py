@@ -1,0 +1,210 @@
+"""The contract a workload kind fills in, and what every kind shares.
+
+kuota queues objects of many kinds — batch Jobs, JobSets, and more — the
+same way: a queue-labelled object is created suspended, stands for one
+Workload whose pod sets it describes, is started (unsuspended, each pod
+set's template given its flavors' node labels and tolerations) once that
+Workload is admitted, and is stopped and restored when it is evicted. What
+differs from kind to kind is only *where* things are in the object: which
+field suspends it, where its pod templates are, how many pods each runs,
+which condition says it ended. That is the contract
+(:class:`WorkloadKind`), after Kueue's ``GenericJob``
+(pkg/controller/jobframework): suspended?/suspend, pod sets from the object,
+run with the admission's pod-set infos, restore on eviction, finished,
+pods ready, active. Each kind is one small module filling it in; the
+operator's owners, writer and webhook speak only to the contract.
+
+Everything here is pure: functions of object bodies (dicts as the API
+returns them) that return values — a Workload manifest, the next
+:class:`Write`. Replaying a decision computes the same write, or ``None``
+once the object is as it should be, so a restart or a watch event of
+kuota's own write costs nothing.
+
+Pod groups (plain Pods that start together) are the one kind without a
+suspend field: their pods are *gated* instead, and stopping one means
+deleting its pods (Kueue's ``JobWithCustomStop``); they fill in their own
+functions (:mod:`kuota.operator.kinds.podgroups`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from kuota.operator import names
+from kuota.operator.names import Res
+from quota.api import API_VERSION
+from quota.config import FlavorConfig
+from quota.workload import Admission
+
+Body = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One write towards the object a Workload stands for."""
+
+    #: What it does: ``start``, ``suspend``, ``reset`` (clear a Job's startTime),
+    #: ``restore`` (suspended, with the templates put back).
+    step: Literal["start", "suspend", "reset", "restore"]
+    #: A JSON merge patch of the object.
+    patch: Body
+    #: ``status`` for a write to the status subresource; None for the object itself.
+    subresource: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetInfo:
+    """What an admission gives one pod set: its flavors' node labels and tolerations, and
+    how many pods it may run (fewer than asked with partial admission)."""
+
+    name: str
+    count: int
+    node_selector: dict[str, str]
+    tolerations: list[Body]
+
+
+class WorkloadKind(Protocol):
+    """A kind of object kuota queues by suspending it (Kueue's ``GenericJob``)."""
+
+    #: The object's kind (``Job``, ``JobSet``) and where it is served.
+    kind: str
+    res: Res
+    #: The Workload's name starts with it (Kueue's spelling: ``job``, ``jobset``).
+    prefix: str
+
+    def pod_sets(self, obj: Body) -> list[Body]:
+        """The Workload's ``podSets``: name, count (and minCount), template — as the user
+        asked, not as kuota changed them to run."""
+        ...
+
+    def start_write(self, obj: Body, admission: Admission,
+                    flavors: Mapping[str, FlavorConfig]) -> Write | None:
+        """The next write that runs ``obj`` under ``admission`` (each pod set given its
+        flavors' node labels and tolerations, see :func:`pod_set_infos`); None once it
+        runs so, or while the pods of a previous run are still going."""
+        ...
+
+    def stop_write(self, obj: Body) -> Write | None:
+        """The next write towards a suspended, restored ``obj``; None once it is."""
+        ...
+
+    def stopped(self, obj: Body) -> bool:
+        """Suspended, and none of its pods left running or terminating: an evicted
+        workload's quota is released only then."""
+        ...
+
+    def finished(self, obj: Body) -> tuple[str, str] | None:
+        """("Succeeded" | "Failed", message) once the object has ended."""
+        ...
+
+    def pods_ready(self, obj: Body) -> bool:
+        """Every pod it runs now is ready (or succeeded), for ``waitForPodsReady``."""
+        ...
+
+
+# -- what every kind shares ------------------------------------------------------------------
+
+def queue_of(obj: Body, *, default_queue: bool,
+             queue_exists: Callable[[str, str], bool]) -> str | None:
+    """The LocalQueue an object is submitted to, or None if kuota does not manage it."""
+    meta = obj.get("metadata") or {}
+    queue = names.first_of(meta.get("labels"), names.QUEUE_LABELS)
+    if queue:
+        return queue
+    if default_queue and queue_exists(meta.get("namespace") or "default", names.DEFAULT_QUEUE):
+        return names.DEFAULT_QUEUE
+    return None
+
+
+def workload_name(kind: WorkloadKind, obj: Body) -> str:
+    meta = obj["metadata"]
+    return f"{kind.prefix}-{meta['name']}-{str(meta.get('uid') or '')[:5]}".rstrip("-")
+
+
+def workload_for(kind: WorkloadKind, obj: Body, *, queue: str, priority: int,
+                 priority_class: str | None) -> Body:
+    """The Workload manifest standing for ``obj``, owned by it."""
+    meta = obj["metadata"]
+    spec: Body = {"podSets": kind.pod_sets(obj), "queueName": queue, "priority": priority}
+    if priority_class:
+        spec["priorityClassRef"] = {"group": "kuota.dev", "kind": "WorkloadPriorityClass",
+                                    "name": priority_class}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": workload_name(kind, obj),
+            "namespace": meta.get("namespace") or "default",
+            "labels": {names.JOB_UID_LABEL: str(meta.get("uid") or "")},
+            "ownerReferences": [{"apiVersion": kind.res.api_version, "kind": kind.kind,
+                                 "name": meta["name"], "uid": meta.get("uid") or "",
+                                 "controller": True, "blockOwnerDeletion": True}],
+        },
+        "spec": spec,
+    }
+
+
+def fingerprint(admission: Admission) -> str:
+    """What the admission annotation records: queue, flavors and counts."""
+    parts = [admission.cluster_queue]
+    for ps in admission.pod_sets:
+        flavors = ",".join(f"{r}={f}" for r, f in sorted(ps.flavors.items()))
+        parts.append(f"{ps.name}:{ps.count}:{flavors}")
+    return ";".join(parts)
+
+
+def node_constraints(admission: Admission, flavors: Mapping[str, FlavorConfig],
+                     pod_set: str) -> tuple[dict[str, str], list[Body]]:
+    """Node labels to require and tolerations to add for one admitted podSet."""
+    labels: dict[str, str] = {}
+    tolerations: list[Body] = []
+    for ps in admission.pod_sets:
+        if ps.name != pod_set:
+            continue
+        for flavor_name in dict.fromkeys(ps.flavors.values()):
+            flavor = flavors.get(flavor_name)
+            if flavor is None:
+                continue
+            labels.update(flavor.node_labels)
+            for toleration in flavor.tolerations:
+                as_dict = _toleration(toleration)
+                if as_dict not in tolerations:
+                    tolerations.append(as_dict)
+    return labels, tolerations
+
+
+def _toleration(toleration: Any) -> Body:
+    if hasattr(toleration, "to_dict"):
+        result: Body = toleration.to_dict()
+        return result
+    return dict(toleration)
+
+
+def pod_set_infos(admission: Admission,
+                  flavors: Mapping[str, FlavorConfig]) -> dict[str, PodSetInfo]:
+    """PodSet name -> what ``admission`` gives it."""
+    out = {}
+    for ps in admission.pod_sets:
+        labels, tolerations = node_constraints(admission, flavors, ps.name)
+        out[ps.name] = PodSetInfo(ps.name, ps.count, labels, tolerations)
+    return out
+
+
+def merge_patch(old: Any, new: Any) -> Any:
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``: keys that differ,
+    recursively; removed keys as None; lists whole. None when they are equal."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return None if old == new else new
+    patch: Body = {}
+    for key, value in new.items():
+        if key not in old:
+            patch[key] = value
+        elif old[key] != value:
+            patch[key] = merge_patch(old[key], value) if isinstance(value, dict) \
+                and isinstance(old[key], dict) else value
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return patch or None
