@@ -266,6 +266,11 @@ class PeerController:
         return self.launch.name_prefix + self.launch.service_account
 
     def start(self) -> None:
+        running = self.plane.processes.get(self.name)
+        if running is not None and running.running():
+            # Two managers would fight over the same objects and webhook configurations.
+            raise StartError(f"{self.name} already runs on this control plane ({running.log}): "
+                             f"is its fixture defined twice?")
         started = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.install_crds()
@@ -419,6 +424,8 @@ def peer_controller_fixture(name: str, *, scope: Scope = "session",
         jobset_controller = peer_controller_fixture("jobset")
 
     Skipped (failed under ``KUOTA_REQUIRE_CLUSTER=1``) when the release is not built.
+    Define it once per control plane's scope (best in tests/real/conftest.py): a second
+    definition elsewhere would try to start a second manager, which is refused.
     """
 
     @pytest.fixture(scope=scope, name=fixture_name or f"{name}_controller")

@@ -25,6 +25,8 @@ from tests.real.operator import OperatorProcess
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
+# Here until tests/real/conftest.py defines it for every real-tier test (then remove this
+# line: two definitions would start two managers on one control plane, which is refused).
 jobset_controller = peer_controller_fixture("jobset")
 
 

@@ -1,0 +1,196 @@
+"""The workload-kind contract: JobSets as Kueue builds them, started and stopped by the
+generic templated kind, and the merge patch every kind writes."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kuota.operator import kinds, webhooks
+from kuota.operator.kinds import contract
+from kuota.operator.kinds.jobsets import JOBSET
+from quota import api
+from quota.config import FlavorConfig
+from quota.workload import Admission, PodSetAdmission
+
+Body = dict[str, Any]
+FLAVORS = {"a100": FlavorConfig("a100", {"gpu": "a100"},
+                                tolerations=({"key": "gpu", "operator": "Exists",
+                                              "effect": "NoSchedule"},)),
+           "cpu": FlavorConfig("cpu", {"pool": "cpu"})}
+
+
+def replicated(name: str, *, replicas: int = 1, parallelism: int | None = None,
+               completions: int | None = None, selector: dict[str, str] | None = None,
+               cpu: str = "1") -> Body:
+    job_spec: Body = {"template": {"metadata": {"labels": {"role": name}},
+                                   "spec": {"restartPolicy": "Never",
+                                            "containers": [{"name": "c", "image": "x",
+                                                            "resources": {"requests":
+                                                                          {"cpu": cpu}}}]}}}
+    if parallelism is not None:
+        job_spec["parallelism"] = parallelism
+    if completions is not None:
+        job_spec["completions"] = completions
+    if selector:
+        job_spec["template"]["spec"]["nodeSelector"] = dict(selector)
+    return {"name": name, "replicas": replicas, "template": {"spec": job_spec}}
+
+
+def jobset(*roles: Body, suspend: bool | None = True, status: Body | None = None) -> Body:
+    body: Body = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                  "metadata": {"name": "train", "namespace": "ns", "uid": "abcdef-1",
+                               "labels": {"kueue.x-k8s.io/queue-name": "main"},
+                               "resourceVersion": "7"},
+                  "spec": {"replicatedJobs": list(roles)}}
+    if suspend is not None:
+        body["spec"]["suspend"] = suspend
+    if status is not None:
+        body["status"] = status
+    return body
+
+
+def admission(*pod_sets: tuple[str, int, str]) -> Admission:
+    return Admission("cq", tuple(PodSetAdmission(name, count, {"cpu": flavor}, {"cpu": 1000})
+                                 for name, count, flavor in pod_sets))
+
+
+def applied(body: Body, write: contract.Write | None) -> Body:
+    """``body`` after a merge patch (RFC 7386), as the API server applies it."""
+    assert write is not None
+
+    def merge(target: Any, patch: Any) -> Any:
+        if not isinstance(patch, dict):
+            return copy.deepcopy(patch)
+        out = dict(target) if isinstance(target, dict) else {}
+        for key, value in patch.items():
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = merge(out.get(key), value)
+        return out
+
+    return merge(body, write.patch)
+
+
+def template_spec(body: Body, index: int) -> Body:
+    return body["spec"]["replicatedJobs"][index]["template"]["spec"]["template"]["spec"]
+
+
+class TestJobSetPodSets:
+    @pytest.mark.parametrize(("roles", "want_sets"), [
+        ([replicated("driver"), replicated("workers", replicas=3, parallelism=2)],
+         [("driver", 1), ("workers", 6)]),
+        ([replicated("w", replicas=2, parallelism=4, completions=3)], [("w", 6)]),
+        ([replicated("w", replicas=0)], [("w", 0)]),
+    ])
+    def test_one_pod_set_per_replicated_job(self, roles: list[Body],
+                                            want_sets: list[tuple[str, int]]) -> None:
+        body = contract.workload_for(JOBSET, jobset(*roles), queue="main", priority=0,
+                                     priority_class=None)
+        assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == want_sets
+        assert body["metadata"]["name"] == "jobset-train-abcde"
+        assert body["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
+        assert isinstance(api.parse_object(body), api.Workload)
+
+    def test_the_workload_is_owned_by_its_jobset(self) -> None:
+        body = contract.workload_for(JOBSET, jobset(replicated("w")), queue="main", priority=0,
+                                     priority_class=None)
+        assert kinds.owner_of(body["metadata"]) == "JobSet:ns/train"
+
+
+class TestJobSetStartAndStop:
+    def test_started_with_each_roles_flavor_then_restored(self) -> None:
+        before = jobset(replicated("driver", selector={"zone": "a"}),
+                        replicated("workers", replicas=2))
+        given = admission(("driver", 1, "cpu"), ("workers", 2, "a100"))
+        write = JOBSET.start_write(before, given, FLAVORS)
+        assert write is not None and write.step == "start"
+        running = applied(before, write)
+        assert running["spec"]["suspend"] is False
+        assert template_spec(running, 0)["nodeSelector"] == {"zone": "a", "pool": "cpu"}
+        assert template_spec(running, 1)["nodeSelector"] == {"gpu": "a100"}
+        assert template_spec(running, 1)["tolerations"] == [
+            {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        # The Workload still asks for what the user wrote, not what kuota added.
+        assert JOBSET.pod_sets(running) == JOBSET.pod_sets(before)
+        assert JOBSET.start_write(running, given, FLAVORS) is None  # idempotent
+
+        stop = JOBSET.stop_write(running)
+        assert stop is not None and stop.step == "suspend"
+        suspended = applied(running, stop)
+        suspended["status"] = {"replicatedJobsStatus": [{"name": "workers", "active": 2}]}
+        assert JOBSET.stop_write(suspended) is None  # its Jobs still stop
+        assert not JOBSET.stopped(suspended)
+        suspended["status"]["replicatedJobsStatus"][0]["active"] = 0
+        assert JOBSET.stopped(suspended)
+        restore = JOBSET.stop_write(suspended)
+        assert restore is not None and restore.step == "restore"
+        restored = applied(suspended, restore)
+        assert template_spec(restored, 0) == template_spec(before, 0)
+        assert template_spec(restored, 1) == template_spec(before, 1)
+        assert "annotations" not in restored["metadata"] \
+            or not restored["metadata"]["annotations"]
+        assert JOBSET.stop_write(restored) is None
+
+    def test_one_running_under_another_admission_is_suspended_first(self) -> None:
+        running = applied(jobset(replicated("w")),
+                          JOBSET.start_write(jobset(replicated("w")),
+                                             admission(("w", 1, "cpu")), FLAVORS))
+        write = JOBSET.start_write(running, admission(("w", 1, "a100")), FLAVORS)
+        assert write == contract.Write("suspend", {"spec": {"suspend": True}})
+
+    def test_a_jobset_never_started_by_kuota_needs_no_restore(self) -> None:
+        assert JOBSET.stop_write(jobset(replicated("w"))) is None
+
+
+class TestJobSetStatus:
+    @pytest.mark.parametrize(("conditions", "want"), [
+        ([{"type": "Completed", "status": "True"}], "Succeeded"),
+        ([{"type": "Failed", "status": "True", "reason": "FailurePolicy"}], "Failed"),
+        ([{"type": "Completed", "status": "False"}], None),
+        ([], None),
+    ])
+    def test_finished(self, conditions: list[Body], want: str | None) -> None:
+        got = JOBSET.finished(jobset(replicated("w"), status={"conditions": conditions}))
+        assert (got[0] if got else None) == want
+
+    @pytest.mark.parametrize(("suspend", "statuses", "want"), [
+        (False, [{"name": "a", "ready": 1}, {"name": "b", "ready": 1, "succeeded": 1}], True),
+        (False, [{"name": "a", "ready": 1}, {"name": "b", "ready": 1}], False),
+        (True, [{"name": "a", "ready": 1}, {"name": "b", "ready": 2}], False),
+    ])
+    def test_pods_ready_counts_replicas(self, suspend: bool, statuses: list[Body],
+                                        want: bool) -> None:
+        body = jobset(replicated("a"), replicated("b", replicas=2), suspend=suspend,
+                      status={"replicatedJobsStatus": statuses})
+        assert JOBSET.pods_ready(body) is want
+
+
+class TestWebhook:
+    @pytest.mark.parametrize(("owner_refs", "want"), [
+        ([], True),
+        # A JobSet's own Jobs run as their JobSet says.
+        ([{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "train",
+           "uid": "u", "controller": True}], False),
+        ([{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "u"}], True),
+    ])
+    def test_only_top_level_objects_are_suspended(self, owner_refs: list[Body],
+                                                  want: bool) -> None:
+        job = {"metadata": {"name": "j", "namespace": "ns", "ownerReferences": owner_refs,
+                            "labels": {"kuota.dev/queue-name": "main"}}, "spec": {}}
+        assert webhooks.needs_suspend(job, default_queue=False,
+                                      queue_exists=lambda ns, name: True) is want
+
+
+@pytest.mark.parametrize(("old", "new", "want"), [
+    ({"a": 1}, {"a": 1}, None),
+    ({"a": 1}, {"a": 2}, {"a": 2}),
+    ({"a": {"b": 1, "c": 2}}, {"a": {"b": 1}}, {"a": {"c": None}}),
+    ({"l": [1, 2]}, {"l": [1, 3]}, {"l": [1, 3]}),  # lists whole
+    ({}, {"n": {"x": 1}}, {"n": {"x": 1}}),
+])
+def test_merge_patch(old: Body, new: Body, want: Body | None) -> None:
+    assert contract.merge_patch(old, new) == want
