@@ -1,8 +1,10 @@
 """kopf wiring: watches feed the controller, the webhook suspends Jobs, startup runs the rest.
 
 Handlers only translate: a watch event becomes :meth:`Controller.observe`,
-an AdmissionReview becomes :func:`kuota.operator.webhooks.needs_suspend` (Jobs)
-or :func:`kuota.operator.webhooks.pod_gates` (pods).
+an AdmissionReview becomes :func:`kuota.operator.webhooks.needs_suspend` (Jobs,
+JobSets), :func:`kuota.operator.webhooks.pod_gates` (pods, a single queued Pod
+first made a group of one) or :func:`kuota.operator.kinds.pods.template_marks`
+(Deployments, StatefulSets: their pod templates say how their pods are queued).
 Everything is registered in a registry of its own (never kopf's global
 one), so tests can run several operators in one process.
 """
@@ -18,6 +20,7 @@ import kopf
 from kuota.operator import kinds, names, probes, webhooks
 from kuota.operator import visibility as visibility_server
 from kuota.operator.certs import ReloadingWebhookServer, ServingCertificate
+from kuota.operator.kinds import pods
 from kuota.operator.loop import Operator
 
 
@@ -153,13 +156,36 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
         @kopf.on.mutate("", "v1", "pods", id="gate-pods", operations=["CREATE"],
                         registry=registry)
         async def gate_pods(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+            pod = dict(body)
+            marks = pods.single_pod_marks(pod)
+            if marks is not None:  # a queued single Pod (a Deployment's too): a group of one
+                labels, annotations = marks
+                patch.meta.setdefault("labels", {}).update(labels)
+                patch.meta.setdefault("annotations", {}).update(annotations)
+                meta = dict(pod.get("metadata") or {})
+                meta["labels"] = {**(meta.get("labels") or {}), **labels}
+                meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+                pod["metadata"] = meta
             try:
-                gates = webhooks.pod_gates(dict(body), job_managed=controller.owners.job_managed)
+                gates = webhooks.pod_gates(pod, job_managed=controller.owners.job_managed)
             except webhooks.Rejected as exc:
                 raise kopf.AdmissionError(str(exc), code=422) from exc
             if gates is not None:
                 patch.spec["schedulingGates"] = gates
                 if any(g.get("name") == names.TOPOLOGY_GATE for g in gates):
                     patch.meta.setdefault("labels", {})[names.TOPOLOGY_LABEL] = "true"
+
+        for res in pods.TEMPLATED.values():
+            async def mark_template(body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
+                old = kwargs.get("old")  # (given on UPDATE)
+                problem = pods.scaling_error(dict(old), dict(body)) if old is not None else None
+                if problem is not None:
+                    raise kopf.AdmissionError(problem, code=422)
+                marks = pods.template_marks(dict(body))
+                if marks is not None:  # its pods are queued: they carry what says how
+                    patch.spec["template"] = {"metadata": marks}
+
+            kopf.on.mutate(res.group, res.version, res.plural, id=f"queue-{res.plural}",
+                           operations=["CREATE", "UPDATE"], registry=registry)(mark_template)
 
     return registry

@@ -86,6 +86,12 @@ POD_GROUP_COUNT_ANNOTATIONS: Final = (f"{GROUP}/pod-group-total-count",
 #: On a pod of a group: "false" finishes the group (Failed) once a pod failed and none
 #: runs, instead of waiting for a replacement of the failed pod.
 RETRIABLE_ANNOTATIONS: Final = (f"{GROUP}/retriable-in-group", f"{KUEUE}/retriable-in-group")
+#: On a pod of a group made by a controller that replaces its pods (a StatefulSet's): the
+#: group never finishes.
+SERVING_ANNOTATIONS: Final = (f"{GROUP}/pod-group-serving", f"{KUEUE}/pod-group-serving")
+#: On a pod of a group whose pods are all alike: its Workload is made from the first pod.
+FAST_ADMISSION_ANNOTATIONS: Final = (f"{GROUP}/pod-group-fast-admission",
+                                     f"{KUEUE}/pod-group-fast-admission")
 #: On a pod kuota pins to topology domains (it carries :data:`TOPOLOGY_GATE` at creation);
 #: set on the pod template of a started Job that asks for topology, and by the webhook.
 TOPOLOGY_LABEL: Final = f"{GROUP}/tas"

@@ -86,9 +86,8 @@ class Owners:
             del self.workload_of_group[group_key]
             self.group_of_workload.pop(workload, None)
             actions = self.controller.actions
-            live = [p for p in self.pods_of(group_key) if podgroups.live(p)]
-            if actions is not None and live \
-                    and len(live) >= self.group_sizes.get(group_key, len(live) + 1):
+            if actions is not None and group_key in self.group_sizes \
+                    and podgroups.enough(self.pods_of(group_key), self.group_sizes[group_key]):
                 # Replacements created while the old Workload was going: theirs now.
                 actions.create_group_workload(group_key)
         # (an orphaned Workload no longer names its owner: the index still does)
@@ -248,7 +247,7 @@ class Owners:
         workload = self.workload_of_group.get(group_key)
         record = engine.records.get(workload) if workload else None
         if workload is None:
-            if len(live) >= total:
+            if podgroups.enough(pods, total):
                 actions.create_group_workload(group_key)
             return
         if record is None or record.state is State.FINISHED:

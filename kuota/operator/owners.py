@@ -244,7 +244,7 @@ async def create_group_workload(writer: Writer, group_key: str) -> None:
         return
     pods = [p for p in controller.owners.pods_of(group_key) if podgroups.live(p)]
     total = controller.owners.group_sizes.get(group_key, 0)
-    if not pods or len(pods) < total:
+    if not pods or not podgroups.enough(pods, total):
         return
     labels = (pods[0].get("metadata") or {}).get("labels") or {}
     queue = names.first_of(labels, names.QUEUE_LABELS)
@@ -253,7 +253,7 @@ async def create_group_workload(writer: Writer, group_key: str) -> None:
     priority, priority_class = _priority(writer, labels, pods[0])
     pods = sorted(pods, key=lambda p: p["metadata"]["name"])[:total]
     await _create(writer, podgroups.workload_for(group_key, pods, queue=queue,
-                                                 priority=priority,
+                                                 priority=priority, total=total,
                                                  priority_class=priority_class), pods[0])
 
 

@@ -218,7 +218,9 @@ class TestChartMadeCertificate:
         hooks = objects[("MutatingWebhookConfiguration", "", "kuota")]["webhooks"]
         assert [h["clientConfig"]["url"] for h in hooks] == [
             "https://127.0.0.1:9443/suspend-jobs", "https://127.0.0.1:9443/suspend-jobsets",
-            *["https://127.0.0.1:9443/gate-pods"] * 3]
+            *["https://127.0.0.1:9443/gate-pods"] * 5,
+            *[f"https://127.0.0.1:9443/queue-{plural}"
+              for plural in ("deployments", "statefulsets") * 2]]
         assert all("service" not in h["clientConfig"] for h in hooks)
         tls = objects[("Secret", NAMESPACE, "kuota-webhook-tls")]["data"]
         assert "IP Address:127.0.0.1" in _openssl_text(_pem(tls["tls.crt"]))

@@ -28,6 +28,7 @@ from typing import Any
 
 from kuota.operator import names, pinning, status
 from kuota.operator.kinds.contract import node_constraints
+from kuota.operator.kinds.pods import fast_admission, serving
 from kuota.operator.objects import being_deleted
 from quota import convert
 from quota.api import API_VERSION
@@ -102,13 +103,26 @@ def workload_name(group_key: str) -> str:
     return f"group-{group_key.partition('/')[2]}"
 
 
+def enough(pods: list[Body], total: int) -> bool:
+    """Whether a group has the live pods its Workload is made from: all of them, or one
+    when its pods are all alike (fast admission)."""
+    live_pods = [p for p in pods if live(p)]
+    return len(live_pods) >= (1 if fast_admission(live_pods) else total)
+
+
 def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: int,
-                 priority_class: str | None) -> Body:
-    """The Workload standing for a complete group: one podSet per pod shape."""
+                 priority_class: str | None, total: int | None = None) -> Body:
+    """The Workload standing for a complete group: one podSet per pod shape (with fast
+    admission, one of ``total`` pods shaped as the first)."""
     namespace, _, group = group_key.partition("/")
     by_shape: dict[str, list[Body]] = {}
-    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+    members_sorted = sorted(pods, key=lambda p: p["metadata"]["name"])
+    for pod in members_sorted:
         by_shape.setdefault(shape(pod), []).append(pod)
+    counts = {name: len(members) for name, members in by_shape.items()}
+    if total is not None and fast_admission(members_sorted):
+        first = shape(members_sorted[0])
+        by_shape, counts = {first: by_shape[first]}, {first: total}
     pod_sets = []
     for name, members in sorted(by_shape.items()):
         spec = json.loads(json.dumps(members[0].get("spec") or {}))
@@ -123,7 +137,7 @@ def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: 
                  if k in (*convert.REQUIRED_TOPOLOGY, *convert.PREFERRED_TOPOLOGY)}
         if asked:  # the pod set's topology request travels with its template
             template["metadata"] = {"annotations": asked}
-        pod_sets.append({"name": name, "count": len(members), "template": template})
+        pod_sets.append({"name": name, "count": counts[name], "template": template})
     workload_spec: Body = {"podSets": pod_sets, "queueName": queue, "priority": priority}
     if priority_class:
         workload_spec["priorityClassRef"] = {"group": "kuota.dev",
@@ -191,6 +205,8 @@ def outcome(pods: Iterable[Body], total: int) -> tuple[str, str] | None:
     deleted pod ``Failed`` once its containers are stopped, and those kuota deleted to
     evict the group must not read as the group's own failure."""
     staying = [p for p in pods if not being_deleted(p)]
+    if serving(staying):
+        return None  # its controller replaces what ends: it runs until it is deleted
     succeeded = sum(1 for p in staying if (p.get("status") or {}).get("phase") == "Succeeded")
     if succeeded >= total:
         return "Succeeded", f"Pods succeeded: {succeeded}/{total}"

@@ -72,3 +72,32 @@ class TestPodGroups:
                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
         assert reply.status == 422 and "pod-group-total-count" in reply.data["message"]
         assert plain.status == 201 and not plain.data["spec"].get("schedulingGates")
+
+
+class TestSinglePods:
+    def test_a_queued_pod_is_a_workload_of_its_own(self, cluster: Emulator,
+                                                    certs: pathlib.Path) -> None:
+        cluster.apply(h.flavor("fast", labels={"tier": "fast"}),
+                      h.cluster_queue("team", quotas={"fast": {"cpu": 2}}),
+                      h.local_queue("main", "team"))
+        lone = {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "lone", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox",
+                                         "resources": {"requests": {"cpu": "2"}}}]}}
+        with h.Running(cluster, certs):
+            created = call(cluster.url, "POST", PODS, lone)
+            assert created.status == 201 and created.data["spec"]["schedulingGates"] == [GATE]
+            group = created.data["metadata"]["labels"]["kuota.dev/pod-group-name"]
+            assert group.startswith("pod-lone-")
+            h.wait(cluster, lambda: not get(cluster, "lone")["spec"].get("schedulingGates"),
+                   "the pod to be admitted and ungated")
+            assert get(cluster, "lone")["spec"]["nodeSelector"] == {"tier": "fast"}
+            wl = group_workload(cluster, group)
+            assert wl is not None and [ps["count"] for ps in wl["spec"]["podSets"]] == [1]
+            cluster.patch("v1", "Pod", "lone", {"status": {"phase": "Failed"}},
+                          namespace="default", subresource="status")
+            h.wait(cluster, lambda: h.is_true(group_workload(cluster, group), "Finished"),
+                   "its Workload to finish with the pod")
+            finished = [c for c in group_workload(cluster, group)["status"]["conditions"]
+                        if c["type"] == "Finished"]
+            assert finished[0]["reason"] == "Failed"

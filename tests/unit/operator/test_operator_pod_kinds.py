@@ -1,0 +1,132 @@
+"""Pod-based kinds: single Pods, Deployments' and StatefulSets' pods queued through their
+pod templates, and the serving, fast-admission groups a StatefulSet makes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kuota.operator.kinds import podgroups, pods
+
+Body = dict[str, Any]
+QUEUE = {"kueue.x-k8s.io/queue-name": "main"}
+
+
+def pod(name: str = "p", *, labels: dict[str, str] | None = None,
+        owner: str | None = None, annotations: dict[str, str] | None = None,
+        phase: str | None = None) -> Body:
+    meta: Body = {"name": name, "namespace": "ns", "labels": dict(labels or {}),
+                  "annotations": dict(annotations or {})}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1" if owner == "Job" else "apps/v1",
+                                    "kind": owner, "name": "o", "uid": "u",
+                                    "controller": True}]
+    body: Body = {"metadata": meta, "spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    if phase:
+        body["status"] = {"phase": phase}
+    return body
+
+
+class TestSinglePods:
+    @pytest.mark.parametrize(("body", "want_group"), [
+        (pod(labels=QUEUE), True),
+        (pod(labels=QUEUE, owner="ReplicaSet"), True),  # a Deployment's replica
+        (pod(), False),  # not queued
+        (pod(labels=QUEUE, owner="Job"), False),  # queued with its Job, or not at all
+        (pod(labels={**QUEUE, "batch.kubernetes.io/job-name": "j"}), False),
+        (pod(labels={**QUEUE, "kuota.dev/pod-group-name": "g"}), False),  # a group already
+    ])
+    def test_which_pods_are_a_group_of_one(self, body: Body, want_group: bool) -> None:
+        marks = pods.single_pod_marks(body)
+        assert (marks is not None) is want_group
+        if marks is not None:
+            labels, annotations = marks
+            assert labels["kuota.dev/pod-group-name"].startswith("pod-p-")
+            assert annotations == {"kuota.dev/pod-group-total-count": "1",
+                                   "kuota.dev/retriable-in-group": "false"}
+
+    def test_each_pod_made_is_a_new_group(self) -> None:
+        first, second = (pods.single_pod_marks(pod(labels=QUEUE)) for _ in range(2))
+        assert first is not None and second is not None and first[0] != second[0]
+
+    @pytest.mark.parametrize(("base", "want_len"), [("x" * 10, 17), ("x" * 100, 63)])
+    def test_group_names_are_label_values(self, base: str, want_len: int) -> None:
+        assert len(pods.group_name(base, "abcdef")) == want_len
+
+    @pytest.mark.parametrize(("phase", "want"), [("Succeeded", "Succeeded"),
+                                                 ("Failed", "Failed"), ("Running", None)])
+    def test_a_group_of_one_ends_with_its_pod(self, phase: str, want: str | None) -> None:
+        labels, annotations = pods.single_pod_marks(pod(labels=QUEUE)) or ({}, {})
+        body = pod(labels={**QUEUE, **labels}, annotations=annotations, phase=phase)
+        got = podgroups.outcome([body], 1)
+        assert (got[0] if got else None) == want
+
+
+def owner(kind: str, *, replicas: int | None = 3, labels: dict[str, str] | None = None,
+          template_meta: Body | None = None) -> Body:
+    spec: Body = {"template": {"metadata": template_meta or {"labels": {"app": "web"}},
+                               "spec": {"containers": [{"name": "c"}]}}}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {"apiVersion": "apps/v1", "kind": kind,
+            "metadata": {"name": "web", "namespace": "ns",
+                         "labels": QUEUE if labels is None else labels}, "spec": spec}
+
+
+class TestTemplates:
+    @pytest.mark.parametrize(("body", "want"), [
+        (owner("Deployment"), {"labels": {"kuota.dev/queue-name": "main"}}),
+        (owner("Deployment", labels={**QUEUE, "kuota.dev/priority-class": "high"}),
+         {"labels": {"kuota.dev/queue-name": "main", "kuota.dev/priority-class": "high"}}),
+        (owner("StatefulSet"),
+         {"labels": {"kuota.dev/queue-name": "main", "kuota.dev/pod-group-name": "sts-web"},
+          "annotations": {"kuota.dev/pod-group-total-count": "3",
+                          "kuota.dev/pod-group-serving": "true",
+                          "kuota.dev/pod-group-fast-admission": "true"}}),
+        (owner("StatefulSet", replicas=None),
+         {"labels": {"kuota.dev/queue-name": "main", "kuota.dev/pod-group-name": "sts-web"},
+          "annotations": {"kuota.dev/pod-group-total-count": "1",
+                          "kuota.dev/pod-group-serving": "true",
+                          "kuota.dev/pod-group-fast-admission": "true"}}),
+        (owner("Deployment", labels={}), None),  # not queued
+        (owner("Deployment", template_meta={"labels": {"kuota.dev/queue-name": "main"}}),
+         None),  # already marked
+    ])
+    def test_template_marks(self, body: Body, want: Body | None) -> None:
+        assert pods.template_marks(body) == want
+
+    @pytest.mark.parametrize(("before", "after", "want_refused"), [
+        (3, 3, False), (3, 0, False), (0, 5, False), (3, 4, True), (None, 2, True),
+    ])
+    def test_a_queued_statefulset_scales_only_to_and_from_zero(
+            self, before: int | None, after: int, want_refused: bool) -> None:
+        got = pods.scaling_error(owner("StatefulSet", replicas=before),
+                                 owner("StatefulSet", replicas=after))
+        assert (got is not None) is want_refused
+        if got:
+            assert got.startswith("spec.replicas:")
+
+
+class TestServingGroups:
+    def sts_pod(self, name: str, phase: str | None = None) -> Body:
+        marks = pods.template_marks(owner("StatefulSet")) or {}
+        return pod(name, labels={**QUEUE, **marks["labels"]},
+                   annotations=marks["annotations"], owner="StatefulSet", phase=phase)
+
+    def test_the_workload_is_made_from_the_first_pod(self) -> None:
+        first = self.sts_pod("web-0")
+        assert podgroups.enough([first], 3)
+        body = podgroups.workload_for("ns/sts-web", [first], queue="main", priority=0,
+                                      priority_class=None, total=3)
+        assert [ps["count"] for ps in body["spec"]["podSets"]] == [3]
+
+    def test_a_serving_group_never_finishes(self) -> None:
+        ended = [self.sts_pod(f"web-{i}", "Succeeded") for i in range(3)]
+        assert podgroups.outcome(ended, 3) is None
+
+    def test_other_groups_wait_for_all_their_pods(self) -> None:
+        some = pod("a", labels={**QUEUE, "kuota.dev/pod-group-name": "g"},
+                   annotations={"kuota.dev/pod-group-total-count": "3"})
+        assert not podgroups.enough([some], 3)
