@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from kuota.operator import kinds, names
 from kuota.operator.client import ApiError
 from kuota.operator.kinds import contract, podgroups
-from kuota.operator.objects import being_deleted
+from kuota.operator.objects import being_deleted, key_of
 from quota.lifecycle import State
 
 if TYPE_CHECKING:
@@ -274,10 +274,23 @@ async def sync_group(writer: Writer, group_key: str) -> None:
                 placement_conflict(writer, workload, pod, problem)
                 return
     failed: ApiError | None = None
+    starting: set[str] = set()
+    if running is not None and running.admission is not None:
+        start, excess = podgroups.startable(pods, running.admission)
+        starting = {p["metadata"]["name"] for p in start}
+        for pod in excess:
+            text = (f"pod {pod['metadata']['name']} is beyond what its group's Workload "
+                    f"{workload} admits (a pod set of its shape, of the size admitted): "
+                    f"it stays gated")
+            if writer.report(f"excess:{key_of(pod)}", text):
+                log.warning("%s", text)
+                writer.recorder.event(pod, "Warning", "ExcessPod", text)
     for pod in pods:
         namespace, name = _split(f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}")
         try:
             if running is not None and running.admission is not None:
+                if name not in starting:
+                    continue
                 patch = podgroups.start_patch(pod, running.admission, engine.cache.flavors)
                 if patch is not None:
                     patch["metadata"]["resourceVersion"] = pod["metadata"]["resourceVersion"]

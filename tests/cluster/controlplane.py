@@ -292,6 +292,7 @@ class ControlPlane:
             "serviceaccount-controller,serviceaccount-token-controller,"
             "root-ca-certificate-publisher-controller,pod-garbage-collector-controller,"
             "node-lifecycle-controller,replicaset-controller,deployment-controller,"
+            "statefulset-controller,cronjob-controller,"
             "ttl-after-finished-controller,clusterrole-aggregation-controller"])
 
     def _scheduler_config(self) -> pathlib.Path:

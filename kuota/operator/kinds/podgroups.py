@@ -159,6 +159,33 @@ def start_conflict(pod: Body, admission: Admission,
     return pinning.conflict(pod, labels)
 
 
+def startable(pods: Iterable[Body], admission: Admission) -> tuple[list[Body], list[Body]]:
+    """(gated pods that may start, gated pods beyond what ``admission`` counts).
+
+    Each pod set runs at most its admitted count: pods of it already started and not
+    ended, and those that succeeded, take their places; a failed pod gives its place to
+    its replacement. A pod beyond that (a StatefulSet scaled past its group's size, a
+    pod of a shape the admission does not know) stays gated: it would run outside
+    quota."""
+    places = {ps.name: ps.count for ps in admission.pod_sets}
+    for pod in pods:
+        if not gated(pod) and started(pod) \
+                and (pod.get("status") or {}).get("phase") != "Failed":
+            name = pod_set_of(pod)
+            places[name] = places.get(name, 0) - 1
+    start, excess = [], []
+    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+        if not gated(pod):
+            continue
+        name = shape(pod)
+        if places.get(name, 0) > 0:
+            places[name] -= 1
+            start.append(pod)
+        else:
+            excess.append(pod)
+    return start, excess
+
+
 def start_patch(pod: Body, admission: Admission,
                 flavors: Mapping[str, FlavorConfig]) -> Body | None:
     """Remove the gate and add the podSet's flavor constraints; None if already started."""

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kuota.operator.kinds import podgroups, pods
+from quota.workload import Admission, PodSetAdmission
 
 Body = dict[str, Any]
 QUEUE = {"kueue.x-k8s.io/queue-name": "main"}
@@ -130,3 +131,31 @@ class TestServingGroups:
         some = pod("a", labels={**QUEUE, "kuota.dev/pod-group-name": "g"},
                    annotations={"kuota.dev/pod-group-total-count": "3"})
         assert not podgroups.enough([some], 3)
+
+
+class TestStartable:
+    """An admitted group starts at most its admitted count per pod set."""
+
+    @pytest.mark.parametrize(("phases", "admitted", "want_start", "want_excess"), [
+        (["gated", "gated", "gated"], 3, 3, 0),
+        (["gated", "gated", "gated", "gated"], 3, 3, 1),  # scaled past its size
+        (["Running", "Running", "gated"], 3, 1, 0),  # a late pod of a StatefulSet
+        (["Running", "Succeeded", "Running", "gated"], 3, 0, 1),
+        (["Running", "Failed", "Running", "gated"], 3, 1, 0),  # replaces the failed one
+    ])
+    def test_startable(self, phases: list[str], admitted: int, want_start: int,
+                       want_excess: int) -> None:
+        group = []
+        for i, phase in enumerate(phases):
+            body = pod(f"p{i}", labels={**QUEUE, "kuota.dev/pod-group-name": "g"},
+                       annotations={"kuota.dev/pod-group-total-count": str(admitted)},
+                       phase=None if phase == "gated" else phase)
+            if phase == "gated":
+                body["spec"]["schedulingGates"] = [{"name": "kuota.dev/admission"}]
+            else:
+                body["metadata"]["annotations"]["kuota.dev/admission"] = "cq"
+            group.append(body)
+        name = podgroups.shape(group[0])
+        given = Admission("cq", (PodSetAdmission(name, admitted, {"cpu": "f"}, {"cpu": 1}),))
+        start, excess = podgroups.startable(group, given)
+        assert (len(start), len(excess)) == (want_start, want_excess)
