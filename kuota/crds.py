@@ -76,6 +76,8 @@ PRINTER_COLUMNS: Final[dict[str, tuple[Column, ...]]] = {
                "Admitted workloads not yet finished"),
     ),
     "Workload": (
+        Column("Owner", ".metadata.labels.kuota\\.dev/owner-kind", "string",
+               "Kind of what the workload stands for (Job, JobSet, Pod, StatefulSet, ...)"),
         Column("Queue", ".spec.queueName", "string", "LocalQueue the workload was submitted to"),
         Column("Reserved in", ".status.admission.clusterQueue", "string",
                "ClusterQueue where the workload reserves quota"),

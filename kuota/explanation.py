@@ -100,6 +100,9 @@ def from_object(obj: api.Workload) -> WorkloadView:
             reason, message = condition.reason, condition.message
     decision = status.dispatch.to_dict() if status.dispatch is not None else None
     details = []
+    owner = owner_of(obj)
+    if owner:
+        details.append(("Owner", owner))
     if status.admission is not None:
         details.append(("Flavors", ", ".join(
             f"{ps.name}: " + ", ".join(f"{r}={f}" for r, f in sorted(ps.flavors.items()))
@@ -108,6 +111,19 @@ def from_object(obj: api.Workload) -> WorkloadView:
         key=key, state=state, reason=reason, message=message, queue=obj.spec.queue_name or "",
         cluster_queue=status.admission.cluster_queue if status.admission is not None else "",
         cluster=status.cluster_name, decision=decision, details=details)
+
+
+def owner_of(obj: api.Workload) -> str:
+    """What a Workload stands for, as ``Kind name``: its controlling owner (a Job, a
+    JobSet, ...), else the kind kuota labelled it with (a pod group: ``Pod``,
+    ``StatefulSet``, ``Deployment``, ``PodGroup``) and its group."""
+    meta = obj.metadata
+    for ref in meta.owner_references:
+        if ref.controller:
+            return f"{ref.kind} {ref.name}"
+    kind = meta.labels.get("kuota.dev/owner-kind", "")
+    group = meta.labels.get("kuota.dev/pod-group", "")
+    return " ".join(part for part in (kind, group) if part)
 
 
 def decision_of(view: WorkloadView) -> Decision | None:

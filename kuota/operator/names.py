@@ -119,6 +119,8 @@ POD_SET_ANNOTATION: Final = f"{GROUP}/pod-set"
 #: On a Workload: the Job or pod group it stands for.
 JOB_UID_LABEL: Final = f"{GROUP}/job-uid"
 POD_GROUP_LABEL: Final = f"{GROUP}/pod-group"
+#: On a Workload: the kind of what it stands for (``kubectl get workloads`` shows it).
+OWNER_KIND_LABEL: Final = f"{GROUP}/owner-kind"
 #: LocalQueue used for unlabelled Jobs when the deployment opts in.
 DEFAULT_QUEUE: Final = "default"
 

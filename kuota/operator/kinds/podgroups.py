@@ -145,8 +145,24 @@ def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: 
                                              "name": priority_class}
     return {"apiVersion": API_VERSION, "kind": "Workload",
             "metadata": {"name": workload_name(group_key), "namespace": namespace,
-                         "labels": {names.POD_GROUP_LABEL: group}},
+                         "labels": {names.POD_GROUP_LABEL: group,
+                                    names.OWNER_KIND_LABEL: owner_kind(members_sorted)}},
             "spec": workload_spec}
+
+
+def owner_kind(pods: list[Body]) -> str:
+    """What a group's pods stand for, as users name it: ``StatefulSet``, ``Deployment``
+    (a ReplicaSet's pods carrying the Deployment controller's ``pod-template-hash``),
+    another controller's kind, ``Pod`` for a group of one, else ``PodGroup``."""
+    meta = (pods[0].get("metadata") or {}) if pods else {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller"):
+            kind = str(ref.get("kind") or "")
+            if kind == "ReplicaSet" and "pod-template-hash" in (meta.get("labels") or {}):
+                return "Deployment"
+            return kind
+    single = names.first_of(meta.get("annotations"), names.POD_GROUP_COUNT_ANNOTATIONS) == "1"
+    return "Pod" if single and len(pods) == 1 else "PodGroup"
 
 
 def start_conflict(pod: Body, admission: Admission,

@@ -50,9 +50,10 @@ class TestKubectl:
                 ["NAME", "COHORT", "PENDING WORKLOADS"]
 
             workloads = table(kubectl.run("get", "kwl", "-A").stdout)
-            assert workloads[0][:5] == ["NAMESPACE", "NAME", "QUEUE", "RESERVED IN", "ADMITTED"]
-            by_queue = {r[2]: r for r in workloads[1:]}
-            assert by_queue["team-a-queue"][3:5] == ["team-a-cq", "True"]
+            assert workloads[0][:6] == ["NAMESPACE", "NAME", "OWNER", "QUEUE", "RESERVED IN",
+                                        "ADMITTED"]
+            by_queue = {r[3]: r for r in workloads[1:]}
+            assert by_queue["team-a-queue"][2:6] == ["Job", "team-a-queue", "team-a-cq", "True"]
             lq = table(kubectl.run("get", "lq", "user-queue").stdout)
             assert lq[1][:2] == ["user-queue", "cluster-queue"]
             h.wait(cluster, lambda: "Started" in kubectl.run(

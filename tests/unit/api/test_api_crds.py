@@ -124,6 +124,7 @@ COLUMNS = [
     (
         "Workload",
         [
+            ("Owner", ".metadata.labels.kuota\\.dev/owner-kind", 0),
             ("Queue", ".spec.queueName", 0),
             ("Reserved in", ".status.admission.clusterQueue", 0),
             ("Admitted", ".status.conditions[?(@.type=='Admitted')].status", 0),

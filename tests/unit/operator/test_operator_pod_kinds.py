@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from kuota import explanation
 from kuota.operator.kinds import podgroups, pods
+from quota import api
 from quota.workload import Admission, PodSetAdmission
 
 Body = dict[str, Any]
@@ -159,3 +161,31 @@ class TestStartable:
         given = Admission("cq", (PodSetAdmission(name, admitted, {"cpu": "f"}, {"cpu": 1}),))
         start, excess = podgroups.startable(group, given)
         assert (len(start), len(excess)) == (want_start, want_excess)
+
+
+class TestOwnerShown:
+    """``kubectl get workloads`` (its Owner column), describe and the dashboard name what a
+    Workload stands for."""
+
+    @pytest.mark.parametrize(("body", "want_label", "want_owner"), [
+        (pod("p", labels={**QUEUE, "kuota.dev/pod-group-name": "pod-p-1"},
+             annotations={"kuota.dev/pod-group-total-count": "1"}), "Pod", "Pod pod-p-1"),
+        (pod("web-0", labels={**QUEUE, "kuota.dev/pod-group-name": "sts-web"},
+             annotations={"kuota.dev/pod-group-total-count": "3"}, owner="StatefulSet"),
+         "StatefulSet", "StatefulSet sts-web"),
+        (pod("web-x", labels={**QUEUE, "kuota.dev/pod-group-name": "pod-web-x-1",
+                              "pod-template-hash": "abc"},
+             annotations={"kuota.dev/pod-group-total-count": "1"}, owner="ReplicaSet"),
+         "Deployment", "Deployment pod-web-x-1"),
+        (pod("a", labels={**QUEUE, "kuota.dev/pod-group-name": "g"},
+             annotations={"kuota.dev/pod-group-total-count": "1"}), "Pod", "Pod g"),
+    ])
+    def test_a_groups_workload_names_its_owner(self, body: Body, want_label: str,
+                                               want_owner: str) -> None:
+        group = body["metadata"]["labels"]["kuota.dev/pod-group-name"]
+        manifest = podgroups.workload_for(f"ns/{group}", [body], queue="main", priority=0,
+                                          priority_class=None)
+        assert manifest["metadata"]["labels"]["kuota.dev/owner-kind"] == want_label
+        workload = api.parse_object(manifest)
+        assert isinstance(workload, api.Workload)
+        assert explanation.owner_of(workload) == want_owner
