@@ -58,6 +58,15 @@ class WebhookOptions:
     insecure: bool = False
 
 
+def _merge(patch: dict[str, Any], merge: dict[str, Any]) -> None:
+    """Add a merge patch (nested dicts) to kopf's patch of an object."""
+    for key, value in merge.items():
+        if isinstance(value, dict):
+            _merge(patch.setdefault(key, {}), value)
+        else:
+            patch[key] = value
+
+
 def webhook_server(options: WebhookOptions) -> kopf.WebhookServer:
     """kopf's HTTPS server for the webhooks; with certificate files, one that takes up
     their renewals without a restart (:mod:`kuota.operator.certs`)."""
@@ -141,7 +150,7 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                 except webhooks.Rejected as exc:
                     raise kopf.AdmissionError(str(exc), code=422) from exc
                 if suspend:
-                    patch.spec["suspend"] = True
+                    _merge(patch, kinds.KINDS[str(body.get("kind") or "Job")].suspend_patch())
                 if body.get("kind") != "Job":
                     return  # (multi-cluster dispatch carries Jobs)
                 manager = webhooks.job_managed_by(

@@ -43,8 +43,10 @@ class Rejected(ValueError):
 def needs_suspend(obj: Body, *, default_queue: bool,
                   queue_exists: Callable[[str, str], bool]) -> bool:
     """Whether a new object of a suspendable kind (a Job, a JobSet, ...) must be created
-    suspended; raises :class:`Rejected` on a bad label. One that is part of another object
-    kuota queues (a JobSet's Jobs) is left to that object's controller."""
+    suspended; raises :class:`Rejected` on a bad label, or on a queued object its kind
+    cannot queue (an autoscaling Ray cluster). One that is part of another object kuota
+    queues (a JobSet's Jobs) is left to that object's controller."""
+    kind = kinds.KINDS.get(str(obj.get("kind") or "Job"), kinds.KINDS["Job"])
     labels = (obj.get("metadata") or {}).get("labels") or {}
     for label in names.QUEUE_LABELS:
         value = labels.get(label)
@@ -55,7 +57,12 @@ def needs_suspend(obj: Body, *, default_queue: bool,
     if kinds.owner_of(obj.get("metadata") or {}) is not None:
         return False
     queue = contract.queue_of(obj, default_queue=default_queue, queue_exists=queue_exists)
-    return queue is not None and (obj.get("spec") or {}).get("suspend") is not True
+    if queue is None:
+        return False
+    problem = kind.refusal(obj)
+    if problem is not None:
+        raise Rejected(problem)
+    return not kind.suspended(obj)
 
 
 def job_managed_by(job: Body, *, default_queue: bool,

@@ -162,8 +162,8 @@ class Launch:
     kustomization (where its Deployment would run), ``service_account`` the name
     before the prefix; ``argv`` returns the manager's command line (after writing
     any configuration file into the directory it is given); ``ready_path`` is its
-    readiness probe on the health port; ``webhooks_answer`` tells whether the
-    API server sends requests to the registered webhooks yet.
+    readiness probe on the health port; ``webhooks_not_answering`` says why the
+    API server does not call the registered webhooks yet (None once it does).
     """
 
     namespace: str
@@ -172,7 +172,7 @@ class Launch:
     argv: Callable[[ControllerBuild, pathlib.Path, pathlib.Path, Ports, pathlib.Path],
                    list[str]]
     ready_path: str
-    webhooks_answer: Callable[[ControlPlane], bool]
+    webhooks_not_answering: Callable[[ControlPlane], str | None]
 
 
 def _jobset_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: pathlib.Path,
@@ -195,36 +195,46 @@ def _jobset_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: path
     return [str(build.manager), f"--kubeconfig={kubeconfig}", f"--config={path}"]
 
 
+#: Where webhook probes are sent (server-side dry runs: nothing is stored). Not a test
+#: namespace: kuota's own webhook (failurePolicy Fail) sees JobSets everywhere but in
+#: kube-system and kuota-system, and no kuota operator need run while a controller starts.
+PROBE_NAMESPACE = "kube-system"
+
+
 def _jobset_probe(name: str) -> dict[str, Any]:
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": name, "namespace": "default"},
+            "metadata": {"name": name, "namespace": PROBE_NAMESPACE},
             "spec": {"replicatedJobs": [{"name": "probe", "template": {"spec": {"template": {
                 "spec": {"containers": [{"name": "main", "image": "registry.example/fake:1"}]},
             }}}}]}}
 
 
-def _jobset_webhooks_answer(plane: ControlPlane) -> bool:
-    """Both of JobSet's webhook configurations are in effect: a dry-run create comes back
-    defaulted by the mutating one, and a name too long for its pods is refused by the
-    validating one (the CRD's schema allows it)."""
+def _jobset_webhooks_not_answering(plane: ControlPlane) -> str | None:
+    """Why JobSet's webhook configurations are not both in effect yet, or None when they
+    are: a dry-run create comes back defaulted by the mutating one, and a name too long
+    for its Jobs is refused by the validating one (the CRD's schema allows it)."""
     done = plane.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
                          input=json.dumps(_jobset_probe("kuota-webhook-probe")), check=False)
     if done.returncode != 0:
-        return False
+        return f"a dry-run JobSet was refused: {done.stderr.strip()}"
     defaulted = json.loads(done.stdout)["spec"]
     if (defaulted.get("successPolicy") or {}).get("operator") != "All":
-        return False
+        return f"a dry-run JobSet came back without JobSet's defaults: {defaulted}"
     refused = plane.kubectl("create", "--dry-run=server", "-f", "-",
                             input=json.dumps(_jobset_probe("kuota-webhook-probe-" + "x" * 40)),
                             check=False)
-    return (refused.returncode != 0 and "denied the request" in refused.stderr
-            and "too long" in refused.stderr)
+    if refused.returncode == 0:
+        return "a dry-run JobSet whose Job names are too long was accepted"
+    if "denied the request" not in refused.stderr or "too long" not in refused.stderr:
+        return f"a dry-run JobSet with too long a name was refused otherwise: {refused.stderr}"
+    return None
 
 
 LAUNCHES: dict[str, Launch] = {
     "jobset": Launch(namespace="jobset-system", name_prefix="jobset-",
                      service_account="controller-manager", argv=_jobset_argv,
-                     ready_path="/readyz", webhooks_answer=_jobset_webhooks_answer),
+                     ready_path="/readyz",
+                     webhooks_not_answering=_jobset_webhooks_not_answering),
 }
 
 
@@ -405,10 +415,11 @@ class PeerController:
         # The API server picks new webhook configurations up from a watch: wait until it
         # calls them, or a JobSet created right now could skip defaulting and validation.
         deadline = time.monotonic() + 30
-        while not self.launch.webhooks_answer(self.plane):
+        while (why := self.launch.webhooks_not_answering(self.plane)) is not None:
             if time.monotonic() > deadline:
                 raise StartError(f"{self.name}: the API server does not call its webhooks on "
-                                 f"127.0.0.1:{self.ports.webhook} after 30 s:\n{self.tail()}")
+                                 f"127.0.0.1:{self.ports.webhook} after 30 s: {why}\n"
+                                 f"{self.tail()}")
             if not self.process or not self.process.running():
                 raise StartError(f"{self.name} exited:\n{self.tail()}")
             time.sleep(0.3)

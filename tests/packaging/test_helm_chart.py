@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kuota.operator import kinds
 from tests.cluster.binaries import ROOT, helm_path, kubectl_path, require
 
 CHART = ROOT / "charts" / "kuota"
@@ -217,7 +218,8 @@ class TestChartMadeCertificate:
                                 "webhook.certificate.ipAddresses[0]": "127.0.0.1"})
         hooks = objects[("MutatingWebhookConfiguration", "", "kuota")]["webhooks"]
         assert [h["clientConfig"]["url"] for h in hooks] == [
-            "https://127.0.0.1:9443/suspend-jobs", "https://127.0.0.1:9443/suspend-jobsets",
+            *[f"https://127.0.0.1:9443/suspend-{kind.res.plural}"
+              for kind in kinds.KINDS.values()],
             *["https://127.0.0.1:9443/gate-pods"] * 5,
             *[f"https://127.0.0.1:9443/queue-{plural}"
               for plural in ("deployments", "statefulsets") * 2]]

@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kuota.operator.kinds import kubeflow
 from kuota.operator.kinds.contract import WorkloadKind
 from kuota.operator.kinds.jobs import JOB
 from kuota.operator.kinds.jobsets import JOBSET
+from kuota.operator.kinds.ray import RAYCLUSTER, RAYJOB
 
-KINDS: dict[str, WorkloadKind] = {kind.kind: kind for kind in (JOB, JOBSET)}
+KINDS: dict[str, WorkloadKind] = {kind.kind: kind for kind in (
+    JOB, JOBSET, *kubeflow.KINDS, RAYJOB, RAYCLUSTER)}
 #: The owner key's kind of a pod group (not a served kind: a set of pods).
 POD_GROUP = "PodGroup"
 

@@ -90,6 +90,19 @@ class WorkloadKind(Protocol):
         """The next write towards a suspended, restored ``obj``; None once it is."""
         ...
 
+    def suspended(self, obj: Body) -> bool:
+        """Whether the object is suspended."""
+        ...
+
+    def suspend_patch(self) -> Body:
+        """The merge patch that suspends an object of this kind (the webhook's too)."""
+        ...
+
+    def refusal(self, obj: Body) -> str | None:
+        """Why an object of this kind cannot be queued at all (the webhook refuses it,
+        naming the field); None when it can."""
+        ...
+
     def stopped(self, obj: Body) -> bool:
         """Suspended, and none of its pods left running or terminating: an evicted
         workload's quota is released only then."""

@@ -258,6 +258,15 @@ class JobKind:
     def stop_write(self, obj: Body) -> Write | None:
         return stop_write(obj)
 
+    def suspended(self, obj: Body) -> bool:
+        return (obj.get("spec") or {}).get("suspend") is True
+
+    def suspend_patch(self) -> Body:
+        return {"spec": {"suspend": True}}
+
+    def refusal(self, obj: Body) -> str | None:
+        return None
+
     def stopped(self, obj: Body) -> bool:
         return stopped(obj)
 

@@ -100,7 +100,7 @@ class TemplatedKind:
         if not self.suspended(obj):
             # Running under another admission (or started by someone else): its templates
             # are changed only while it is suspended.
-            return Write("suspend", self._suspend_patch(True))
+            return Write("suspend", self.suspend_patch())
         if self.pods_left(obj):
             return None
         wanted = self._restored(obj)
@@ -133,7 +133,7 @@ class TemplatedKind:
 
     def stop_write(self, obj: Body) -> Write | None:
         if not self.suspended(obj):
-            return Write("suspend", self._suspend_patch(True))
+            return Write("suspend", self.suspend_patch())
         if self.pods_left(obj):
             return None
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -179,10 +179,13 @@ class TemplatedKind:
             node = node.setdefault(key, {})
         node[self.suspend_path[-1]] = value
 
-    def _suspend_patch(self, value: bool) -> Body:
+    def suspend_patch(self) -> Body:
         patch: Body = {}
-        self._set_suspend(patch, value)
+        self._set_suspend(patch, True)
         return patch
+
+    def refusal(self, obj: Body) -> str | None:
+        return None
 
 
 def _saved(raw: str | None) -> dict[str, Body]:

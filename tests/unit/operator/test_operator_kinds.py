@@ -194,3 +194,127 @@ class TestWebhook:
 ])
 def test_merge_patch(old: Body, new: Body, want: Body | None) -> None:
     assert contract.merge_patch(old, new) == want
+
+
+def pod_template(cpu: str = "1") -> Body:
+    return {"spec": {"containers": [{"name": "c", "image": "x",
+                                     "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def pytorchjob(*, suspend: bool | None = True, workers: int | None = 2) -> Body:
+    specs: Body = {"Master": {"replicas": 1, "template": pod_template()},
+                   "Worker": {"template": pod_template("2")}}
+    if workers is not None:
+        specs["Worker"]["replicas"] = workers
+    run_policy: Body = {} if suspend is None else {"suspend": suspend}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "train", "namespace": "ns", "uid": "u-1"},
+            "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": specs}}
+
+
+def mpijob() -> Body:
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+            "metadata": {"name": "pi", "namespace": "ns", "uid": "u-2"},
+            "spec": {"runPolicy": {"suspend": True}, "mpiReplicaSpecs": {
+                "Worker": {"replicas": 2, "template": pod_template()},
+                "Launcher": {"replicas": 1, "template": pod_template()}}}}
+
+
+def raycluster(*, autoscaling: bool = False) -> Body:
+    spec: Body = {"suspend": True, "headGroupSpec": {"template": pod_template()},
+                  "workerGroupSpecs": [{"groupName": "Small", "replicas": 2,
+                                        "template": pod_template()},
+                                       {"groupName": "tpu", "replicas": 1, "numOfHosts": 4,
+                                        "template": pod_template()}]}
+    if autoscaling:
+        spec["enableInTreeAutoscaling"] = True
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "rc", "namespace": "ns", "uid": "u-3"}, "spec": spec}
+
+
+def rayjob(**extra: Any) -> Body:
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "rj", "namespace": "ns", "uid": "u-4"},
+            "spec": {"suspend": True, "entrypoint": "python x.py",
+                     "rayClusterSpec": {k: v for k, v in raycluster()["spec"].items()
+                                        if k != "suspend"}, **extra}}
+
+
+class TestOtherKinds:
+    @pytest.mark.parametrize(("body", "want_sets", "want_name"), [
+        (pytorchjob(), [("master", 1), ("worker", 2)], "pytorchjob-train-u-1"),
+        (pytorchjob(workers=None), [("master", 1), ("worker", 1)], "pytorchjob-train-u-1"),
+        (mpijob(), [("launcher", 1), ("worker", 2)], "mpijob-pi-u-2"),  # the operator's order
+        (raycluster(), [("head", 1), ("small", 2), ("tpu", 4)], "raycluster-rc-u-3"),
+        (rayjob(), [("head", 1), ("small", 2), ("tpu", 4), ("submitter", 1)], "rayjob-rj-u-4"),
+        (rayjob(submissionMode="HTTPMode"), [("head", 1), ("small", 2), ("tpu", 4)],
+         "rayjob-rj-u-4"),
+    ])
+    def test_pod_sets_as_kueue_names_them(self, body: Body,
+                                          want_sets: list[tuple[str, int]],
+                                          want_name: str) -> None:
+        kind = kinds.KINDS[body["kind"]]
+        manifest = contract.workload_for(kind, body, queue="main", priority=0,
+                                         priority_class=None)
+        assert [(ps["name"], ps["count"]) for ps in manifest["spec"]["podSets"]] == want_sets
+        assert manifest["metadata"]["name"] == want_name
+        assert isinstance(api.parse_object(manifest), api.Workload)
+
+    @pytest.mark.parametrize("body", [pytorchjob(), mpijob(), raycluster(), rayjob()])
+    def test_started_and_restored_through_its_own_suspend_field(self, body: Body) -> None:
+        kind = kinds.KINDS[body["kind"]]
+        sets = kind.pod_sets(body)
+        given = admission(*((ps["name"], ps["count"], "a100") for ps in sets))
+        running = applied(body, kind.start_write(body, given, FLAVORS))
+        assert not kind.suspended(running)
+        assert kind.pod_sets(running) == sets
+        suspended = applied(running, contract.Write("suspend", kind.suspend_patch()))
+        assert kind.suspended(suspended)
+        restored = applied(suspended, kind.stop_write(suspended))
+        assert kind.pod_sets(restored) == sets
+        assert kind.start_write(restored, given, FLAVORS) is not None
+
+    def test_a_rayjob_is_given_kuberays_default_submitter_with_its_flavor(self) -> None:
+        body = rayjob()
+        sets = kinds.KINDS["RayJob"].pod_sets(body)
+        assert sets[-1]["template"]["spec"]["containers"][0]["resources"][
+            "requests"] == {"cpu": "500m", "memory": "200Mi"}
+        given = admission(*((ps["name"], ps["count"], "a100") for ps in sets))
+        running = applied(body, kinds.KINDS["RayJob"].start_write(body, given, FLAVORS))
+        assert running["spec"]["submitterPodTemplate"]["spec"]["nodeSelector"] == {
+            "gpu": "a100"}
+
+    @pytest.mark.parametrize(("status", "want"), [
+        ({"conditions": [{"type": "Succeeded", "status": "True"}]}, "Succeeded"),
+        ({"conditions": [{"type": "Failed", "status": "True"}]}, "Failed"),
+        ({"conditions": [{"type": "Running", "status": "True"}]}, None),
+    ])
+    def test_a_kubeflow_job_ends_with_its_conditions(self, status: Body,
+                                                     want: str | None) -> None:
+        got = kinds.KINDS["PyTorchJob"].finished({**pytorchjob(), "status": status})
+        assert (got[0] if got else None) == want
+
+    @pytest.mark.parametrize(("status", "want"), [
+        ({"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "Succeeded"),
+        ({"jobDeploymentStatus": "Failed", "jobStatus": "FAILED"}, "Failed"),
+        ({"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}, None),
+    ])
+    def test_a_rayjob_ends_with_its_deployment(self, status: Body, want: str | None) -> None:
+        got = kinds.KINDS["RayJob"].finished({**rayjob(), "status": status})
+        assert (got[0] if got else None) == want
+
+    @pytest.mark.parametrize("body", [raycluster(autoscaling=True),
+                                      rayjob(rayClusterSpec=raycluster(autoscaling=True)
+                                             ["spec"])])
+    def test_an_autoscaling_ray_cluster_is_refused_naming_the_field(self, body: Body) -> None:
+        body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "main"}
+        with pytest.raises(webhooks.Rejected, match="enableInTreeAutoscaling"):
+            webhooks.needs_suspend(body, default_queue=False, queue_exists=lambda ns, n: True)
+
+    def test_the_webhook_suspends_through_the_kinds_own_field(self) -> None:
+        body = pytorchjob(suspend=None)
+        body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "main"}
+        assert webhooks.needs_suspend(body, default_queue=False,
+                                      queue_exists=lambda ns, n: True)
+        assert kinds.KINDS["PyTorchJob"].suspend_patch() == {
+            "spec": {"runPolicy": {"suspend": True}}}
