@@ -32,21 +32,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from admission.engine import Engine, Record
 from kuota.operator import configs, kinds, names
 from kuota.operator.configs import Configs
 from kuota.operator.objects import Objects, key_of, version_of
-from kuota.operator.owner_events import Owners
+from kuota.operator.owner_events import Actions, Owners
 from kuota.operator.restore import admission_from_status, epoch, holds_quota
 from kuota.operator.settings import Options
 from quota import api, convert
 from quota.lifecycle import State
 from quota.workload import Admission
-
-if TYPE_CHECKING:
-    from kuota.federation.federation import Federation
 
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
@@ -56,18 +53,13 @@ FEDERATION_KINDS = ("MemberCluster", "MultiClusterConfig")
 REBUILD_SLICE = 500
 
 
-class Actions(Protocol):
-    """The writes ingestion asks for (implemented by :class:`kuota.operator.writer.Writer`)."""
+class FederationHook(Protocol):
+    """Multi-cluster dispatch as the controller drives it
+    (:class:`kuota.federation.federation.Federation`)."""
 
-    def create_workload(self, owner: str) -> None: ...
-    def sync_owner(self, owner: str) -> None: ...
-    def create_group_workload(self, group_key: str) -> None: ...
-    def sync_group(self, group_key: str) -> None: ...
-    def workload_problem(self, key: str, message: str) -> None: ...
-    def pods_ready(self, key: str) -> None: ...
-    def adopt(self, key: str, admission: Admission) -> None: ...
-    def ungate(self, owner: str) -> None: ...
-    def delete_workload(self, key: str) -> None: ...
+    def observe(self, kind: str, body: Body, deleted: bool) -> None: ...
+    def attach(self, engine: Engine) -> None: ...
+    def detach(self) -> None: ...
 
 
 class Controller:
@@ -84,7 +76,7 @@ class Controller:
         #: Set when anything may let a cycle admit more; the loop waits on it.
         self.on_change: Callable[[], None] = lambda: None
         #: Multi-cluster dispatch (kuota.federation), when the operator runs it.
-        self.federation: Federation | None = None
+        self.federation: FederationHook | None = None
         #: While rebuilding: stops are checked after, and watch events are held (below).
         self.in_rebuild = False
         #: Watch events that came while a rebuild was under way, ingested after it, in order.

@@ -28,24 +28,61 @@ turns the owners' events into engine calls (the writes they need are
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kuota.operator import kinds, names, pinning, webhooks
 from kuota.operator.kinds import contract, podgroups
-from kuota.operator.objects import being_deleted, key_of
+from kuota.operator.objects import Objects, being_deleted, key_of
 from quota.lifecycle import State
 
 if TYPE_CHECKING:
-    from kuota.operator.controller import Controller
+    from admission.engine import Engine
+    from kuota.operator.settings import Options
+    from quota.workload import Admission
 
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
 
 
+class Actions(Protocol):
+    """The writes ingestion asks for (implemented by :class:`kuota.operator.writer.Writer`)."""
+
+    def create_workload(self, owner: str) -> None: ...
+    def sync_owner(self, owner: str) -> None: ...
+    def create_group_workload(self, group_key: str) -> None: ...
+    def sync_group(self, group_key: str) -> None: ...
+    def workload_problem(self, key: str, message: str) -> None: ...
+    def pods_ready(self, key: str) -> None: ...
+    def adopt(self, key: str, admission: Admission) -> None: ...
+    def ungate(self, owner: str) -> None: ...
+    def delete_workload(self, key: str) -> None: ...
+
+
+class Host(Protocol):
+    """What :class:`Owners` reads of the operator's state (its
+    :class:`~kuota.operator.controller.Controller`), and the writes it asks for."""
+
+    @property
+    def objects(self) -> Objects: ...
+    @property
+    def engine(self) -> Engine | None: ...
+    @property
+    def actions(self) -> Actions | None: ...
+    @property
+    def options(self) -> Options: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def in_rebuild(self) -> bool: ...
+
+    def manages(self, namespace: str | None) -> bool: ...
+    def changed(self) -> None: ...
+
 class Owners:
     """The Workload of each Job and pod group, and those owners' events."""
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Host) -> None:
         self.controller = controller
         #: Objects of the suspendable kinds (``Kind:namespace/name``, see
         #: :mod:`kuota.operator.kinds`) and their Workloads, both ways.

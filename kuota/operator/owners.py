@@ -43,7 +43,7 @@ from quota.lifecycle import State
 
 if TYPE_CHECKING:
     from admission.engine import Record
-    from kuota.operator.writer import Writer
+    from kuota.operator.owner_writes import OwnerWrites
 
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
@@ -54,7 +54,7 @@ def _split(key: str) -> tuple[str, str]:
     return namespace, name
 
 
-def _priority(writer: Writer, labels: dict[str, str], owner: Body) -> tuple[int, str | None]:
+def _priority(writer: OwnerWrites, labels: dict[str, str], owner: Body) -> tuple[int, str | None]:
     classes = writer.controller.configs.priority_classes
     name = names.first_of(labels, names.PRIORITY_LABELS)
     if name and name not in classes:
@@ -64,7 +64,7 @@ def _priority(writer: Writer, labels: dict[str, str], owner: Body) -> tuple[int,
     return classes.get(name or "", 0), name
 
 
-async def _create(writer: Writer, manifest: Body, owner: Body) -> None:
+async def _create(writer: OwnerWrites, manifest: Body, owner: Body) -> None:
     namespace = manifest["metadata"]["namespace"]
     try:
         created = await writer.client.create(names.WORKLOADS, manifest, namespace)
@@ -77,7 +77,7 @@ async def _create(writer: Writer, manifest: Body, owner: Body) -> None:
     writer.controller.observe("Workload", created)
 
 
-def admitted_record(writer: Writer, workload: str | None) -> Record | None:
+def admitted_record(writer: OwnerWrites, workload: str | None) -> Record | None:
     """The engine's record if it may run now: Admitted, and that admission is stored."""
     engine = writer.controller.engine
     record = engine.records.get(workload) if engine is not None and workload else None
@@ -88,7 +88,7 @@ def admitted_record(writer: Writer, workload: str | None) -> Record | None:
 
 # -- objects of the suspendable kinds --------------------------------------------------------
 
-async def create_workload(writer: Writer, owner: str) -> None:
+async def create_workload(writer: OwnerWrites, owner: str) -> None:
     """The Workload of an object (a Job, a JobSet, ...) that has none."""
     controller = writer.controller
     obj = controller.owners.object_of(owner)
@@ -105,7 +105,7 @@ async def create_workload(writer: Writer, owner: str) -> None:
                                                 priority_class=priority_class), obj)
 
 
-def _owner_write(writer: Writer, owner: str, obj: Body) -> contract.Write | None:
+def _owner_write(writer: OwnerWrites, owner: str, obj: Body) -> contract.Write | None:
     controller = writer.controller
     engine = controller.engine
     kind = kinds.KINDS[kinds.split_owner(owner)[0]]
@@ -127,7 +127,7 @@ _ANNOUNCED = {"start": ("Started", "Admitted: the {kind} may run"),
               "suspend": ("Suspended", "Suspended by kuota until its Workload is admitted")}
 
 
-async def sync_owner(writer: Writer, owner: str) -> None:
+async def sync_owner(writer: OwnerWrites, owner: str) -> None:
     """Bring an object in line with its Workload: started, or stopped and restored."""
     controller = writer.controller
     kind_name, key = kinds.split_owner(owner)
@@ -169,7 +169,7 @@ async def sync_owner(writer: Writer, owner: str) -> None:
         return
 
 
-def _refused(writer: Writer, owner: str, obj: Body, write: contract.Write,
+def _refused(writer: OwnerWrites, owner: str, obj: Body, write: contract.Write,
              exc: ApiError) -> None:
     """The API server refused a write to an object: say so where users look, and try
     again."""
@@ -189,7 +189,7 @@ def _refused(writer: Writer, owner: str, obj: Body, write: contract.Write,
                               "Warning", reason, f"{message}; kuota tries again")
 
 
-async def delete_workload(writer: Writer, key: str) -> None:
+async def delete_workload(writer: OwnerWrites, key: str) -> None:
     """Delete a Workload whose owner is gone or being deleted (the quota it holds is
     released when its deletion is seen). Guarded by its uid: a Workload of the same name
     made since is left alone."""
@@ -210,7 +210,7 @@ async def delete_workload(writer: Writer, key: str) -> None:
     log.info("Workload %s deleted: what it stands for is gone or being deleted", key)
 
 
-def placement_conflict(writer: Writer, workload: str | None, pod: Body, message: str) -> None:
+def placement_conflict(writer: OwnerWrites, workload: str | None, pod: Body, message: str) -> None:
     """A gated pod can never take the nodeSelector its admission needs: deactivate the
     Workload (its quota is released once its running pods are gone).
 
@@ -238,7 +238,7 @@ def placement_conflict(writer: Writer, workload: str | None, pod: Body, message:
 
 # -- pod groups ------------------------------------------------------------------------------
 
-async def create_group_workload(writer: Writer, group_key: str) -> None:
+async def create_group_workload(writer: OwnerWrites, group_key: str) -> None:
     controller = writer.controller
     if group_key in controller.owners.workload_of_group or controller.engine is None:
         return
@@ -257,7 +257,7 @@ async def create_group_workload(writer: Writer, group_key: str) -> None:
                                                  priority_class=priority_class), pods[0])
 
 
-async def sync_group(writer: Writer, group_key: str) -> None:
+async def sync_group(writer: OwnerWrites, group_key: str) -> None:
     controller = writer.controller
     engine = controller.engine
     workload = controller.owners.workload_of_group.get(group_key)

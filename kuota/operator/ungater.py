@@ -38,7 +38,7 @@ from kuota.operator.kinds import podgroups
 from quota import api
 
 if TYPE_CHECKING:
-    from kuota.operator.writer import Writer
+    from kuota.operator.owner_writes import OwnerWrites
 
 log = logging.getLogger(__name__)
 Body = dict[str, Any]
@@ -63,7 +63,7 @@ def stored_assignments(workload: Body) -> dict[str, api.TopologyAssignment]:
     return out
 
 
-async def ungate(writer: Writer, owner: str) -> None:
+async def ungate(writer: OwnerWrites, owner: str) -> None:
     controller = writer.controller
     kind, _, key = owner.partition(":")
     workload = controller.owners.workload_of_owner.get(kinds.owner_key("Job", key)) \
@@ -102,7 +102,7 @@ async def ungate(writer: Writer, owner: str) -> None:
         raise failed
 
 
-async def _release(writer: Writer, workload: str | None, pod: Body,
+async def _release(writer: OwnerWrites, workload: str | None, pod: Body,
                    chosen: dict[str, str]) -> bool:
     """Remove the topology gate and pin the pod to ``chosen`` node labels, in one patch.
     False when the API server refused it for good (the Workload is deactivated); other
