@@ -25,6 +25,7 @@ import pytest
 
 from tests.cluster import pki
 from tests.cluster.binaries import find_binaries, pinned_versions
+from tests.cluster.controllers import peer_controller_fixture
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import Kube
 from tests.cluster.orphans import detached_child
@@ -109,6 +110,11 @@ def control_plane(request: pytest.FixtureRequest,
         finally:
             extender.stop()
             op.keep_logs(workdir / "logs", f"k8s-{version}")
+
+
+#: Peer controllers (other projects' real controllers, hack/controllers), one per control
+#: plane, started by the first test that asks for one.
+jobset_controller = peer_controller_fixture("jobset")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.cluster.controllers import PeerController, peer_controller_fixture
+from tests.cluster.controllers import PeerController
 from tests.cluster.controlplane import ControlPlane, node
 from tests.cluster.kube import Kube
 from tests.real import builders as b
@@ -25,24 +25,24 @@ from tests.real.operator import OperatorProcess
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
-# Here until tests/real/conftest.py defines it for every real-tier test (then remove this
-# line: two definitions would start two managers on one control plane, which is refused).
-jobset_controller = peer_controller_fixture("jobset")
-
-
 def paralleljobs(name: str, namespace: str, *, workers: int = 2, run_for: str = "2s",
-                 cpu: str = "250m") -> dict[str, Any]:
+                 cpu: str = "250m", node_selector: dict[str, str] | None = None
+                 ) -> dict[str, Any]:
     """JobSet's example site/static/examples/simple/paralleljobs.yaml: a replicated Job of
     four parallel workers and a one-pod driver. Changed for kwok: the busybox ``sleep``
     becomes the fake kubelet's run-for annotation (tests/cluster/kwok-stages.yaml), the
     containers request a little CPU, and the workers Job is replicated ``workers`` times
     (child Jobs ``<name>-workers-0``, ``-1``, ...). Completion mode and restart policy are
-    left out, as in the example, for JobSet's defaulting webhook to fill in."""
+    left out, as in the example, for JobSet's defaulting webhook to fill in.
+    ``node_selector`` keeps the pods on a test's own nodes (the control plane is shared)."""
 
     def replicated(job: str, replicas: int, pods: int) -> dict[str, Any]:
-        pod = {"metadata": {"annotations": {"kuota.dev/test-run-for": run_for}},
-               "spec": {"containers": [{"name": "sleep", "image": "registry.example/fake:1",
-                                        "resources": {"requests": {"cpu": cpu}}}]}}
+        pod: dict[str, Any] = {
+            "metadata": {"annotations": {"kuota.dev/test-run-for": run_for}},
+            "spec": {"containers": [{"name": "sleep", "image": "registry.example/fake:1",
+                                     "resources": {"requests": {"cpu": cpu}}}]}}
+        if node_selector:
+            pod["spec"]["nodeSelector"] = dict(node_selector)
         return {"name": job, "replicas": replicas,
                 "template": {"spec": {"parallelism": pods, "completions": pods,
                                       "backoffLimit": 0, "template": pod}}}
@@ -58,9 +58,10 @@ class TestJobSet:
             self, control_plane: ControlPlane, jobset_controller: PeerController, kube: Kube,
             namespace: str, operator: OperatorProcess) -> None:
         nodes = {f"{namespace}-n1", f"{namespace}-n2"}
-        control_plane.add_nodes(*(node(n, cpu="4") for n in sorted(nodes)))
+        pool = {"pool": f"{namespace}-pool"}
+        control_plane.add_nodes(*(node(n, cpu="4", labels=pool) for n in sorted(nodes)))
 
-        created = kube.create(paralleljobs("paralleljobs", namespace))
+        created = kube.create(paralleljobs("paralleljobs", namespace, node_selector=pool))
         # JobSet's defaulting webhook, called by the API server on 127.0.0.1.
         assert created["spec"]["successPolicy"]["operator"] == "All"
         for rjob in created["spec"]["replicatedJobs"]:
