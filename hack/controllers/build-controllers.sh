@@ -65,13 +65,53 @@ copy_tree() {
   chmod -R u+w "$2"
 }
 
-# build NAME MODULE VERSION MAIN CRDS [webhook=DIR] [rbac=DIR] [version-var=PKG.VAR] [commit-var=PKG.VAR]
+# Keep manifests of the module in $2 (webhook/, rbac/) for kubectl kustomize: $1 is a
+# kustomize directory (copied as it is), or a directory without a kustomization, or a
+# comma-separated list of YAML files (copied, with a kustomization listing them written
+# beside: some releases list their RBAC files only in a kustomization that also holds
+# their Deployment and CRDs).
+keep_manifests() {
+  local src="$1" from="$2" into="$3" file
+  local -a files=()
+  if [ -d "$src/$from" ] && [ -f "$src/$from/kustomization.yaml" ]; then
+    copy_tree "$src/$from" "$into"
+    return
+  fi
+  if [ -d "$src/$from" ]; then
+    for file in "$src/$from"/*.yaml; do
+      [ -f "$file" ] && files+=("$file")
+    done
+  else
+    local IFS=,
+    for file in $from; do
+      [ -f "$src/$file" ] || { echo "build-controllers: no $file in the module" >&2; return 1; }
+      files+=("$src/$file")
+    done
+  fi
+  [ ${#files[@]} -gt 0 ] || { echo "build-controllers: no YAML in $from" >&2; return 1; }
+  mkdir -p "$into"
+  {
+    echo "# Written by hack/controllers/build-controllers.sh: the release's $from"
+    echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+    echo "kind: Kustomization"
+    echo "resources:"
+    for file in "${files[@]}"; do
+      cp "$file" "$into/"
+      echo "- $(basename "$file")"
+    done
+  } >"$into/kustomization.yaml"
+  chmod -R u+w "$into"
+}
+
+# build NAME MODULE VERSION MAIN CRDS [crd-exclude=FILE,...] [webhook=DIR] [rbac=DIR|FILE,...]
+#       [version-var=PKG.VAR] [commit-var=PKG.VAR]
 build() {
   local name="$1" module="$2" v="$3" main="$4" crds="$5"
   shift 5
-  local webhook="" rbac="" version_var="" commit_var="" option
+  local webhook="" rbac="" version_var="" commit_var="" crd_exclude="" option
   for option in "$@"; do
     case "$option" in
+      crd-exclude=*) crd_exclude="${option#crd-exclude=}" ;;
       webhook=*) webhook="${option#webhook=}" ;;
       rbac=*) rbac="${option#rbac=}" ;;
       version-var=*) version_var="${option#version-var=}" ;;
@@ -113,19 +153,30 @@ build() {
     exit 1
   fi
 
-  local crd_count
-  crd_count="$(find "$src/$crds" -maxdepth 1 -name '*.yaml' | wc -l)"
+  # The CRDs: every YAML of a directory (less the crd-exclude ones), or one YAML file.
+  local crd_count=0 crd
+  if [ -f "$src/$crds" ]; then
+    cp "$src/$crds" "$dir/crds/"
+    crd_count=1
+  else
+    for crd in "$src/$crds"/*.yaml; do
+      [ -f "$crd" ] || continue
+      [[ ",$crd_exclude," == *",$(basename "$crd"),"* ]] && continue
+      cp "$crd" "$dir/crds/"
+      crd_count=$((crd_count + 1))
+    done
+  fi
   [ "$crd_count" -gt 0 ] || { echo "build-controllers: $module@$v has no CRD YAML in $crds" >&2; exit 1; }
-  for crd in "$src/$crds"/*.yaml; do
-    cp "$crd" "$dir/crds/"
-  done
   chmod u+w "$dir/crds"/*.yaml
   local kept
   for kept in "webhook=$webhook" "rbac=$rbac"; do
     local into="${kept%%=*}" from="${kept#*=}"
     [ -n "$from" ] || continue
-    [ -f "$src/$from/kustomization.yaml" ] || { echo "build-controllers: $module@$v has no kustomization in $from" >&2; exit 1; }
-    copy_tree "$src/$from" "$dir/$into"
+    if [ "$into" = webhook ] && [ ! -f "$src/$from/kustomization.yaml" ]; then
+      echo "build-controllers: $module@$v has no kustomization in $from" >&2
+      exit 1
+    fi
+    keep_manifests "$src" "$from" "$dir/$into" || { echo "build-controllers: $module@$v: could not keep $into from $from" >&2; exit 1; }
   done
 
   # The version the manager reports in its log, stamped as its own Makefile does.
