@@ -101,8 +101,19 @@ async def create_workload(writer: OwnerWrites, owner: str) -> None:
     kind = kinds.KINDS[kinds.split_owner(owner)[0]]
     priority, priority_class = _priority(writer, (obj.get("metadata") or {}).get("labels") or {},
                                          obj)
-    await _create(writer, contract.workload_for(kind, obj, queue=queue, priority=priority,
-                                                priority_class=priority_class), obj)
+    try:
+        problem = kind.refusal(obj)
+        manifest = None if problem is not None else contract.workload_for(
+            kind, obj, queue=queue, priority=priority, priority_class=priority_class)
+    except (ValueError, TypeError, AttributeError) as exc:  # a malformed object
+        problem, manifest = f"its pod sets cannot be read: {exc}", None
+    if manifest is None:
+        message = f"{kind.kind} {kinds.split_owner(owner)[1]} cannot be queued: {problem}"
+        if writer.report(f"refused:{owner}", message):
+            log.warning("%s", message)
+            writer.recorder.event(obj, "Warning", "CannotQueue", message)
+        return
+    await _create(writer, manifest, obj)
 
 
 def _owner_write(writer: OwnerWrites, owner: str, obj: Body) -> contract.Write | None:
