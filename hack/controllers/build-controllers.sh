@@ -65,11 +65,11 @@ copy_tree() {
   chmod -R u+w "$2"
 }
 
-# Keep manifests of the module in $2 (webhook/, rbac/) for kubectl kustomize: $1 is a
-# kustomize directory (copied as it is), or a directory without a kustomization, or a
-# comma-separated list of YAML files (copied, with a kustomization listing them written
-# beside: some releases list their RBAC files only in a kustomization that also holds
-# their Deployment and CRDs).
+# keep_manifests MODULE-DIR FROM INTO: keep the module's manifests FROM in INTO (webhook/,
+# rbac/) for kubectl kustomize. FROM is a kustomize directory (copied as it is), or a
+# directory without a kustomization, or a comma-separated list of YAML files (copied, with
+# a kustomization listing them written beside: some releases list their RBAC files only in
+# a kustomization that also holds their Deployment and CRDs).
 keep_manifests() {
   local src="$1" from="$2" into="$3" file
   local -a files=()
@@ -153,7 +153,8 @@ build() {
     exit 1
   fi
 
-  # The CRDs: every YAML of a directory (less the crd-exclude ones), or one YAML file.
+  # The CRDs: every CRD YAML of a directory (not its kustomization, less the crd-exclude
+  # ones), or one YAML file.
   local crd_count=0 crd
   if [ -f "$src/$crds" ]; then
     cp "$src/$crds" "$dir/crds/"
@@ -161,6 +162,7 @@ build() {
   else
     for crd in "$src/$crds"/*.yaml; do
       [ -f "$crd" ] || continue
+      grep -q '^kind: CustomResourceDefinition' "$crd" || continue
       [[ ",$crd_exclude," == *",$(basename "$crd"),"* ]] && continue
       cp "$crd" "$dir/crds/"
       crd_count=$((crd_count + 1))
