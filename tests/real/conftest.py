@@ -115,6 +115,10 @@ def control_plane(request: pytest.FixtureRequest,
 #: Peer controllers (other projects' real controllers, hack/controllers), one per control
 #: plane, started by the first test that asks for one.
 jobset_controller = peer_controller_fixture("jobset")
+training_operator_controller = peer_controller_fixture("training-operator")
+kuberay_controller = peer_controller_fixture("kuberay")
+#: (The MPI operator binds a fixed port, so it runs per module: tests/real/
+#: test_real_peer_mpi_operator.py.)
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.cluster.controllers import PeerController, peer_controller_fixture
+from tests.cluster.controllers import PeerController
 from tests.cluster.controlplane import ControlPlane, node
 from tests.cluster.kube import Kube
 from tests.real import builders as b
@@ -38,10 +38,6 @@ RAY_API = "ray.io/v1"
 CLUSTER_LABEL = "ray.io/cluster"
 NODE_TYPE_LABEL = "ray.io/node-type"
 GROUP_LABEL = "ray.io/group"
-
-# Here until tests/real/conftest.py defines it for every real-tier test (then remove this
-# line: two definitions would start two managers on one control plane, which is refused).
-kuberay_controller = peer_controller_fixture("kuberay")
 
 
 def raycluster_sample(name: str, namespace: str, *, workers: int = 1,

@@ -126,3 +126,39 @@ class TestMPIOperator:
         kube.wait_for(lambda: not kube.list("v1", "Pod", namespace,
                                             label_selector=f"{selector},{JOB_ROLE_LABEL}=worker"),
                       what="the running workers to be cleaned up", timeout=60)
+
+
+class TestQueuedMPIJob:
+    """The pi example with only the queue label added, under kuota."""
+
+    def test_queued_admitted_with_its_flavor_and_finished(
+            self, control_plane: ControlPlane, mpi_operator_controller: PeerController,
+            kube: Kube, namespace: str, operator: OperatorProcess) -> None:
+        pool = f"{namespace}-pool"
+        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
+        rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+        kube.apply(b.flavor(rf, labels={"pool": pool}),
+                   b.cluster_queue(cq, quotas={rf: {"cpu": 1, "memory": "1Gi"}}),
+                   b.local_queue("main", cq, namespace))
+        body = pi("pi", namespace)
+        body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "main"}
+        created = kube.create(body)
+        assert created["spec"]["runPolicy"]["suspend"] is True
+
+        def workload() -> dict[str, Any] | None:
+            return next((w for w in kube.list(b.API, "Workload", namespace)
+                         if w["metadata"]["name"].startswith("mpijob-pi-")), None)
+
+        queued = kube.wait_for(workload, what="the MPIJob's Workload")
+        assert [(ps["name"], ps["count"]) for ps in queued["spec"]["podSets"]] == \
+            [("launcher", 1), ("worker", 2)]
+
+        def succeeded() -> dict[str, Any] | None:
+            job = kube.get(MPI_API, "MPIJob", "pi", namespace)
+            return job if b.is_true(job, "Succeeded") else None
+
+        job = kube.wait_for(succeeded, what="the MPIJob admitted and succeeded", timeout=120)
+        specs = job["spec"]["mpiReplicaSpecs"]
+        assert [specs[r]["template"]["spec"]["nodeSelector"] for r in ("Launcher", "Worker")] \
+            == [{"pool": pool}, {"pool": pool}]
+        kube.wait_for(lambda: b.is_true(workload(), "Finished"), what="its Workload to finish")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.cluster.controllers import PeerController, peer_controller_fixture
+from tests.cluster.controllers import PeerController
 from tests.cluster.controlplane import ControlPlane, node
 from tests.cluster.kube import Kube
 from tests.real import builders as b
@@ -27,10 +27,6 @@ from tests.real.operator import OperatorProcess
 KUBEFLOW_API = "kubeflow.org/v1"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-
-# Here until tests/real/conftest.py defines it for every real-tier test (then remove this
-# line: two definitions would start two managers on one control plane, which is refused).
-training_operator_controller = peer_controller_fixture("training-operator")
 
 
 def pytorch_simple(name: str, namespace: str, *, run_for: str = "3s", cpu: str = "250m",
