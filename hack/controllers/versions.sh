@@ -26,4 +26,8 @@ KUOTA_CONTROLLERS=(
   "mpi-operator github.com/kubeflow/mpi-operator v0.6.0 cmd/mpi-operator manifests/base/kubeflow.org_mpijobs.yaml rbac=manifests/base/service-account.yaml,manifests/base/cluster-role.yaml,manifests/base/cluster-role-binding.yaml version-var=github.com/kubeflow/mpi-operator/pkg/version.Version commit-var=github.com/kubeflow/mpi-operator/pkg/version.GitSHA"
   # KubeRay's operator (RayCluster, RayJob, RayService; ray.io/v1). Its version is a constant.
   "kuberay github.com/ray-project/kuberay/ray-operator v1.5.0 . config/crd/bases rbac=config/rbac"
+  # LeaderWorkerSet (leaderworkerset.x-k8s.io/v1). Its webhooks mutate and validate
+  # LeaderWorkerSets and the pods of their StatefulSets (which they label with group and
+  # worker indexes): they must run for it to work.
+  "lws sigs.k8s.io/lws v0.7.0 cmd config/crd/bases webhook=config/webhook rbac=config/rbac version-var=sigs.k8s.io/lws/pkg/version.GitVersion commit-var=sigs.k8s.io/lws/pkg/version.GitCommit"
 )

@@ -3,8 +3,9 @@
 Handlers only translate: a watch event becomes :meth:`Controller.observe`,
 an AdmissionReview becomes :func:`kuota.operator.webhooks.needs_suspend` (Jobs,
 JobSets), :func:`kuota.operator.webhooks.pod_gates` (pods, a single queued Pod
-first made a group of one) or :func:`kuota.operator.kinds.pods.template_marks`
-(Deployments, StatefulSets: their pod templates say how their pods are queued).
+first made a group of one or put in its LeaderWorkerSet group) or
+:func:`kuota.operator.kinds.pods.template_patch` (Deployments, StatefulSets,
+LeaderWorkerSets: their pod templates say how their pods are queued).
 Everything is registered in a registry of its own (never kopf's global
 one), so tests can run several operators in one process.
 """
@@ -166,8 +167,10 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                         registry=registry)
         async def gate_pods(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
             pod = dict(body)
-            marks = pods.single_pod_marks(pod)
-            if marks is not None:  # a queued single Pod (a Deployment's too): a group of one
+            # A LeaderWorkerSet's pod joins its group; a queued single Pod (a Deployment's
+            # too) is a group of one.
+            marks = pods.leader_worker_marks(pod) or pods.single_pod_marks(pod)
+            if marks is not None:
                 labels, annotations = marks
                 patch.meta.setdefault("labels", {}).update(labels)
                 patch.meta.setdefault("annotations", {}).update(annotations)
@@ -187,12 +190,13 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
         for res in pods.TEMPLATED.values():
             async def mark_template(body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
                 old = kwargs.get("old")  # (given on UPDATE)
-                problem = pods.scaling_error(dict(old), dict(body)) if old is not None else None
+                problem = pods.refusal(dict(body)) or (
+                    pods.scaling_error(dict(old), dict(body)) if old is not None else None)
                 if problem is not None:
                     raise kopf.AdmissionError(problem, code=422)
-                marks = pods.template_marks(dict(body))
-                if marks is not None:  # its pods are queued: they carry what says how
-                    patch.spec["template"] = {"metadata": marks}
+                spec_patch = pods.template_patch(dict(body))
+                if spec_patch is not None:  # its pods are queued: they carry what says how
+                    _merge(patch.setdefault("spec", {}), spec_patch)
 
             kopf.on.mutate(res.group, res.version, res.plural, id=f"queue-{res.plural}",
                            operations=["CREATE", "UPDATE"], registry=registry)(mark_template)

@@ -92,6 +92,9 @@ SERVING_ANNOTATIONS: Final = (f"{GROUP}/pod-group-serving", f"{KUEUE}/pod-group-
 #: On a pod of a group whose pods are all alike: its Workload is made from the first pod.
 FAST_ADMISSION_ANNOTATIONS: Final = (f"{GROUP}/pod-group-fast-admission",
                                      f"{KUEUE}/pod-group-fast-admission")
+#: On the pods of a group made of declared roles (a LeaderWorkerSet's group): its pod sets
+#: and their sizes, ``leader=1,worker=3``; each pod's own is ``kuota.dev/pod-set``.
+ROLES_ANNOTATION: Final = f"{GROUP}/pod-group-roles"
 #: On a pod kuota pins to topology domains (it carries :data:`TOPOLOGY_GATE` at creation);
 #: set on the pod template of a started Job that asks for topology, and by the webhook.
 TOPOLOGY_LABEL: Final = f"{GROUP}/tas"

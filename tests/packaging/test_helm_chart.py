@@ -222,7 +222,7 @@ class TestChartMadeCertificate:
               for kind in kinds.KINDS.values()],
             *["https://127.0.0.1:9443/gate-pods"] * 5,
             *[f"https://127.0.0.1:9443/queue-{plural}"
-              for plural in ("deployments", "statefulsets") * 2]]
+              for plural in ("deployments", "statefulsets", "leaderworkersets") * 2]]
         assert all("service" not in h["clientConfig"] for h in hooks)
         tls = objects[("Secret", NAMESPACE, "kuota-webhook-tls")]["data"]
         assert "IP Address:127.0.0.1" in _openssl_text(_pem(tls["tls.crt"]))

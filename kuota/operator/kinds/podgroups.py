@@ -28,7 +28,7 @@ from typing import Any
 
 from kuota.operator import names, pinning, status
 from kuota.operator.kinds.contract import node_constraints
-from kuota.operator.kinds.pods import fast_admission, serving
+from kuota.operator.kinds.pods import LWS_NAME_LABEL, fast_admission, serving
 from kuota.operator.objects import being_deleted
 from quota import convert
 from quota.api import API_VERSION
@@ -103,28 +103,57 @@ def workload_name(group_key: str) -> str:
     return f"group-{group_key.partition('/')[2]}"
 
 
+def roles(pods: Iterable[Body]) -> dict[str, int] | None:
+    """The pod sets a group declares (``kuota.dev/pod-group-roles: leader=1,worker=3``), in
+    order; None when it declares none (its pod sets are its pods' shapes)."""
+    for pod in pods:
+        raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(
+            names.ROLES_ANNOTATION)
+        if raw:
+            out = {}
+            for part in str(raw).split(","):
+                name, _, count = part.partition("=")
+                if not name or not count.isdigit():
+                    raise GroupError(f"metadata.annotations[{names.ROLES_ANNOTATION}]: "
+                                     f"must be name=count,... (got {raw!r})")
+                out[name] = int(count)
+            return out
+    return None
+
+
 def enough(pods: list[Body], total: int) -> bool:
-    """Whether a group has the live pods its Workload is made from: all of them, or one
-    when its pods are all alike (fast admission)."""
+    """Whether a group has the live pods its Workload is made from: all of them; a pod of
+    each role it declares (:func:`roles`); or one when its pods are all alike (fast
+    admission)."""
     live_pods = [p for p in pods if live(p)]
+    declared = roles(live_pods)
+    if declared is not None:
+        return set(declared) <= {pod_set_of(p) for p in live_pods}
     return len(live_pods) >= (1 if fast_admission(live_pods) else total)
 
 
 def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: int,
                  priority_class: str | None, total: int | None = None) -> Body:
-    """The Workload standing for a complete group: one podSet per pod shape (with fast
-    admission, one of ``total`` pods shaped as the first)."""
+    """The Workload standing for a complete group: one podSet per pod shape; one per role
+    it declares, of the declared size, shaped as its first pod; or, with fast admission,
+    one of ``total`` pods shaped as the first."""
     namespace, _, group = group_key.partition("/")
     by_shape: dict[str, list[Body]] = {}
     members_sorted = sorted(pods, key=lambda p: p["metadata"]["name"])
     for pod in members_sorted:
-        by_shape.setdefault(shape(pod), []).append(pod)
+        by_shape.setdefault(pod_set_of(pod), []).append(pod)
     counts = {name: len(members) for name, members in by_shape.items()}
-    if total is not None and fast_admission(members_sorted):
-        first = shape(members_sorted[0])
-        by_shape, counts = {first: by_shape[first]}, {first: total}
+    declared = roles(members_sorted)
+    order = sorted(by_shape)
+    if declared is not None:
+        by_shape = {name: by_shape[name] for name in declared if name in by_shape}
+        counts, order = dict(declared), list(by_shape)
+    elif total is not None and fast_admission(members_sorted):
+        first = pod_set_of(members_sorted[0])
+        by_shape, counts, order = {first: by_shape[first]}, {first: total}, [first]
     pod_sets = []
-    for name, members in sorted(by_shape.items()):
+    for name in order:
+        members = by_shape[name]
         spec = json.loads(json.dumps(members[0].get("spec") or {}))
         spec["schedulingGates"] = [g for g in spec.get("schedulingGates") or []
                                    if g.get("name") != names.ADMISSION_GATE]
@@ -155,6 +184,8 @@ def owner_kind(pods: list[Body]) -> str:
     (a ReplicaSet's pods carrying the Deployment controller's ``pod-template-hash``),
     another controller's kind, ``Pod`` for a group of one, else ``PodGroup``."""
     meta = (pods[0].get("metadata") or {}) if pods else {}
+    if LWS_NAME_LABEL in (meta.get("labels") or {}):
+        return "LeaderWorkerSet"
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller"):
             kind = str(ref.get("kind") or "")
@@ -171,7 +202,7 @@ def start_conflict(pod: Body, admission: Admission,
     its flavor's node labels with another value (None: it can be)."""
     if not gated(pod):
         return None
-    labels, _ = node_constraints(admission, flavors, shape(pod))
+    labels, _ = node_constraints(admission, flavors, pod_set_of(pod))
     return pinning.conflict(pod, labels)
 
 
@@ -193,7 +224,7 @@ def startable(pods: Iterable[Body], admission: Admission) -> tuple[list[Body], l
     for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
         if not gated(pod):
             continue
-        name = shape(pod)
+        name = pod_set_of(pod)
         if places.get(name, 0) > 0:
             places[name] -= 1
             start.append(pod)
@@ -208,7 +239,7 @@ def start_patch(pod: Body, admission: Admission,
     if not gated(pod):
         return None
     spec = pod.get("spec") or {}
-    labels, added = node_constraints(admission, flavors, shape(pod))
+    labels, added = node_constraints(admission, flavors, pod_set_of(pod))
     tolerations = list(spec.get("tolerations") or [])
     tolerations += [t for t in added if t not in tolerations]
     gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != names.ADMISSION_GATE]
@@ -218,13 +249,14 @@ def start_patch(pod: Body, admission: Admission,
     if tolerations:
         patch_spec["tolerations"] = tolerations
     return {"metadata": {"annotations": {names.ADMISSION_ANNOTATION: admission.cluster_queue,
-                                         names.POD_SET_ANNOTATION: shape(pod)}},
+                                         names.POD_SET_ANNOTATION: pod_set_of(pod)}},
             "spec": patch_spec}
 
 
 def pod_set_of(pod: Body) -> str:
-    """The podSet of a group's pod: recorded when it was started (starting changes its
-    nodeSelector and tolerations, and so its shape), else its shape."""
+    """The podSet of a group's pod: its declared role (a LeaderWorkerSet's), or the one
+    recorded when it was started (starting changes its nodeSelector and tolerations, and
+    so its shape), else its shape."""
     recorded = ((pod.get("metadata") or {}).get("annotations") or {}).get(
         names.POD_SET_ANNOTATION)
     return str(recorded) if recorded else shape(pod)

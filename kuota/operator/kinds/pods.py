@@ -41,8 +41,14 @@ Body = dict[str, Any]
 
 DEPLOYMENTS = Res("apps", "v1", "deployments", "Deployment", True)
 STATEFULSETS = Res("apps", "v1", "statefulsets", "StatefulSet", True)
-#: Kinds whose pods are queued through their pod template.
-TEMPLATED = {r.kind: r for r in (DEPLOYMENTS, STATEFULSETS)}
+LEADERWORKERSETS = Res("leaderworkerset.x-k8s.io", "v1", "leaderworkersets",
+                       "LeaderWorkerSet", True)
+#: Kinds whose pods are queued through their pod templates.
+TEMPLATED = {r.kind: r for r in (DEPLOYMENTS, STATEFULSETS, LEADERWORKERSETS)}
+#: LeaderWorkerSet's labels and annotations on its pods.
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
 #: A label value's longest.
 _LABEL_MAX = 63
 
@@ -70,7 +76,8 @@ def single_pod_marks(pod: Body) -> tuple[dict[str, str], dict[str, str]] | None:
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     if names.first_of(labels, names.QUEUE_LABELS) is None \
-            or names.first_of(labels, names.POD_GROUP_LABELS) is not None or _job_pod(meta):
+            or names.first_of(labels, names.POD_GROUP_LABELS) is not None or _job_pod(meta) \
+            or LWS_NAME_LABEL in labels:
         return None
     base = str(meta.get("name") or meta.get("generateName") or "pod")
     return ({names.POD_GROUP_LABELS[0]: group_name(f"pod-{base}", secrets.token_hex(3))},
@@ -78,9 +85,23 @@ def single_pod_marks(pod: Body) -> tuple[dict[str, str], dict[str, str]] | None:
              names.RETRIABLE_ANNOTATIONS[0]: "false"})
 
 
-def template_marks(obj: Body) -> Body | None:
-    """The pod-template ``metadata`` a queue-labelled Deployment or StatefulSet needs
-    (labels and annotations to add); None when it has all of them, or no queue label."""
+def _marks(have: Body, labels: dict[str, str], annotations: dict[str, str]) -> Body | None:
+    """The template ``metadata`` patch adding what ``have`` lacks; None when nothing."""
+    have_labels, have_annotations = have.get("labels") or {}, have.get("annotations") or {}
+    out: Body = {}
+    add_labels = {k: v for k, v in labels.items() if have_labels.get(k) != v}
+    add_annotations = {k: v for k, v in annotations.items() if have_annotations.get(k) != v}
+    if add_labels:
+        out["labels"] = add_labels
+    if add_annotations:
+        out["annotations"] = add_annotations
+    return out or None
+
+
+def template_patch(obj: Body) -> Body | None:
+    """The ``spec`` merge patch that labels the pod templates of a queue-labelled
+    Deployment, StatefulSet or LeaderWorkerSet so that its pods are queued; None when they
+    already are, or the object has no queue label."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     labels = meta.get("labels") or {}
@@ -91,6 +112,8 @@ def template_marks(obj: Body) -> Body | None:
     priority = names.first_of(labels, names.PRIORITY_LABELS)
     if priority:
         wanted_labels[names.PRIORITY_LABELS[0]] = priority
+    if obj.get("kind") == "LeaderWorkerSet":
+        return _leader_worker_patch(spec, wanted_labels)
     wanted_annotations: dict[str, str] = {}
     if obj.get("kind") == "StatefulSet":
         wanted_labels[names.POD_GROUP_LABELS[0]] = group_name(f"sts-{meta.get('name')}", "")
@@ -99,19 +122,69 @@ def template_marks(obj: Body) -> Body | None:
             names.POD_GROUP_COUNT_ANNOTATIONS[0]: str(1 if replicas is None else replicas),
             names.SERVING_ANNOTATIONS[0]: "true",
             names.FAST_ADMISSION_ANNOTATIONS[0]: "true"}
-    tmeta = (spec.get("template") or {}).get("metadata") or {}
-    have_labels, have_annotations = tmeta.get("labels") or {}, tmeta.get("annotations") or {}
-    add_labels = {k: v for k, v in wanted_labels.items() if have_labels.get(k) != v}
-    add_annotations = {k: v for k, v in wanted_annotations.items()
-                       if have_annotations.get(k) != v}
-    if not add_labels and not add_annotations:
-        return None
+    marks = _marks((spec.get("template") or {}).get("metadata") or {}, wanted_labels,
+                   wanted_annotations)
+    return {"template": {"metadata": marks}} if marks else None
+
+
+def _leader_worker_patch(spec: Body, labels: dict[str, str]) -> Body | None:
+    """A LeaderWorkerSet's group is one gang of pod sets ``leader`` (1) and ``worker``
+    (size - 1) as Kueue's, or ``main`` (size) without a leader template: both templates
+    declare them, and serve (the group never finishes)."""
+    template = spec.get("leaderWorkerTemplate") or {}
+    size = int(template.get("size") or 1)
+    declared = f"leader=1,worker={size - 1}" if template.get("leaderTemplate") \
+        else f"main={size}"
+    annotations = {names.ROLES_ANNOTATION: declared, names.SERVING_ANNOTATIONS[0]: "true"}
     out: Body = {}
-    if add_labels:
-        out["labels"] = add_labels
-    if add_annotations:
-        out["annotations"] = add_annotations
-    return out
+    for field in ("leaderTemplate", "workerTemplate"):
+        if field == "leaderTemplate" and not template.get(field):
+            continue
+        marks = _marks((template.get(field) or {}).get("metadata") or {}, labels, annotations)
+        if marks:
+            out[field] = {"metadata": marks}
+    return {"leaderWorkerTemplate": out} if out else None
+
+
+def leader_worker_marks(pod: Body) -> tuple[dict[str, str], dict[str, str]] | None:
+    """(labels, annotations) that put a new pod of a queued LeaderWorkerSet in its group's
+    gang: the group ``lws-<set>-<group index>`` of ``size`` pods, and the pod's role —
+    ``leader`` for the leader StatefulSet's pod (named after the set), ``worker`` for the
+    workers' (``main`` for both without a leader template). None for other pods."""
+    meta = pod.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    lws = labels.get(LWS_NAME_LABEL)
+    declared = annotations.get(names.ROLES_ANNOTATION)
+    if not lws or not declared or names.first_of(labels, names.QUEUE_LABELS) is None:
+        return None
+    owner = next((str(r.get("name")) for r in meta.get("ownerReferences") or []
+                  if r.get("kind") == "StatefulSet"), "")
+    leader = owner == lws
+    # The leader's group index is its ordinal in the leader StatefulSet (LWS's own webhook
+    # may label it after this one); a worker's is in its StatefulSet's name and labels.
+    index = labels.get(LWS_GROUP_INDEX_LABEL) or \
+        (str(meta.get("name") or "") if leader else owner).rpartition("-")[2]
+    if not index.isdigit():
+        return None
+    role = "main" if declared.startswith("main=") else "leader" if leader else "worker"
+    size = annotations.get(LWS_SIZE_ANNOTATION) or str(
+        sum(int(c) for c in declared.replace(",", "=").split("=")[1::2]))
+    return ({names.POD_GROUP_LABELS[0]: group_name(f"lws-{lws}-{index}", "")},
+            {names.POD_GROUP_COUNT_ANNOTATIONS[0]: size, names.POD_SET_ANNOTATION: role})
+
+
+def refusal(obj: Body) -> str | None:
+    """Why a queue-labelled object of these kinds cannot be queued (None: it can): a
+    LeaderWorkerSet that makes its workers only once its leader is ready, while the leader
+    waits for the whole group to be admitted."""
+    if obj.get("kind") != "LeaderWorkerSet" \
+            or names.first_of((obj.get("metadata") or {}).get("labels"),
+                              names.QUEUE_LABELS) is None:
+        return None
+    if (obj.get("spec") or {}).get("startupPolicy") == "LeaderReady":
+        return ("spec.startupPolicy: LeaderReady makes the workers only once the leader is "
+                "ready, and a queued leader waits for its whole group: use LeaderCreated")
+    return None
 
 
 def scaling_error(old: Body, new: Body) -> str | None:

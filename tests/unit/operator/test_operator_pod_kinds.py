@@ -97,8 +97,9 @@ class TestTemplates:
         (owner("Deployment", template_meta={"labels": {"kuota.dev/queue-name": "main"}}),
          None),  # already marked
     ])
-    def test_template_marks(self, body: Body, want: Body | None) -> None:
-        assert pods.template_marks(body) == want
+    def test_template_patch(self, body: Body, want: Body | None) -> None:
+        got = pods.template_patch(body)
+        assert (got["template"]["metadata"] if got else None) == want
 
     @pytest.mark.parametrize(("before", "after", "want_refused"), [
         (3, 3, False), (3, 0, False), (0, 5, False), (3, 4, True), (None, 2, True),
@@ -114,7 +115,7 @@ class TestTemplates:
 
 class TestServingGroups:
     def sts_pod(self, name: str, phase: str | None = None) -> Body:
-        marks = pods.template_marks(owner("StatefulSet")) or {}
+        marks = (pods.template_patch(owner("StatefulSet")) or {})["template"]["metadata"]
         return pod(name, labels={**QUEUE, **marks["labels"]},
                    annotations=marks["annotations"], owner="StatefulSet", phase=phase)
 
@@ -189,3 +190,80 @@ class TestOwnerShown:
         workload = api.parse_object(manifest)
         assert isinstance(workload, api.Workload)
         assert explanation.owner_of(workload) == want_owner
+
+
+def lws(*, size: int = 4, leader: bool = True, startup: str | None = None) -> Body:
+    template = {"spec": {"containers": [{"name": "c"}]}}
+    lwt: Body = {"size": size, "workerTemplate": dict(template)}
+    if leader:
+        lwt["leaderTemplate"] = dict(template)
+    spec: Body = {"replicas": 2, "leaderWorkerTemplate": lwt}
+    if startup:
+        spec["startupPolicy"] = startup
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "vllm", "namespace": "ns", "labels": QUEUE}, "spec": spec}
+
+
+def lws_pod(name: str, sts: str, *, declared: str, index: str | None = None) -> Body:
+    labels = {**QUEUE, "leaderworkerset.sigs.k8s.io/name": "vllm"}
+    if index is not None:
+        labels["leaderworkerset.sigs.k8s.io/group-index"] = index
+    body = pod(name, labels=labels, annotations={"kuota.dev/pod-group-roles": declared,
+                                                 "leaderworkerset.sigs.k8s.io/size": "4"},
+               owner="StatefulSet")
+    body["metadata"]["ownerReferences"][0]["name"] = sts
+    return body
+
+
+class TestLeaderWorkerSets:
+    @pytest.mark.parametrize(("body", "want_roles"), [
+        (lws(), {"leaderTemplate": "leader=1,worker=3", "workerTemplate": "leader=1,worker=3"}),
+        (lws(leader=False), {"workerTemplate": "main=4"}),
+    ])
+    def test_its_templates_declare_the_groups_pod_sets(self, body: Body,
+                                                       want_roles: dict[str, str]) -> None:
+        patch = pods.template_patch(body)
+        assert patch is not None
+        got = {field: marks["metadata"]["annotations"]["kuota.dev/pod-group-roles"]
+               for field, marks in patch["leaderWorkerTemplate"].items()}
+        assert got == want_roles
+        for marks in patch["leaderWorkerTemplate"].values():
+            assert marks["metadata"]["labels"] == {"kuota.dev/queue-name": "main"}
+            assert marks["metadata"]["annotations"]["kuota.dev/pod-group-serving"] == "true"
+
+    def test_leader_ready_startup_is_refused_naming_the_field(self) -> None:
+        assert pods.refusal(lws()) is None
+        problem = pods.refusal(lws(startup="LeaderReady"))
+        assert problem is not None and problem.startswith("spec.startupPolicy")
+
+    @pytest.mark.parametrize(("body", "want"), [
+        # The leader: its StatefulSet is named after the set; its index is its ordinal.
+        (lws_pod("vllm-1", "vllm", declared="leader=1,worker=3"), ("lws-vllm-1", "leader")),
+        (lws_pod("vllm-1-2", "vllm-1", declared="leader=1,worker=3", index="1"),
+         ("lws-vllm-1", "worker")),
+        (lws_pod("vllm-0", "vllm", declared="main=4"), ("lws-vllm-0", "main")),
+    ])
+    def test_each_pod_joins_its_groups_gang_in_its_role(self, body: Body,
+                                                        want: tuple[str, str]) -> None:
+        marks = pods.leader_worker_marks(body)
+        assert marks is not None
+        labels, annotations = marks
+        assert (labels["kuota.dev/pod-group-name"], annotations["kuota.dev/pod-set"]) == want
+        assert annotations["kuota.dev/pod-group-total-count"] == "4"
+        assert pods.single_pod_marks(body) is None
+
+    def test_the_groups_workload_has_kueues_pod_sets(self) -> None:
+        group = []
+        for name, sts, index in (("vllm-0", "vllm", None), ("vllm-0-1", "vllm-0", "0")):
+            body = lws_pod(name, sts, declared="leader=1,worker=3", index=index)
+            labels, annotations = pods.leader_worker_marks(body) or ({}, {})
+            body["metadata"]["labels"].update(labels)
+            body["metadata"]["annotations"].update(annotations)
+            group.append(body)
+        assert not podgroups.enough(group[:1], 4)  # the workers are made just after
+        assert podgroups.enough(group, 4)
+        manifest = podgroups.workload_for("ns/lws-vllm-0", group, queue="main", priority=0,
+                                          priority_class=None, total=4)
+        assert [(ps["name"], ps["count"]) for ps in manifest["spec"]["podSets"]] == \
+            [("leader", 1), ("worker", 3)]
+        assert manifest["metadata"]["labels"]["kuota.dev/owner-kind"] == "LeaderWorkerSet"
