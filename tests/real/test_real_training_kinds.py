@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from tests.cluster.controllers import PeerController
 from tests.cluster.controlplane import ControlPlane, node
 from tests.cluster.kube import Kube
@@ -137,6 +139,44 @@ class TestPyTorchJob:
                       what="the PyTorchJob admitted and running again", timeout=120)
         job = kube.get(KUBEFLOW_API, "PyTorchJob", "low", namespace)
         assert self.selectors(job) == [{"pool": pool}, {"pool": pool}]
+
+
+def worker_only(kind: str, field: str, container: str, name: str, namespace: str) -> Body:
+    """The training operator's examples tensorflow/simple.yaml and paddlepaddle/
+    simple-cpu.yaml: two Worker replicas of the framework's container, queued, training
+    for a few seconds (the fake kubelet's run-for annotation)."""
+    replica = {"replicas": 2, "restartPolicy": "OnFailure", "template": {
+        "metadata": {"annotations": {"kuota.dev/test-run-for": "3s"}},
+        "spec": {"containers": [{"name": container, "image": "registry.example/fake:1",
+                                 "resources": {"requests": {"cpu": "250m"}}}]}}}
+    return {"apiVersion": KUBEFLOW_API, "kind": kind,
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(QUEUE)},
+            "spec": {field: {"Worker": replica}}}
+
+
+@pytest.mark.parametrize(("kind", "field", "container"), [
+    ("TFJob", "tfReplicaSpecs", "tensorflow"),
+    ("PaddleJob", "paddleReplicaSpecs", "paddle"),
+])
+def test_other_training_operator_kinds_are_queued_and_finished(
+        control_plane: ControlPlane, training_operator_controller: PeerController, kube: Kube,
+        namespace: str, operator: OperatorProcess, kind: str, field: str,
+        container: str) -> None:
+    pool = setup(control_plane, kube, namespace, cpu="1")
+    created = kube.create(worker_only(kind, field, container, "train", namespace))
+    assert created["spec"]["runPolicy"]["suspend"] is True
+    workload = kube.wait_for(lambda: owned_workload(kube, namespace, kind, "train"),
+                             what=f"the {kind}'s Workload")
+    assert pod_sets(workload) == [("worker", 2)]
+
+    def succeeded() -> Body | None:
+        job = kube.get(KUBEFLOW_API, kind, "train", namespace)
+        return job if b.is_true(job, "Succeeded") else None
+
+    job = kube.wait_for(succeeded, what=f"the {kind} admitted and succeeded", timeout=120)
+    assert job["spec"][field]["Worker"]["template"]["spec"]["nodeSelector"] == {"pool": pool}
+    kube.wait_for(lambda: b.is_true(owned_workload(kube, namespace, kind, "train"),
+                                    "Finished"), what="its Workload to finish")
 
 
 class TestRay:
