@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 #: The longest the cycle loop sleeps with nothing to do (a safety net, not a timer).
 IDLE_WAKEUP = 5.0
+#: Seconds between looks for the CRD of a kind kuota queues that was not served.
+KIND_RECHECK = 30.0
 #: The longest one cycle nominates heads before it decides on those it has (seconds).
 #: An ordinary cycle over 1,000 ClusterQueues nominates for tens of milliseconds.
 CYCLE_MOST = 0.1
@@ -139,6 +141,9 @@ class Operator:
                 tasks.append(asyncio.create_task(
                     informer.run(self.client, self.controller, res, version,
                                  namespace=namespace, label=label)))
+        missing = [kind.res for kind in kinds.KINDS.values() if (kind.res, None) not in versions]
+        if missing:
+            tasks.append(asyncio.create_task(self._late_kinds(missing)))
         if self.elector is not None:
             tasks.append(asyncio.create_task(self._renew()))
         try:
@@ -155,35 +160,69 @@ class Operator:
 
         Returns, for each (resource, label) kuota's informers watch, the list's
         resourceVersion per namespace (``None``: cluster-wide), where their watches start.
+        A kind kuota queues whose CRD is not served is left out, with one log line
+        (:meth:`_late_kinds` looks for it again).
         """
-        assert self.client is not None
         versions: dict[tuple[names.Res, str | None], dict[str | None, str]] = {}
         listed: list[tuple[names.Res, str | None]] = [
             *((res, None) for res in names.KOPF_WATCHED.values()),
             *((kind.res, None) for kind in kinds.KINDS.values()), *names.INFORMED]
         for res, label in listed:
-            scopes: tuple[str | None, ...] = (None,)
-            if res.namespaced and self.options.namespaces:
-                scopes = self.options.namespaces
-            for namespace in scopes:
-                try:
-                    version = await informer.relist(
-                        self.client, self.controller, res, (namespace,) if namespace else (),
-                        label=label)
-                except ApiError as exc:
-                    if exc.status == 404:  # the CRD is not installed
-                        kind = kinds.KINDS.get(res.kind)
-                        if kind is not None:  # (one line: its objects are not queued)
-                            log.warning("%s (%s) is not served here: kuota queues none; "
-                                        "install its CRD and restart kuota to queue them",
-                                        res.kind, res.api_version)
-                        else:
+            try:
+                by_namespace = await self._list(res, label)
+            except ApiError as exc:
+                if exc.status == 404:  # the CRD is not installed
+                    if res.kind in kinds.KINDS:  # (one line: its objects are not queued yet)
+                        log.warning("%s (%s) is not served here: kuota queues none until "
+                                    "its CRD is installed (looked for every %.0f s)",
+                                    res.kind, res.api_version, KIND_RECHECK)
+                    else:
+                        log.warning("cannot list %s: %s", res.plural, exc)
+                    continue
+                raise
+            if res.kind not in names.KOPF_WATCHED:
+                versions[(res, label)] = by_namespace
+        return versions
+
+    async def _list(self, res: names.Res, label: str | None) -> dict[str | None, str]:
+        """List ``res`` into the object cache: its resourceVersion per namespace listed."""
+        assert self.client is not None
+        scopes: tuple[str | None, ...] = (None,)
+        if res.namespaced and self.options.namespaces:
+            scopes = self.options.namespaces
+        out: dict[str | None, str] = {}
+        for namespace in scopes:
+            out[namespace] = await informer.relist(
+                self.client, self.controller, res, (namespace,) if namespace else (),
+                label=label)
+        return out
+
+    async def _late_kinds(self, missing: list[names.Res]) -> None:
+        """Kinds whose CRD was not served when leading began, looked for again every
+        :data:`KIND_RECHECK` seconds: once served, listed and watched like the others, so
+        that their objects (suspended by the webhook meanwhile) get their Workloads."""
+        assert self.client is not None
+        watches: list[asyncio.Task[None]] = []
+        try:
+            while missing:
+                await asyncio.sleep(KIND_RECHECK)
+                for res in list(missing):
+                    try:
+                        by_namespace = await self._list(res, None)
+                    except ApiError as exc:
+                        if exc.status != 404:
                             log.warning("cannot list %s: %s", res.plural, exc)
                         continue
-                    raise
-                if res.kind not in names.KOPF_WATCHED:
-                    versions.setdefault((res, label), {})[namespace] = version
-        return versions
+                    missing.remove(res)
+                    log.info("%s (%s) is served now: kuota queues them", res.kind,
+                             res.api_version)
+                    watches += [asyncio.create_task(informer.run(
+                        self.client, self.controller, res, version, namespace=namespace))
+                        for namespace, version in by_namespace.items()]
+            await asyncio.gather(*watches)  # (the watches run until leading ends)
+        finally:
+            for task in watches:
+                task.cancel()
 
     # -- loops -------------------------------------------------------------------------------
     async def _cycles(self) -> None:

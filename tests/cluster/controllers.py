@@ -76,6 +76,26 @@ The others, where each differs from JobSet (:data:`LAUNCHES`):
   on ``:9443``, every interface), and v1.5.0 serves only the RayCluster one of
   the three its configuration registers (RayJob and RayService requests would be
   refused). Metrics and probes on 127.0.0.1, leader election off by its flag.
+* **LeaderWorkerSet** (``lws``): namespace ``lws-system``, name prefix ``lws-`` and
+  ServiceAccount ``lws-controller-manager`` of its ``config/default``, RBAC from
+  ``config/rbac``. Its webhooks run as JobSet's do, from ``config/webhook`` (its
+  ``mutating-patch.yaml`` and ``validating-patch.yaml`` give the pod webhooks their
+  ``leaderworkerset.sigs.k8s.io/name`` object selector): a mutating and a validating
+  one for LeaderWorkerSets, and a mutating and a validating one for the pods of its
+  StatefulSets. The pod one is part of how it works, not a check: it gives a leader
+  pod its ``group-index`` label (the controller makes a group's worker StatefulSet
+  only once its leader pod has it) and a worker pod its ``worker-index``. Its
+  Configuration file is JobSet's form: ``internalCertManagement`` off (the release's
+  switch, else open-policy-agent's cert-controller would write a certificate for
+  ``lws-webhook-service.lws-system.svc`` into a Secret and the fixed
+  ``/tmp/k8s-webhook-server/serving-certs``), the webhook server on 127.0.0.1 with the
+  control plane CA's certificate, metrics (HTTPS behind the API server's
+  authentication, a self-signed certificate of controller-runtime's) and probes on
+  127.0.0.1, leader election off. Its registered configurations are named
+  ``lws-mutating-webhook-configuration`` and ``lws-validating-webhook-configuration``:
+  the API server calls mutating configurations in name order, so kuota's (``kuota``,
+  whose pod webhooks select pods by kuota's and Kueue's labels only) comes first and
+  LWS's pod webhook after it, on the pod as kuota left it.
 
 Not built, a test needing it is skipped (``make controllers``), unless
 ``KUOTA_REQUIRE_CLUSTER=1`` (CI), where that is a failure.
@@ -470,6 +490,88 @@ def _kuberay_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: pat
             "--enable-leader-election=false", "--feature-gates=RayClusterStatusConditions=true"]
 
 
+# -- LeaderWorkerSet ----------------------------------------------------------------------------
+
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+#: The labels and annotation of LWS's pods (api/leaderworkerset/v1).
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
+
+
+def _lws_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: pathlib.Path,
+              ports: Ports, cert_dir: pathlib.Path) -> list[str]:
+    # LWS's Configuration (api/config/v1alpha1), in place of config/manager's
+    # controller_manager_config.yaml: every listener on 127.0.0.1, the webhook server
+    # reading tls.crt/tls.key from cert_dir, its cert-controller off (its own switch),
+    # leader election off. The metrics server has no certificate setting: it makes a
+    # self-signed one in memory.
+    config = {
+        "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": ports.webhook, "certDir": str(cert_dir)},
+        "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}"},
+    }
+    path = workdir / "controller_manager_config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    # As config/default's Deployment: --config and --zap-log-level=2 (its pod webhook logs
+    # each pod it defaults at that level). ENABLE_WEBHOOKS is not set: webhooks on.
+    return [str(build.manager), f"--kubeconfig={kubeconfig}", f"--config={path}",
+            "--zap-log-level=2"]
+
+
+def _lws_probe(name: str) -> dict[str, Any]:
+    return {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
+            "metadata": {"name": name, "namespace": PROBE_NAMESPACE},
+            "spec": {"leaderWorkerTemplate": {"size": 2, "workerTemplate": {"spec": {
+                "containers": [{"name": "main", "image": "registry.example/fake:1"}]}}}}}
+
+
+def _lws_pod_probe() -> dict[str, Any]:
+    """A leader pod as LWS's leader StatefulSet makes it (the set's name label, worker
+    index 0, the size annotation), less what its pod webhook adds."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "kuota-webhook-probe-0", "namespace": PROBE_NAMESPACE,
+                         "labels": {LWS_NAME_LABEL: "kuota-webhook-probe",
+                                    LWS_WORKER_INDEX_LABEL: "0"},
+                         "annotations": {LWS_SIZE_ANNOTATION: "2"}},
+            "spec": {"containers": [{"name": "main", "image": "registry.example/fake:1"}]}}
+
+
+def _lws_webhooks_not_answering(plane: ControlPlane) -> str | None:
+    """Why LWS's webhook configurations are not all in effect yet, or None when they are:
+    a dry-run LeaderWorkerSet comes back with the mutating webhook's network default, one
+    whose name is not a DNS-1035 label (the API server allows it) is refused by the
+    validating one, and a dry-run leader pod comes back with its group-index label from
+    the pod webhook."""
+    done = plane.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                         input=json.dumps(_lws_probe("kuota-webhook-probe")), check=False)
+    if done.returncode != 0:
+        return f"a dry-run LeaderWorkerSet was refused: {done.stderr.strip()}"
+    network = json.loads(done.stdout)["spec"].get("networkConfig") or {}
+    if network.get("subdomainPolicy") != "Shared":
+        return f"a dry-run LeaderWorkerSet came back without LWS's defaults: {done.stdout}"
+    refused = plane.kubectl("create", "--dry-run=server", "-f", "-",
+                            input=json.dumps(_lws_probe("kuota-webhook.probe")), check=False)
+    if refused.returncode == 0:
+        return "a dry-run LeaderWorkerSet whose name is not a DNS-1035 label was accepted"
+    if "denied the request" not in refused.stderr or "DNS-1035" not in refused.stderr:
+        return f"a dry-run LeaderWorkerSet with a dotted name was refused otherwise: " \
+               f"{refused.stderr}"
+    pod = plane.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                        input=json.dumps(_lws_pod_probe()), check=False)
+    if pod.returncode != 0:
+        return f"a dry-run LWS leader pod was refused: {pod.stderr.strip()}"
+    labels = json.loads(pod.stdout)["metadata"].get("labels") or {}
+    if labels.get(LWS_GROUP_INDEX_LABEL) != "0":
+        return f"a dry-run LWS leader pod came back without its group-index label: {labels}"
+    return None
+
+
 LAUNCHES: dict[str, Launch] = {
     "jobset": Launch(namespace="jobset-system", name_prefix="jobset-",
                      service_account="controller-manager", argv=_jobset_argv,
@@ -492,6 +594,10 @@ LAUNCHES: dict[str, Launch] = {
     # config/default: namespace default, no name prefix, no webhooks.
     "kuberay": Launch(namespace="default", name_prefix="", service_account="kuberay-operator",
                       argv=_kuberay_argv, ready_path="/readyz"),
+    # config/default: namespace lws-system, name prefix lws-.
+    "lws": Launch(namespace="lws-system", name_prefix="lws-",
+                  service_account="controller-manager", argv=_lws_argv, ready_path="/readyz",
+                  webhooks_not_answering=_lws_webhooks_not_answering),
 }
 
 

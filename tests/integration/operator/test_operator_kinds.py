@@ -8,6 +8,9 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
+import pytest
+
+from kuota.operator import loop
 from tests.emulator import Emulator
 from tests.emulator.clients import call
 from tests.integration.operator import harness as h
@@ -99,3 +102,24 @@ class TestRayClusters:
                 and e["involvedObject"]["name"] == "odd"], "a CannotQueue Event")
             assert "cannot be queued" in events[0]["message"]
             assert not cluster.list(h.API, "Workload", "default")
+
+    def test_a_kind_installed_while_kuota_runs_is_queued(
+            self, cluster: Emulator, certs: pathlib.Path,
+            monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(loop, "KIND_RECHECK", 0.2)
+        cluster.apply(h.flavor("fast", labels={"tier": "fast"}),
+                      h.cluster_queue("team", quotas={"fast": {"cpu": 8}}),
+                      h.local_queue("main", "team"))
+        with h.Running(cluster, certs):
+            h.settle(0.3)  # leading, with no RayCluster served
+            assert call(cluster.url, "POST", CRDS, raycluster_crd()).status == 201
+            # (kopf's managed webhook configuration here lists only the kinds served when
+            # it started, so this one is not suspended at creation; the shipped
+            # configuration lists every kind.)
+            assert call(cluster.url, "POST", RAYCLUSTERS, raycluster("late")).status == 201
+            h.wait(cluster, lambda: cluster.list(h.API, "Workload", "default"),
+                   "the RayCluster's Workload once its kind is watched")
+            h.wait(cluster, lambda: get(cluster, "late")["spec"].get("suspend") is False
+                   and get(cluster, "late")["spec"]["headGroupSpec"]["template"]["spec"]
+                   .get("nodeSelector") == {"tier": "fast"},
+                   "the RayCluster started with its flavor")
