@@ -117,6 +117,7 @@ def control_plane(request: pytest.FixtureRequest,
 jobset_controller = peer_controller_fixture("jobset")
 training_operator_controller = peer_controller_fixture("training-operator")
 kuberay_controller = peer_controller_fixture("kuberay")
+lws_controller = peer_controller_fixture("lws")
 #: (The MPI operator binds a fixed port, so it runs per module: tests/real/
 #: test_real_peer_mpi_operator.py.)
 
