@@ -1,4 +1,5 @@
-"""Pod-based kinds: a single Pod, and the pods of Deployments and StatefulSets.
+"""Pod-based kinds: a single Pod, and the pods of Deployments, StatefulSets and
+LeaderWorkerSets.
 
 These objects have no suspend field kuota could use, so, as Kueue does,
 they are queued through their *pods*, each made a member of a pod group
@@ -23,6 +24,14 @@ until admitted, their flavors added when they are let run:
   since a StatefulSet with ``OrderedReady`` pods makes the next pod only once
   the one before is ready, and a group that waited for all of them would
   wait for ever. As in Kueue, only scaling to and from zero is allowed.
+* **A LeaderWorkerSet** is one gang per group (a leader and ``size - 1``
+  workers, each group its own StatefulSets): its templates declare the
+  group's pod sets (``leader=1,worker=3``; ``main=4`` without a leader
+  template) and serve; each pod joins group ``lws-<set>-<index>`` in its
+  role, and the group's Workload is made once a pod of each role exists —
+  with the default ``LeaderCreated`` startup the workers are made right
+  after the leader; ``LeaderReady`` is refused (the workers would wait for a
+  leader waiting for them).
 
 Pure functions; the webhook (:mod:`kuota.operator.handlers`) applies them.
 """
