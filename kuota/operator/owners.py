@@ -33,6 +33,7 @@ the Workload — see :func:`placement_conflict`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kuota.operator import kinds, names
@@ -64,16 +65,32 @@ def _priority(writer: OwnerWrites, labels: dict[str, str], owner: Body) -> tuple
     return classes.get(name or "", 0), name
 
 
-async def _create(writer: OwnerWrites, manifest: Body, owner: Body) -> None:
+async def _create(writer: OwnerWrites, manifest: Body, owner: Body, work: str,
+                  again: Callable[[], None]) -> None:
+    """Create a Workload (a 409 means another write won: the existing one is read).
+
+    A refusal on its merits is not final either: its owner would wait suspended, or
+    gated, for ever. It is reported (a Warning Event on the owner, once per distinct
+    refusal) and tried again with a growing delay — the API server may not know yet a
+    kind whose CRD was just installed (its owner-reference check answers 403 "cannot find
+    RESTMapping"), a webhook may be down, a ResourceQuota full. Transient failures are
+    raised: the writer queues the creation again after a backoff."""
     namespace = manifest["metadata"]["namespace"]
     try:
         created = await writer.client.create(names.WORKLOADS, manifest, namespace)
     except ApiError as exc:
         if exc.status != 409:
-            writer.recorder.event(owner, "Warning", "WorkloadNotCreated", str(exc))
+            if writer.report(work, str(exc)):
+                writer.recorder.event(owner, "Warning", "WorkloadNotCreated", str(exc))
+            if not exc.transient:
+                delay = writer.retry(work, again)
+                log.warning("Workload %s/%s not created (trying again in %.0fs): %s",
+                            namespace, manifest["metadata"]["name"], delay, exc)
+                return
             raise
         created = await writer.client.get(names.WORKLOADS, manifest["metadata"]["name"],
                                           namespace)
+    writer.succeeded(work)
     writer.controller.observe("Workload", created)
 
 
@@ -113,7 +130,8 @@ async def create_workload(writer: OwnerWrites, owner: str) -> None:
             log.warning("%s", message)
             writer.recorder.event(obj, "Warning", "CannotQueue", message)
         return
-    await _create(writer, manifest, obj)
+    await _create(writer, manifest, obj, f"create:{owner}",
+                  lambda: writer.create_workload(owner))
 
 
 def _owner_write(writer: OwnerWrites, owner: str, obj: Body) -> contract.Write | None:
@@ -265,7 +283,8 @@ async def create_group_workload(writer: OwnerWrites, group_key: str) -> None:
     pods = sorted(pods, key=lambda p: p["metadata"]["name"])[:total]
     await _create(writer, podgroups.workload_for(group_key, pods, queue=queue,
                                                  priority=priority, total=total,
-                                                 priority_class=priority_class), pods[0])
+                                                 priority_class=priority_class), pods[0],
+                  f"create:group:{group_key}", lambda: writer.create_group_workload(group_key))
 
 
 async def sync_group(writer: OwnerWrites, group_key: str) -> None:

@@ -123,3 +123,19 @@ class TestRayClusters:
                    and get(cluster, "late")["spec"]["headGroupSpec"]["template"]["spec"]
                    .get("nodeSelector") == {"tier": "fast"},
                    "the RayCluster started with its flavor")
+
+    def test_a_workload_the_api_server_refuses_is_created_later(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        """A Workload's creation refused on its merits (as a real API server refuses an
+        owner reference to a kind its owner check does not know yet, just after the CRD
+        was installed: 403) is reported and tried again, not dropped."""
+        setup(cluster)
+        fault = cluster.faults.fail(plural="workloads", verbs={"create"}, status=403, times=1)
+        with h.Running(cluster, certs):
+            assert call(cluster.url, "POST", RAYCLUSTERS, raycluster("rc")).status == 201
+            h.wait(cluster, lambda: get(cluster, "rc")["spec"]["suspend"] is False,
+                   "the RayCluster queued and started after the refusal", timeout=15)
+            assert fault.hits == 1
+            refused = [e for e in cluster.list("v1", "Event", "default")
+                       if e.get("reason") == "WorkloadNotCreated"]
+            assert refused and refused[0]["involvedObject"]["name"] == "rc"
