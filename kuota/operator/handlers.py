@@ -143,7 +143,10 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
         for queued in kinds.KINDS.values():
             res = queued.res
 
-            async def suspend(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+            async def suspend(body: kopf.Body, patch: kopf.Patch, namespace: str | None,
+                              **_: Any) -> None:
+                if not controller.manages(namespace):
+                    return  # (another namespace: no Workload would ever let it run)
                 try:
                     suspend = webhooks.needs_suspend(
                         dict(body), default_queue=operator.options.default_queue,
@@ -165,7 +168,10 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
 
         @kopf.on.mutate("", "v1", "pods", id="gate-pods", operations=["CREATE"],
                         registry=registry)
-        async def gate_pods(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        async def gate_pods(body: kopf.Body, patch: kopf.Patch, namespace: str | None,
+                            **_: Any) -> None:
+            if not controller.manages(namespace):
+                return
             pod = dict(body)
             # A LeaderWorkerSet's pod joins its group; a queued single Pod (a Deployment's
             # too) is a group of one.
@@ -188,7 +194,10 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                     patch.meta.setdefault("labels", {})[names.TOPOLOGY_LABEL] = "true"
 
         for res in pods.TEMPLATED.values():
-            async def mark_template(body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
+            async def mark_template(body: kopf.Body, patch: kopf.Patch, namespace: str | None,
+                                    **kwargs: Any) -> None:
+                if not controller.manages(namespace):
+                    return
                 old = kwargs.get("old")  # (given on UPDATE)
                 problem = pods.refusal(dict(body)) or (
                     pods.scaling_error(dict(old), dict(body)) if old is not None else None)

@@ -139,3 +139,19 @@ class TestRayClusters:
             refused = [e for e in cluster.list("v1", "Event", "default")
                        if e.get("reason") == "WorkloadNotCreated"]
             assert refused and refused[0]["involvedObject"]["name"] == "rc"
+
+
+class TestOtherNamespaces:
+    def test_an_operator_for_some_namespaces_leaves_the_others_alone(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        """Suspended or gated in a namespace kuota does not manage, an object would never
+        run: the webhook leaves it as it is."""
+        setup(cluster)
+        with h.Running(cluster, certs, namespaces=("team",)):
+            created = call(cluster.url, "POST", RAYCLUSTERS, raycluster("theirs"))
+            lone = call(cluster.url, "POST", "/api/v1/namespaces/default/pods", {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "lone", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+        assert created.status == 201 and "suspend" not in created.data["spec"]
+        assert lone.status == 201 and not lone.data["spec"].get("schedulingGates")
