@@ -46,8 +46,11 @@ condition. Repeating is safe because every one of them is recomputed from
 the newest objects when it runs. A failure on the request's merits (400,
 403, 404, 422) is logged and not repeated: only a change to the object can
 change the answer, and that change brings its own sync — except a Job's start
-or stop while its Workload holds quota, which must land: it is reported and
-tried again (:meth:`Writer.retry`, above). An admission whose
+or stop while its Workload holds quota, which must land, and a Workload's
+creation, without which its owner waits for ever (a 403 from the API server's
+owner check, which does not know a kind whose CRD was just installed, is not
+about the request at all): both are reported and tried again
+(:meth:`Writer.retry`, above). An admission whose
 status write fails is forgotten instead (step 2), which gives its quota back
 at once. Queue statuses need nothing of this: they are compared with the
 cluster and written again at every status interval.

@@ -99,19 +99,28 @@ class TestRequeued:
             first = h.workload_of(cluster, "first")
             assert first is not None and h.condition(first, "Finished")["reason"] == "Succeeded"
 
-    def test_a_refusal_on_the_requests_merits_is_not_repeated(
+    def test_a_refused_creation_is_reported_once_and_tried_again_later(
             self, cluster: Emulator, certs: pathlib.Path) -> None:
+        """A Workload's creation refused on its merits is not dropped (its Job would wait
+        suspended for ever; on a real cluster a 403 came from the API server's owner
+        check not knowing a just-installed kind yet): one Warning Event, then tries
+        after a growing delay (1 s first), not at every requeue period."""
         setup_queue(cluster, 4)
         with h.Running(cluster, certs, **QUICK_REQUEUE) as running:
-            cluster.faults.fail(status=422, times=1, plural="workloads", verbs={"create"})
+            cluster.faults.fail(status=422, times=2, plural="workloads", verbs={"create"})
             submit(cluster, h.job("refused"))
             h.wait(cluster, lambda: any(e["reason"] == "WorkloadNotCreated" for e in
                                         cluster.list("v1", "Event", "default")),
                    "the warning Event")
-            h.settle(1.0)  # many requeue periods
-            creates = list(cluster.handler["create", WORKLOAD_REQUESTS])
-            assert len(creates) == 1 and requeued(running, "create") == 0
-            assert h.workload_of(cluster, "refused") is None
+            h.settle(0.5)  # many requeue periods, less than the first delay
+            assert len(list(cluster.handler["create", WORKLOAD_REQUESTS])) == 1
+            h.wait(cluster, lambda: h.running(cluster, "refused"),
+                   "the Job queued once the refusals passed", timeout=15)
+            assert len(list(cluster.handler["create", WORKLOAD_REQUESTS])) == 3
+            assert requeued(running, "create") == 2
+            events = [e for e in cluster.list("v1", "Event", "default")
+                      if e["reason"] == "WorkloadNotCreated"]
+            assert len(events) == 1  # the same refusal is told once
 
 
 class TestThrottledServer:
