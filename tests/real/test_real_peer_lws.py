@@ -265,3 +265,34 @@ class TestQueuedLeaderWorkerSet:
         kube.delete(LWS_API, "LeaderWorkerSet", "serve", namespace)
         kube.wait_for(lambda: not kube.list(b.API, "Workload", namespace),
                       what="the groups' Workloads gone with their pods", timeout=90)
+
+    def test_a_preempted_group_is_stopped_whole_and_admitted_again(
+            self, control_plane: ControlPlane, lws_controller: PeerController, kube: Kube,
+            namespace: str, operator: OperatorProcess) -> None:
+        """Preempted, the group's pods are deleted by kuota; LWS makes the group again,
+        gated, and it runs again whole once the preemptor is done."""
+        pool = f"{namespace}-pool"
+        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
+        rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+        kube.apply(b.flavor(rf, labels={"pool": pool}),
+                   b.cluster_queue(cq, quotas={rf: {"cpu": "200m"}},
+                                   preemption={"withinClusterQueue": "LowerPriority"}),
+                   b.local_queue("main", cq, namespace),
+                   b.priority_class(f"{namespace}-high", 1000))
+        body = leaderworkerset_multi_template("serve", namespace, replicas=1)
+        body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "main"
+        kube.create(body)
+
+        def running() -> list[dict[str, Any]]:
+            return [p for p in kube.list("v1", "Pod", namespace,
+                                         label_selector=f"{LWS_NAME_LABEL}=serve")
+                    if (p.get("status") or {}).get("phase") == "Running"
+                    and not p["metadata"].get("deletionTimestamp")]
+
+        kube.wait_for(lambda: len(running()) == 3, what="the group running", timeout=90)
+        kube.create(b.job("high", namespace, cpu="100m", run_for="3s",
+                          priority_class=f"{namespace}-high"))
+        kube.wait_for(lambda: b.job_finished(kube.get("batch/v1", "Job", "high", namespace)),
+                      what="the preemptor to run once the group's pods are gone", timeout=90)
+        kube.wait_for(lambda: len(running()) == 3, what="the group admitted and running again",
+                      timeout=90)

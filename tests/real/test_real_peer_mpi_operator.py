@@ -162,3 +162,44 @@ class TestQueuedMPIJob:
         assert [specs[r]["template"]["spec"]["nodeSelector"] for r in ("Launcher", "Worker")] \
             == [{"pool": pool}, {"pool": pool}]
         kube.wait_for(lambda: b.is_true(workload(), "Finished"), what="its Workload to finish")
+
+    def test_preempted_stopped_restored_and_admitted_again(
+            self, control_plane: ControlPlane, mpi_operator_controller: PeerController,
+            kube: Kube, namespace: str, operator: OperatorProcess) -> None:
+        pool = f"{namespace}-pool"
+        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
+        rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+        kube.apply(b.flavor(rf, labels={"pool": pool}),
+                   b.cluster_queue(cq, quotas={rf: {"cpu": 1, "memory": "1Gi"}},
+                                   preemption={"withinClusterQueue": "LowerPriority"}),
+                   b.local_queue("main", cq, namespace),
+                   b.priority_class(f"{namespace}-high", 1000))
+        body = pi("low", namespace, launcher_runs_for="1h")  # 3 pods of 250m
+        body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "main"}
+        kube.create(body)
+
+        def running() -> int:
+            return len([p for p in kube.list("v1", "Pod", namespace,
+                                             label_selector=f"{JOB_NAME_LABEL}=low")
+                        if (p.get("status") or {}).get("phase") == "Running"
+                        and not p["metadata"].get("deletionTimestamp")])
+
+        kube.wait_for(lambda: running() == 3, what="the MPIJob running", timeout=90)
+        kube.create(b.job("high", namespace, cpu="500m", run_for="3s",
+                          priority_class=f"{namespace}-high"))
+
+        def selectors(job: dict[str, Any]) -> list[Any]:
+            specs = job["spec"]["mpiReplicaSpecs"]
+            return [specs[r]["template"]["spec"].get("nodeSelector")
+                    for r in ("Launcher", "Worker")]
+
+        kube.wait_for(lambda: (j := kube.get(MPI_API, "MPIJob", "low", namespace))
+                      and j["spec"]["runPolicy"].get("suspend") is True
+                      and selectors(j) == [None, None],
+                      what="the MPIJob suspended and its templates restored")
+        kube.wait_for(lambda: b.job_finished(kube.get("batch/v1", "Job", "high", namespace)),
+                      what="the preemptor to run once the MPIJob's pods are gone", timeout=90)
+        kube.wait_for(lambda: running() == 3, what="the MPIJob admitted and running again",
+                      timeout=90)
+        job = kube.get(MPI_API, "MPIJob", "low", namespace)
+        assert selectors(job) == [{"pool": pool}, {"pool": pool}]

@@ -166,3 +166,51 @@ def test_a_statefulset_is_one_gang(control_plane: ControlPlane, kube: Kube, name
                   what="an ExcessPod Event on it")
     assert gated(kube.get("v1", "Pod", "nginx-3", namespace)), extra
     assert len([p for p in pods(kube, namespace) if running(p)]) == 3
+
+
+def preempt_with_high_job(kube: Kube, namespace: str, cpu: str) -> None:
+    kube.apply(b.priority_class(f"{namespace}-high", 1000))
+    kube.create(b.job("high", namespace, cpu=cpu, run_for="3s",
+                      priority_class=f"{namespace}-high"))
+
+
+def test_a_preempted_statefulset_is_stopped_whole_and_admitted_again(
+        control_plane: ControlPlane, kube: Kube, namespace: str,
+        operator: OperatorProcess) -> None:
+    """Preempted, the group's pods are deleted by kuota; the StatefulSet makes them again,
+    gated, and the group runs again once the preemptor is done."""
+    setup_queue(control_plane, kube, namespace, cpu=3)
+    kube.patch(b.API, "ClusterQueue", f"{namespace}-cq",
+               {"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}})
+    kube.create(sample_owner("StatefulSet", namespace))
+    kube.wait_for(lambda: len([p for p in pods(kube, namespace) if running(p)]) == 3,
+                  what="the three replicas running")
+    preempt_with_high_job(kube, namespace, cpu="2")
+    kube.wait_for(lambda: b.event_counts(kube, namespace, "Stopped", "Pod"),
+                  what="the group's pods deleted by kuota")
+    kube.wait_for(lambda: b.job_finished(kube.get("batch/v1", "Job", "high", namespace)),
+                  what="the preemptor to run once the replicas are gone", timeout=90)
+    kube.wait_for(lambda: len([p for p in pods(kube, namespace) if running(p)]) == 3,
+                  what="the StatefulSet's group admitted and running again", timeout=90)
+
+
+def test_a_preempted_deployment_replica_is_replaced_and_queued_again(
+        control_plane: ControlPlane, kube: Kube, namespace: str,
+        operator: OperatorProcess) -> None:
+    setup_queue(control_plane, kube, namespace, cpu=2)
+    kube.patch(b.API, "ClusterQueue", f"{namespace}-cq",
+               {"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}})
+    kube.create(sample_owner("Deployment", namespace, replicas=2))
+    first = kube.wait_for(lambda: (r := [p for p in pods(kube, namespace) if running(p)])
+                          and len(r) == 2 and r, what="both replicas running")
+    preempt_with_high_job(kube, namespace, cpu="1")
+    kube.wait_for(lambda: b.job_finished(kube.get("batch/v1", "Job", "high", namespace)),
+                  what="the preemptor to run in a preempted replica's place", timeout=90)
+
+    def back() -> list[Body] | None:
+        now = [p for p in pods(kube, namespace) if running(p)]
+        return now if len(now) == 2 else None
+
+    now = kube.wait_for(back, what="the ReplicaSet's replacement queued and running",
+                        timeout=90)
+    assert {p["metadata"]["name"] for p in now} != {p["metadata"]["name"] for p in first}
