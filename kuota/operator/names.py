@@ -143,11 +143,6 @@ def job_owner(meta: Mapping[str, Any]) -> str | None:
     return str(_job_ref(meta).get("name") or "") or None
 
 
-def job_owner_uid(meta: Mapping[str, Any]) -> str | None:
-    """The uid of the Job among an object's owner references, if any."""
-    return str(_job_ref(meta).get("uid") or "") or None
-
-
 def owner_job_key(meta: Mapping[str, Any]) -> str | None:
     """``namespace/name`` of the Job owning an object (a Workload), if any."""
     name = job_owner(meta)

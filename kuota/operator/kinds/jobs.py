@@ -44,7 +44,6 @@ from kuota.operator import names
 from kuota.operator.kinds import contract
 from kuota.operator.kinds.contract import Write, fingerprint, node_constraints, queue_of
 from kuota.operator.kinds.templated import job_pods
-from kuota.operator.names import Res
 from quota import convert
 from quota.config import FlavorConfig
 from quota.workload import Admission
@@ -53,7 +52,6 @@ Body = dict[str, Any]
 POD_SET = "main"
 
 
-JOBS = Res("batch", "v1", "jobs", "Job", True)
 __all__ = ["JOB", "Write", "node_constraints", "queue_of"]
 
 
@@ -245,7 +243,7 @@ class JobKind:
     """Jobs, as the workload-kind contract has them (:mod:`kuota.operator.kinds.contract`)."""
 
     kind = "Job"
-    res = JOBS
+    res = names.JOBS
     prefix = "job"
 
     def pod_sets(self, obj: Body) -> list[Body]:
