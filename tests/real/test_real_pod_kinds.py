@@ -10,6 +10,7 @@ ReplicaSet and StatefulSet controllers of kube-controller-manager:
 * a Deployment's replicas are queued one by one: those the quota holds run,
   the next waits gated with its Workload pending; deleting the Deployment
   takes their Workloads with them;
+* a CronJob's Jobs are queued (their template carries the queue label);
 * a StatefulSet is one gang: admitted whole (its pods made one by one as
   each is ready), and one that does not fit runs nothing — its controller
   makes no second pod while the first waits gated; resizing it is refused,
@@ -214,3 +215,28 @@ def test_a_preempted_deployment_replica_is_replaced_and_queued_again(
     now = kube.wait_for(back, what="the ReplicaSet's replacement queued and running",
                         timeout=90)
     assert {p["metadata"]["name"] for p in now} != {p["metadata"]["name"] for p in first}
+
+
+def test_a_cronjobs_jobs_are_queued(control_plane: ControlPlane, kube: Kube, namespace: str,
+                                    operator: OperatorProcess) -> None:
+    """A CronJob works through the Jobs it creates: their template carries the queue label,
+    so each Job is suspended at creation, queued, admitted and finished (the CronJob
+    controller makes the first at the next minute)."""
+    pool = setup_queue(control_plane, kube, namespace, cpu=2)
+    template = b.job("tick", namespace, cpu="1", run_for="2s")
+    kube.create({"apiVersion": "batch/v1", "kind": "CronJob",
+                 "metadata": {"name": "tick", "namespace": namespace},
+                 "spec": {"schedule": "* * * * *", "concurrencyPolicy": "Forbid",
+                          "jobTemplate": {"metadata": {"labels": template["metadata"]["labels"]},
+                                          "spec": template["spec"]}}})
+    job = kube.wait_for(lambda: next(iter(kube.list("batch/v1", "Job", namespace)), None),
+                        what="the CronJob's first Job", timeout=75)
+    name = job["metadata"]["name"]
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+    assert kube.wait_for(lambda: b.job_finished(kube.get("batch/v1", "Job", name, namespace)),
+                         what="its Job queued, admitted and complete") == "Complete"
+    workload = b.workload_of(kube.list(b.API, "Workload", namespace), name)
+    assert workload is not None and b.is_true(workload, "Finished")
+    ran = kube.get("batch/v1", "Job", name, namespace)
+    assert ran["spec"]["template"]["spec"]["nodeSelector"] == {"pool": pool}
+    kube.delete("batch/v1", "CronJob", "tick", namespace)
