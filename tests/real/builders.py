@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.cluster.controlplane import ControlPlane, node
 from tests.cluster.kube import Kube
 from tests.integration.operator.harness import (
     API,
@@ -34,11 +35,40 @@ __all__ = [
     "job",
     "job_finished",
     "local_queue",
+    "owned_workload",
+    "pool_queue",
     "priority_class",
     "queue_usage",
     "running_cpu",
     "workload_of",
 ]
+
+
+def pool_queue(control_plane: ControlPlane, kube: Kube, namespace: str,
+               quota: dict[str, Any], *, nodes: int = 1, node_cpu: str = "8") -> str:
+    """A test's own pool: ``nodes`` kwok nodes labelled ``pool=<namespace>-pool``, their
+    flavor, a ClusterQueue of ``quota`` (resource -> nominal) that preempts lower
+    priorities within it, LocalQueue ``main``, and WorkloadPriorityClass
+    ``<namespace>-high`` (1000). Returns the pool's label value."""
+    pool = f"{namespace}-pool"
+    control_plane.add_nodes(*(node(f"{namespace}-n{i}", cpu=node_cpu, labels={"pool": pool})
+                              for i in range(1, nodes + 1)))
+    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+    kube.apply(flavor(rf, labels={"pool": pool}),
+               cluster_queue(cq, quotas={rf: quota},
+                             preemption={"withinClusterQueue": "LowerPriority"}),
+               local_queue("main", cq, namespace),
+               priority_class(f"{namespace}-high", 1000))
+    return pool
+
+
+def owned_workload(kube: Kube, namespace: str, kind: str, name: str) -> Body | None:
+    """The Workload standing for the object ``kind``/``name`` (its owner reference)."""
+    for wl in kube.list(API, "Workload", namespace):
+        if any(r.get("kind") == kind and r.get("name") == name
+               for r in wl["metadata"].get("ownerReferences") or []):
+            return wl
+    return None
 
 
 def job(name: str, namespace: str, *, queue: str | None = "main", cpu: str = "1",

@@ -25,10 +25,10 @@ import pytest
 
 from tests.cluster import pki
 from tests.cluster.binaries import find_binaries, pinned_versions
-from tests.cluster.controllers import peer_controller_fixture
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import Kube
 from tests.cluster.orphans import detached_child
+from tests.cluster.peer_releases import peer_controller_fixture
 from tests.ports import free_port
 from tests.real import operator as op
 

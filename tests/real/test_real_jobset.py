@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.cluster.controllers import PeerController
-from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import Kube
 from tests.real import builders as b
 from tests.real.operator import OperatorProcess
@@ -43,26 +43,6 @@ def queued(name: str, namespace: str, *, workers: int = 1, run_for: str = "2s",
     return body
 
 
-def setup(control_plane: ControlPlane, kube: Kube, namespace: str, cpu: int) -> str:
-    pool = f"{namespace}-pool"
-    control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
-    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
-    kube.apply(b.flavor(rf, labels={"pool": pool}),
-               b.cluster_queue(cq, quotas={rf: {"cpu": cpu}},
-                               preemption={"withinClusterQueue": "LowerPriority"}),
-               b.local_queue("main", cq, namespace),
-               b.priority_class(f"{namespace}-high", 1000))
-    return pool
-
-
-def workload_of(kube: Kube, namespace: str, name: str) -> Body | None:
-    for wl in kube.list(b.API, "Workload", namespace):
-        if any(r.get("kind") == "JobSet" and r.get("name") == name
-               for r in wl["metadata"].get("ownerReferences") or []):
-            return wl
-    return None
-
-
 def pods_of(kube: Kube, namespace: str, name: str) -> list[Body]:
     return kube.list("v1", "Pod", namespace, label_selector=f"{JOBSET_NAME_LABEL}={name}")
 
@@ -75,11 +55,11 @@ def selectors(jobset: Body) -> list[Body | None]:
 def test_a_jobset_is_queued_admitted_with_its_flavor_and_finished(
         control_plane: ControlPlane, jobset_controller: PeerController, kube: Kube,
         namespace: str, operator: OperatorProcess) -> None:
-    pool = setup(control_plane, kube, namespace, cpu=4)
+    pool = b.pool_queue(control_plane, kube, namespace, {"cpu": 4})
     created = kube.create(queued("train", namespace, workers=1))
     assert created["spec"]["suspend"] is True
 
-    workload = kube.wait_for(lambda: workload_of(kube, namespace, "train"),
+    workload = kube.wait_for(lambda: b.owned_workload(kube, namespace, "JobSet", "train"),
                              what="the JobSet's Workload")
     assert workload["metadata"]["name"].startswith("jobset-train-")
     assert [(ps["name"], ps["count"]) for ps in workload["spec"]["podSets"]] == \
@@ -94,8 +74,8 @@ def test_a_jobset_is_queued_admitted_with_its_flavor_and_finished(
     assert selectors(jobset) == [{"pool": pool}, {"pool": pool}]
     pods = pods_of(kube, namespace, "train")
     assert len(pods) == 5 and {p["spec"]["nodeName"] for p in pods} == {f"{namespace}-n1"}
-    kube.wait_for(lambda: b.is_true(workload_of(kube, namespace, "train"), "Finished"),
-                  what="its Workload to finish")
+    kube.wait_for(lambda: b.is_true(b.owned_workload(kube, namespace, "JobSet", "train"),
+                                    "Finished"), what="its Workload to finish")
     kube.wait_for(lambda: b.queue_usage(kube.get(b.API, "ClusterQueue", f"{namespace}-cq"))
                   .get((f"{namespace}-rf", "cpu"), "0") == "0", what="the quota given back")
 
@@ -103,7 +83,7 @@ def test_a_jobset_is_queued_admitted_with_its_flavor_and_finished(
 def test_a_preempted_jobset_is_stopped_restored_and_admitted_again(
         control_plane: ControlPlane, jobset_controller: PeerController, kube: Kube,
         namespace: str, operator: OperatorProcess) -> None:
-    pool = setup(control_plane, kube, namespace, cpu=3)
+    pool = b.pool_queue(control_plane, kube, namespace, {"cpu": 3})
     kube.create(queued("low", namespace, workers=1, run_for="1h"))  # 5 pods of 500m
 
     def running(name: str, count: int) -> list[Body] | None:
@@ -122,8 +102,8 @@ def test_a_preempted_jobset_is_stopped_restored_and_admitted_again(
             and selectors(jobset) == [None, None] else None
 
     kube.wait_for(stopped, what="the low JobSet suspended and its templates restored")
-    assert b.is_true(workload_of(kube, namespace, "low"), "Evicted") or \
-        not b.is_true(workload_of(kube, namespace, "low"), "QuotaReserved")
+    assert b.is_true(b.owned_workload(kube, namespace, "JobSet", "low"), "Evicted") or \
+        not b.is_true(b.owned_workload(kube, namespace, "JobSet", "low"), "QuotaReserved")
     kube.wait_for(lambda: b.job_finished(kube.get("batch/v1", "Job", "high", namespace)),
                   what="the preemptor to run once the JobSet's pods are gone", timeout=90)
     jobset = kube.wait_for(lambda: (j := kube.get(JOBSET_API, "JobSet", "low", namespace))
@@ -136,11 +116,11 @@ def test_a_preempted_jobset_is_stopped_restored_and_admitted_again(
 def test_a_jobset_that_does_not_fit_runs_nothing_and_deleting_it_deletes_its_workload(
         control_plane: ControlPlane, jobset_controller: PeerController, kube: Kube,
         namespace: str, operator: OperatorProcess) -> None:
-    setup(control_plane, kube, namespace, cpu=2)
+    b.pool_queue(control_plane, kube, namespace, {"cpu": 2})
     kube.create(queued("big", namespace, workers=2, cpu="1"))  # 9 cpu asked, 2 in quota
-    workload = kube.wait_for(lambda: workload_of(kube, namespace, "big"),
+    workload = kube.wait_for(lambda: b.owned_workload(kube, namespace, "JobSet", "big"),
                              what="the big JobSet's Workload")
-    kube.wait_for(lambda: (w := workload_of(kube, namespace, "big"))
+    kube.wait_for(lambda: (w := b.owned_workload(kube, namespace, "JobSet", "big"))
                   and (w.get("status") or {}).get("conditions"), what="a pending reason")
     assert not pods_of(kube, namespace, "big")
     assert kube.get(JOBSET_API, "JobSet", "big", namespace)["spec"]["suspend"] is True

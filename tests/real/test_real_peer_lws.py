@@ -22,16 +22,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.cluster.controllers import (
+from tests.cluster.controllers import PeerController
+from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.kube import Kube
+from tests.cluster.peer_releases import (
     LWS_API,
     LWS_GROUP_INDEX_LABEL,
     LWS_NAME_LABEL,
     LWS_SIZE_ANNOTATION,
     LWS_WORKER_INDEX_LABEL,
-    PeerController,
 )
-from tests.cluster.controlplane import ControlPlane, node
-from tests.cluster.kube import Kube
 from tests.real import builders as b
 from tests.real.operator import OperatorProcess
 
@@ -224,13 +224,8 @@ class TestQueuedLeaderWorkerSet:
     def test_each_group_is_a_gang_admitted_as_quota_allows(
             self, control_plane: ControlPlane, lws_controller: PeerController, kube: Kube,
             namespace: str, operator: OperatorProcess) -> None:
-        pool = f"{namespace}-pool"
-        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
-        rf, cq = f"{namespace}-rf", f"{namespace}-cq"
         # One group (3 pods of 50m) fits; the second waits.
-        kube.apply(b.flavor(rf, labels={"pool": pool}),
-                   b.cluster_queue(cq, quotas={rf: {"cpu": "200m"}}),
-                   b.local_queue("main", cq, namespace))
+        pool = b.pool_queue(control_plane, kube, namespace, {"cpu": "200m"}, node_cpu="4")
         body = leaderworkerset_multi_template("serve", namespace)
         body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "main"
         kube.create(body)
@@ -271,14 +266,7 @@ class TestQueuedLeaderWorkerSet:
             namespace: str, operator: OperatorProcess) -> None:
         """Preempted, the group's pods are deleted by kuota; LWS makes the group again,
         gated, and it runs again whole once the preemptor is done."""
-        pool = f"{namespace}-pool"
-        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
-        rf, cq = f"{namespace}-rf", f"{namespace}-cq"
-        kube.apply(b.flavor(rf, labels={"pool": pool}),
-                   b.cluster_queue(cq, quotas={rf: {"cpu": "200m"}},
-                                   preemption={"withinClusterQueue": "LowerPriority"}),
-                   b.local_queue("main", cq, namespace),
-                   b.priority_class(f"{namespace}-high", 1000))
+        b.pool_queue(control_plane, kube, namespace, {"cpu": "200m"}, node_cpu="4")
         body = leaderworkerset_multi_template("serve", namespace, replicas=1)
         body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "main"
         kube.create(body)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.cluster.controllers import PeerController, peer_controller_fixture
+from tests.cluster.controllers import PeerController
 from tests.cluster.controlplane import ControlPlane, node
 from tests.cluster.kube import Kube
+from tests.cluster.peer_releases import peer_controller_fixture
 from tests.real import builders as b
 from tests.real.operator import OperatorProcess
 
@@ -134,12 +135,8 @@ class TestQueuedMPIJob:
     def test_queued_admitted_with_its_flavor_and_finished(
             self, control_plane: ControlPlane, mpi_operator_controller: PeerController,
             kube: Kube, namespace: str, operator: OperatorProcess) -> None:
-        pool = f"{namespace}-pool"
-        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
-        rf, cq = f"{namespace}-rf", f"{namespace}-cq"
-        kube.apply(b.flavor(rf, labels={"pool": pool}),
-                   b.cluster_queue(cq, quotas={rf: {"cpu": 1, "memory": "1Gi"}}),
-                   b.local_queue("main", cq, namespace))
+        pool = b.pool_queue(control_plane, kube, namespace, {"cpu": 1, "memory": "1Gi"},
+                            node_cpu="4")
         body = pi("pi", namespace)
         body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "main"}
         created = kube.create(body)
@@ -166,14 +163,8 @@ class TestQueuedMPIJob:
     def test_preempted_stopped_restored_and_admitted_again(
             self, control_plane: ControlPlane, mpi_operator_controller: PeerController,
             kube: Kube, namespace: str, operator: OperatorProcess) -> None:
-        pool = f"{namespace}-pool"
-        control_plane.add_nodes(node(f"{namespace}-n1", cpu="4", labels={"pool": pool}))
-        rf, cq = f"{namespace}-rf", f"{namespace}-cq"
-        kube.apply(b.flavor(rf, labels={"pool": pool}),
-                   b.cluster_queue(cq, quotas={rf: {"cpu": 1, "memory": "1Gi"}},
-                                   preemption={"withinClusterQueue": "LowerPriority"}),
-                   b.local_queue("main", cq, namespace),
-                   b.priority_class(f"{namespace}-high", 1000))
+        pool = b.pool_queue(control_plane, kube, namespace, {"cpu": 1, "memory": "1Gi"},
+                            node_cpu="4")
         body = pi("low", namespace, launcher_runs_for="1h")  # 3 pods of 250m
         body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "main"}
         kube.create(body)

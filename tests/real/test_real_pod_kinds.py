@@ -21,25 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import Kube
 from tests.real import builders as b
 from tests.real.operator import OperatorProcess
 
 Body = dict[str, Any]
 GROUP_LABEL = "kuota.dev/pod-group-name"
-
-
-def setup_queue(control_plane: ControlPlane, kube: Kube, namespace: str, cpu: int) -> str:
-    """A flavor on two nodes of 4 cpu, a ClusterQueue of ``cpu``, LocalQueue ``main``."""
-    pool = f"{namespace}-pool"
-    control_plane.add_nodes(*(node(f"{namespace}-n{i}", cpu="4", labels={"pool": pool})
-                              for i in (1, 2)))
-    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
-    kube.apply(b.flavor(rf, labels={"pool": pool}),
-               b.cluster_queue(cq, quotas={rf: {"cpu": cpu}}),
-               b.local_queue("main", cq, namespace))
-    return pool
 
 
 def sample_pod(namespace: str) -> Body:
@@ -87,7 +75,7 @@ def running(pod: Body) -> bool:
 def test_a_single_pod_is_queued_admitted_and_finished(
         control_plane: ControlPlane, kube: Kube, namespace: str,
         operator: OperatorProcess) -> None:
-    pool = setup_queue(control_plane, kube, namespace, cpu=3)
+    pool = b.pool_queue(control_plane, kube, namespace, {"cpu": 3}, nodes=2, node_cpu="4")
     created = kube.create(sample_pod(namespace))
     assert gated(created), created["spec"]
     name = created["metadata"]["name"]
@@ -112,7 +100,7 @@ def test_a_single_pod_is_queued_admitted_and_finished(
 def test_a_deployments_replicas_are_queued_one_by_one(
         control_plane: ControlPlane, kube: Kube, namespace: str,
         operator: OperatorProcess) -> None:
-    setup_queue(control_plane, kube, namespace, cpu=2)
+    b.pool_queue(control_plane, kube, namespace, {"cpu": 2}, nodes=2, node_cpu="4")
     kube.create(sample_owner("Deployment", namespace))
 
     def two_run_one_waits() -> list[Body] | None:
@@ -133,7 +121,7 @@ def test_a_deployments_replicas_are_queued_one_by_one(
 
 def test_a_statefulset_is_one_gang(control_plane: ControlPlane, kube: Kube, namespace: str,
                                    operator: OperatorProcess) -> None:
-    setup_queue(control_plane, kube, namespace, cpu=3)
+    b.pool_queue(control_plane, kube, namespace, {"cpu": 3}, nodes=2, node_cpu="4")
     kube.create(sample_owner("StatefulSet", namespace))
     kube.wait_for(lambda: len([p for p in pods(kube, namespace) if running(p)]) == 3,
                   what="the three replicas running (made one by one)")
@@ -170,7 +158,6 @@ def test_a_statefulset_is_one_gang(control_plane: ControlPlane, kube: Kube, name
 
 
 def preempt_with_high_job(kube: Kube, namespace: str, cpu: str) -> None:
-    kube.apply(b.priority_class(f"{namespace}-high", 1000))
     kube.create(b.job("high", namespace, cpu=cpu, run_for="3s",
                       priority_class=f"{namespace}-high"))
 
@@ -180,9 +167,7 @@ def test_a_preempted_statefulset_is_stopped_whole_and_admitted_again(
         operator: OperatorProcess) -> None:
     """Preempted, the group's pods are deleted by kuota; the StatefulSet makes them again,
     gated, and the group runs again once the preemptor is done."""
-    setup_queue(control_plane, kube, namespace, cpu=3)
-    kube.patch(b.API, "ClusterQueue", f"{namespace}-cq",
-               {"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}})
+    b.pool_queue(control_plane, kube, namespace, {"cpu": 3}, nodes=2, node_cpu="4")
     kube.create(sample_owner("StatefulSet", namespace))
     kube.wait_for(lambda: len([p for p in pods(kube, namespace) if running(p)]) == 3,
                   what="the three replicas running")
@@ -198,9 +183,7 @@ def test_a_preempted_statefulset_is_stopped_whole_and_admitted_again(
 def test_a_preempted_deployment_replica_is_replaced_and_queued_again(
         control_plane: ControlPlane, kube: Kube, namespace: str,
         operator: OperatorProcess) -> None:
-    setup_queue(control_plane, kube, namespace, cpu=2)
-    kube.patch(b.API, "ClusterQueue", f"{namespace}-cq",
-               {"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}})
+    b.pool_queue(control_plane, kube, namespace, {"cpu": 2}, nodes=2, node_cpu="4")
     kube.create(sample_owner("Deployment", namespace, replicas=2))
     first = kube.wait_for(lambda: (r := [p for p in pods(kube, namespace) if running(p)])
                           and len(r) == 2 and r, what="both replicas running")
@@ -222,7 +205,7 @@ def test_a_cronjobs_jobs_are_queued(control_plane: ControlPlane, kube: Kube, nam
     """A CronJob works through the Jobs it creates: their template carries the queue label,
     so each Job is suspended at creation, queued, admitted and finished (the CronJob
     controller makes the first at the next minute)."""
-    pool = setup_queue(control_plane, kube, namespace, cpu=2)
+    pool = b.pool_queue(control_plane, kube, namespace, {"cpu": 2}, nodes=2, node_cpu="4")
     template = b.job("tick", namespace, cpu="1", run_for="2s")
     kube.create({"apiVersion": "batch/v1", "kind": "CronJob",
                  "metadata": {"name": "tick", "namespace": namespace},

@@ -29,14 +29,8 @@ def _reserved(kube: Kube, cq: str, rf: str) -> str | None:
 def test_a_preempted_groups_quota_is_held_until_its_terminating_pods_are_gone(
         control_plane: ControlPlane, kube: Kube, namespace: str,
         operator: OperatorProcess) -> None:
-    pool = f"{namespace}-pool"
-    control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
+    b.pool_queue(control_plane, kube, namespace, {"cpu": 4})
     rf, cq = f"{namespace}-rf", f"{namespace}-cq"
-    kube.apply(b.flavor(rf, labels={"pool": pool}),
-               b.cluster_queue(cq, quotas={rf: {"cpu": 4}},
-                               preemption={"withinClusterQueue": "LowerPriority"}),
-               b.local_queue("main", cq, namespace),
-               b.priority_class(f"{namespace}-high", 1000))
     for i in range(2):
         pod = group_pod(f"low-{i}", namespace, "low", 2, cpu="2", run_for="1h")
         pod["metadata"]["annotations"]["kuota.dev/test-terminate-for"] = "8s"
@@ -133,14 +127,7 @@ def test_a_preempted_group_is_not_failed_by_its_stopped_pods_and_its_replacement
     """The pods kuota deletes to evict a group end ``Failed`` (the kubelet's word for a
     deleted pod): they must not finish the group's Workload as failed, which left the
     group's replacement pods gated for ever."""
-    pool = f"{namespace}-pool"
-    control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
-    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
-    kube.apply(b.flavor(rf, labels={"pool": pool}),
-               b.cluster_queue(cq, quotas={rf: {"cpu": 4}},
-                               preemption={"withinClusterQueue": "LowerPriority"}),
-               b.local_queue("main", cq, namespace),
-               b.priority_class(f"{namespace}-high", 1000))
+    b.pool_queue(control_plane, kube, namespace, {"cpu": 4})
 
     def group_pods() -> list[dict]:
         return kube.list("v1", "Pod", namespace, label_selector="kuota.dev/pod-group-name=low")

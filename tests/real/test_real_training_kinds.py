@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.cluster.controllers import PeerController
-from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kube import Kube
 from tests.real import builders as b
 from tests.real.operator import OperatorProcess
@@ -41,26 +41,6 @@ from tests.real.test_real_peer_training_operator import (
 
 Body = dict[str, Any]
 QUEUE = {"kueue.x-k8s.io/queue-name": "main"}
-
-
-def setup(control_plane: ControlPlane, kube: Kube, namespace: str, cpu: str) -> str:
-    pool = f"{namespace}-pool"
-    control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
-    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
-    kube.apply(b.flavor(rf, labels={"pool": pool}),
-               b.cluster_queue(cq, quotas={rf: {"cpu": cpu, "memory": "64Gi"}},
-                               preemption={"withinClusterQueue": "LowerPriority"}),
-               b.local_queue("main", cq, namespace),
-               b.priority_class(f"{namespace}-high", 1000))
-    return pool
-
-
-def owned_workload(kube: Kube, namespace: str, kind: str, name: str) -> Body | None:
-    for wl in kube.list(b.API, "Workload", namespace):
-        if any(r.get("kind") == kind and r.get("name") == name
-               for r in wl["metadata"].get("ownerReferences") or []):
-            return wl
-    return None
 
 
 def pod_sets(workload: Body) -> list[tuple[str, int]]:
@@ -92,13 +72,13 @@ class TestPyTorchJob:
     def test_queued_admitted_with_its_flavor_and_finished(
             self, control_plane: ControlPlane, training_operator_controller: PeerController,
             kube: Kube, namespace: str, operator: OperatorProcess) -> None:
-        pool = setup(control_plane, kube, namespace, cpu="2")
+        pool = b.pool_queue(control_plane, kube, namespace, {"cpu": "2", "memory": "64Gi"})
         body = pytorch_simple("mnist", namespace)
         body["metadata"]["labels"] = dict(QUEUE)
         created = kube.create(body)
         assert created["spec"]["runPolicy"]["suspend"] is True
         workload = kube.wait_for(
-            lambda: owned_workload(kube, namespace, "PyTorchJob", "mnist"),
+            lambda: b.owned_workload(kube, namespace, "PyTorchJob", "mnist"),
             what="the PyTorchJob's Workload")
         assert pod_sets(workload) == [("master", 1), ("worker", 1)]
         assert workload["metadata"]["name"].startswith("pytorchjob-mnist-")
@@ -112,14 +92,14 @@ class TestPyTorchJob:
         assert self.selectors(job) == [{"pool": pool}, {"pool": pool}]
         pods = kube.list("v1", "Pod", namespace, label_selector=f"{JOB_NAME_LABEL}=mnist")
         assert pods and {p["spec"]["nodeName"] for p in pods} == {f"{namespace}-n1"}
-        kube.wait_for(lambda: b.is_true(owned_workload(kube, namespace, "PyTorchJob",
+        kube.wait_for(lambda: b.is_true(b.owned_workload(kube, namespace, "PyTorchJob",
                                                        "mnist"), "Finished"),
                       what="its Workload to finish")
 
     def test_preempted_stopped_restored_and_admitted_again(
             self, control_plane: ControlPlane, training_operator_controller: PeerController,
             kube: Kube, namespace: str, operator: OperatorProcess) -> None:
-        pool = setup(control_plane, kube, namespace, cpu="1")
+        pool = b.pool_queue(control_plane, kube, namespace, {"cpu": "1", "memory": "64Gi"})
         body = pytorch_simple("low", namespace, run_for="1h", cpu="500m")
         body["metadata"]["labels"] = dict(QUEUE)
         kube.create(body)
@@ -162,10 +142,10 @@ def test_other_training_operator_kinds_are_queued_and_finished(
         control_plane: ControlPlane, training_operator_controller: PeerController, kube: Kube,
         namespace: str, operator: OperatorProcess, kind: str, field: str,
         container: str) -> None:
-    pool = setup(control_plane, kube, namespace, cpu="1")
+    pool = b.pool_queue(control_plane, kube, namespace, {"cpu": "1", "memory": "64Gi"})
     created = kube.create(worker_only(kind, field, container, "train", namespace))
     assert created["spec"]["runPolicy"]["suspend"] is True
-    workload = kube.wait_for(lambda: owned_workload(kube, namespace, kind, "train"),
+    workload = kube.wait_for(lambda: b.owned_workload(kube, namespace, kind, "train"),
                              what=f"the {kind}'s Workload")
     assert pod_sets(workload) == [("worker", 2)]
 
@@ -175,7 +155,7 @@ def test_other_training_operator_kinds_are_queued_and_finished(
 
     job = kube.wait_for(succeeded, what=f"the {kind} admitted and succeeded", timeout=120)
     assert job["spec"][field]["Worker"]["template"]["spec"]["nodeSelector"] == {"pool": pool}
-    kube.wait_for(lambda: b.is_true(owned_workload(kube, namespace, kind, "train"),
+    kube.wait_for(lambda: b.is_true(b.owned_workload(kube, namespace, kind, "train"),
                                     "Finished"), what="its Workload to finish")
 
 
@@ -183,12 +163,12 @@ class TestRay:
     def test_a_raycluster_is_queued_ready_preempted_and_admitted_again(
             self, control_plane: ControlPlane, kuberay_controller: PeerController, kube: Kube,
             namespace: str, operator: OperatorProcess) -> None:
-        pool = setup(control_plane, kube, namespace, cpu="1")
+        pool = b.pool_queue(control_plane, kube, namespace, {"cpu": "1", "memory": "64Gi"})
         body = raycluster_sample("rc", namespace, workers=2)  # 3 pods of 250m
         body["metadata"]["labels"] = dict(QUEUE)
         created = kube.create(body)
         assert created["spec"]["suspend"] is True
-        workload = kube.wait_for(lambda: owned_workload(kube, namespace, "RayCluster", "rc"),
+        workload = kube.wait_for(lambda: b.owned_workload(kube, namespace, "RayCluster", "rc"),
                                  what="the RayCluster's Workload")
         assert pod_sets(workload) == [("head", 1), ("workergroup", 2)]
 
@@ -214,7 +194,7 @@ class TestRay:
     def test_a_rayjob_is_queued_with_its_submitter_and_its_cluster_runs_on_the_flavor(
             self, control_plane: ControlPlane, kuberay_controller: PeerController, kube: Kube,
             namespace: str, operator: OperatorProcess) -> None:
-        pool = setup(control_plane, kube, namespace, cpu="4")
+        pool = b.pool_queue(control_plane, kube, namespace, {"cpu": "4", "memory": "64Gi"})
         cluster = raycluster_sample("unused", namespace, workers=1)["spec"]
         body = {"apiVersion": RAY_API, "kind": "RayJob",
                 "metadata": {"name": "rj", "namespace": namespace, "labels": dict(QUEUE)},
@@ -222,7 +202,7 @@ class TestRay:
                          "shutdownAfterJobFinishes": True}}
         created = kube.create(body)
         assert created["spec"]["suspend"] is True
-        workload = kube.wait_for(lambda: owned_workload(kube, namespace, "RayJob", "rj"),
+        workload = kube.wait_for(lambda: b.owned_workload(kube, namespace, "RayJob", "rj"),
                                  what="the RayJob's Workload")
         assert pod_sets(workload) == [("head", 1), ("workergroup", 1), ("submitter", 1)]
 
@@ -242,5 +222,5 @@ class TestRay:
         assert all(p["spec"]["nodeSelector"] == {"pool": pool} for p in pods)
 
         kube.delete(RAY_API, "RayJob", "rj", namespace)
-        kube.wait_for(lambda: owned_workload(kube, namespace, "RayJob", "rj") is None,
+        kube.wait_for(lambda: b.owned_workload(kube, namespace, "RayJob", "rj") is None,
                       what="its Workload deleted with it")

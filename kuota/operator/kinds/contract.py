@@ -160,6 +160,21 @@ def workload_for(kind: WorkloadKind, obj: Body, *, queue: str, priority: int,
     }
 
 
+def ended_by(obj: Body, succeeded: str, failed: str, *, what: str) -> tuple[str, str] | None:
+    """("Succeeded" | "Failed", message) once ``obj`` has its ``succeeded`` or ``failed``
+    condition true: how most kinds say they ended (``what`` names it in a default
+    message)."""
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == succeeded:
+            return "Succeeded", condition.get("message") or f"{what} succeeded"
+        if condition.get("type") == failed:
+            return "Failed", condition.get("message") or condition.get("reason") \
+                or f"{what} failed"
+    return None
+
+
 def fingerprint(admission: Admission) -> str:
     """What the admission annotation records: queue, flavors and counts."""
     parts = [admission.cluster_queue]

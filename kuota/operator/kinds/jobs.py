@@ -116,14 +116,7 @@ def asks_topology(job: Body) -> bool:
 
 def finished(job: Body) -> tuple[str, str] | None:
     """("Succeeded" | "Failed", message) once the Job is complete or failed."""
-    for condition in (job.get("status") or {}).get("conditions") or []:
-        if condition.get("status") != "True":
-            continue
-        if condition.get("type") == "Complete":
-            return "Succeeded", condition.get("message") or "Job finished successfully"
-        if condition.get("type") == "Failed":
-            return "Failed", condition.get("message") or condition.get("reason") or "Job failed"
-    return None
+    return contract.ended_by(job, "Complete", "Failed", what="Job")
 
 
 def pods_ready(job: Body) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kuota.operator.kinds.contract import ended_by
 from kuota.operator.kinds.templated import Role, TemplatedKind, job_pods
 from kuota.operator.names import Res
 
@@ -47,15 +48,7 @@ class JobSetKind(TemplatedKind):
                    for s in (obj.get("status") or {}).get("replicatedJobsStatus") or [])
 
     def finished(self, obj: Body) -> tuple[str, str] | None:
-        for condition in (obj.get("status") or {}).get("conditions") or []:
-            if condition.get("status") != "True":
-                continue
-            if condition.get("type") == "Completed":
-                return "Succeeded", condition.get("message") or "JobSet completed"
-            if condition.get("type") == "Failed":
-                return "Failed", condition.get("message") or condition.get("reason") \
-                    or "JobSet failed"
-        return None
+        return ended_by(obj, "Completed", "Failed", what="JobSet")
 
     def pods_ready(self, obj: Body) -> bool:
         """Every replicated Job's replicas ready or succeeded (Kueue counts Jobs here)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kuota.operator.kinds.contract import ended_by
 from kuota.operator.kinds.templated import Role, TemplatedKind
 from kuota.operator.names import Res
 
@@ -53,14 +54,7 @@ class ReplicaSpecsKind(TemplatedKind):
         return sum(int((s or {}).get("active") or 0) for s in statuses.values())
 
     def finished(self, obj: Body) -> tuple[str, str] | None:
-        for condition in (obj.get("status") or {}).get("conditions") or []:
-            if condition.get("status") != "True":
-                continue
-            if condition.get("type") == "Succeeded":
-                return "Succeeded", condition.get("message") or f"{self.kind} succeeded"
-            if condition.get("type") == "Failed":
-                return "Failed", condition.get("message") or f"{self.kind} failed"
-        return None
+        return ended_by(obj, "Succeeded", "Failed", what=self.kind)
 
     def pods_ready(self, obj: Body) -> bool:
         return any(c.get("type") == "Running" and c.get("status") == "True"

@@ -3,7 +3,6 @@ generic templated kind, and the merge patch every kind writes."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from kuota.operator.kinds.jobsets import JOBSET
 from quota import api
 from quota.config import FlavorConfig
 from quota.workload import Admission, PodSetAdmission
+from tests.emulator.patches import merge_patch
 
 Body = dict[str, Any]
 FLAVORS = {"a100": FlavorConfig("a100", {"gpu": "a100"},
@@ -58,21 +58,10 @@ def admission(*pod_sets: tuple[str, int, str]) -> Admission:
 
 
 def applied(body: Body, write: contract.Write | None) -> Body:
-    """``body`` after a merge patch (RFC 7386), as the API server applies it."""
+    """``body`` after a write, as the API server applies its merge patch."""
     assert write is not None
-
-    def merge(target: Any, patch: Any) -> Any:
-        if not isinstance(patch, dict):
-            return copy.deepcopy(patch)
-        out = dict(target) if isinstance(target, dict) else {}
-        for key, value in patch.items():
-            if value is None:
-                out.pop(key, None)
-            else:
-                out[key] = merge(out.get(key), value)
-        return out
-
-    return merge(body, write.patch)
+    result: Body = merge_patch(body, write.patch)
+    return result
 
 
 def template_spec(body: Body, index: int) -> Body:
