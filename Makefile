@@ -43,7 +43,7 @@ helm-bin:
 # The peer controllers the real tier runs beside kuota (JobSet, ...; hack/controllers/versions.sh)
 # built from their Go modules into ~/.cache/kuota/controllers (KUOTA_CACHE), with their CRDs,
 # webhook and RBAC manifests; idempotent, cold ~1.5-3 min each (JobSet, the Kubeflow training and
-# MPI operators, KubeRay, LeaderWorkerSet), one after the other.
+# MPI operators, KubeRay, LeaderWorkerSet, Kubeflow Trainer v2), one after the other.
 controllers:
 	bash hack/controllers/build-controllers.sh
 

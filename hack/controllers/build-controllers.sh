@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the peer controllers kuota's real test tier runs beside it (JobSet, the
-# Kubeflow training and MPI operators, KubeRay, LeaderWorkerSet; see versions.sh), from their Go modules, into a cache outside the repository:
+# Kubeflow training and MPI operators, KubeRay, LeaderWorkerSet, Kubeflow Trainer v2; see versions.sh), from their Go modules, into a cache outside the repository:
 #
 #   $KUOTA_CACHE/controllers/<name>/<version>/bin/manager     the controller manager
 #   $KUOTA_CACHE/controllers/<name>/<version>/crds/*.yaml     its CRDs, as released

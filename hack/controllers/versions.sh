@@ -30,4 +30,9 @@ KUOTA_CONTROLLERS=(
   # LeaderWorkerSets and the pods of their StatefulSets (which they label with group and
   # worker indexes): they must run for it to work.
   "lws sigs.k8s.io/lws v0.7.0 cmd config/crd/bases webhook=config/webhook rbac=config/rbac version-var=sigs.k8s.io/lws/pkg/version.GitVersion commit-var=sigs.k8s.io/lws/pkg/version.GitCommit"
+  # Kubeflow Trainer v2 (TrainJob, TrainingRuntime, ClusterTrainingRuntime;
+  # trainer.kubeflow.org/v1alpha1): a TrainJob runs through a JobSet (the jobset entry
+  # above) built from its runtime. Only validating webhooks; its certificates come from
+  # outside when its certManagement is off (the tests' way).
+  "trainer github.com/kubeflow/trainer/v2 v2.1.0 cmd/trainer-controller-manager manifests/base/crds webhook=manifests/base/webhook rbac=manifests/base/rbac"
 )

@@ -139,9 +139,17 @@ class Owners:
                 actions.create_workload(owner)
 
     def object_of(self, owner: str) -> Body | None:
-        """The object an owner key names, as last seen."""
+        """The object an owner key names, as last seen (with the child it runs through, if
+        its kind runs through one: :func:`~kuota.operator.kinds.contract.with_child`)."""
         kind, key = kinds.split_owner(owner)
-        return self.controller.objects.get(kind, key)
+        obj = self.controller.objects.get(kind, key)
+        return self.with_child(kind, obj) if obj is not None else None
+
+    def with_child(self, kind_name: str, obj: Body) -> Body:
+        child_kind = kinds.KINDS[kind_name].runs_through
+        if child_kind is None:
+            return obj
+        return contract.with_child(obj, self.controller.objects.get(child_kind, key_of(obj)))
 
     def job_of(self, workload: str) -> str | None:
         """``namespace/name`` of the Job a Workload stands for (None for other kinds)."""
@@ -222,6 +230,16 @@ class Owners:
         owner = kinds.owner_key(kind_name, key_of(body))
         if not controller.manages((body.get("metadata") or {}).get("namespace")):
             return
+        parent = kinds.owner_of(body.get("metadata") or {})
+        if parent is not None and kinds.KINDS[kinds.split_owner(parent)[0]].runs_through \
+                == kind_name:
+            # The child an object runs through (a TrainJob's JobSet): news of its parent,
+            # whose pod sets and state it holds.
+            parent_obj = self.object_of(parent)
+            if parent_obj is not None:
+                self.owner_event(kinds.split_owner(parent)[0], parent_obj, False)
+            return
+        body = self.with_child(kind_name, body)
         workload = self.workload_of_owner.get(owner)
         mine = controller.objects.get("Workload", workload) if workload else None
         if workload is not None and mine is not None and self.owner_gone(mine):

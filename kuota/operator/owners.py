@@ -116,6 +116,8 @@ async def create_workload(writer: OwnerWrites, owner: str) -> None:
     if queue is None:
         return
     kind = kinds.KINDS[kinds.split_owner(owner)[0]]
+    if kind.runs_through is not None and contract.child_of(obj) is None:
+        return  # its pod sets are its child's: made once the child is seen
     priority, priority_class = _priority(writer, (obj.get("metadata") or {}).get("labels") or {},
                                          obj)
     try:
@@ -186,9 +188,10 @@ async def sync_owner(writer: OwnerWrites, owner: str) -> None:
                 _refused(writer, owner, obj, write, exc)
                 return
             writer.metrics.conflicts.inc()
-            obj = await writer.client.find(kind.res, name, namespace)
-            if obj is not None:
-                controller.observe(kind_name, obj)
+            found = await writer.client.find(kind.res, name, namespace)
+            if found is not None:
+                controller.observe(kind_name, found)
+            obj = controller.owners.object_of(owner) if found is not None else None
             continue
         writer.succeeded(work)
         controller.observe(kind_name, stored)
@@ -206,8 +209,9 @@ def _refused(writer: OwnerWrites, owner: str, obj: Body, write: contract.Write,
     kind_name, key = kinds.split_owner(owner)
     workload = controller.owners.workload_of_owner.get(owner)
     what = {"start": "started", "suspend": "suspended", "reset": "reset (status.startTime)",
-            "restore": "restored"}[write.step]
-    reason = f"{kind_name}NotStarted" if write.step == "start" else f"{kind_name}NotStopped"
+            "prepare": "prepared to start", "restore": "restored"}[write.step]
+    reason = f"{kind_name}NotStarted" if write.step in ("start", "prepare") \
+        else f"{kind_name}NotStopped"
     message = f"{kind_name} {key} could not be {what}: {exc}"
     work = f"{kind_name.lower()}:{key}"
     delay = writer.retry(work, lambda: writer.sync_owner(owner))

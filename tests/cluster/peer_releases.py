@@ -75,6 +75,13 @@ The others, where each differs from JobSet (:data:`LAUNCHES`):
   the API server calls mutating configurations in name order, so kuota's (``kuota``,
   whose pod webhooks select pods by kuota's and Kueue's labels only) comes first and
   LWS's pod webhook after it, on the pod as kuota left it.
+* **Kubeflow Trainer v2** (``trainer``): namespace ``kubeflow-system`` of its
+  ``manifests/overlays/manager``, RBAC from ``manifests/base/rbac`` (names already
+  prefixed). It needs JobSet running (a TrainJob runs through one). Its webhooks are
+  validating only and run as JobSet's do; its Configuration turns its cert rotator
+  off (``certManagement.enable``, the release's switch) and puts every listener on
+  127.0.0.1; it has no certificate directory setting, so its webhook server reads
+  controller-runtime's default under ``$TMPDIR``, the work directory's.
 
 """
 
@@ -418,6 +425,54 @@ def _lws_webhooks_not_answering(plane: ControlPlane) -> str | None:
     return None
 
 
+# -- Kubeflow Trainer v2 ------------------------------------------------------------------------
+
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+
+
+def _trainer_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: pathlib.Path,
+                  ports: Ports, cert_dir: pathlib.Path) -> list[str]:
+    # The Trainer's Configuration (pkg/apis/config/v1alpha1), in place of
+    # manifests/base/manager's: every listener on 127.0.0.1, its cert rotator off (the
+    # release's switch: certificates "provided externally"), leader election off. Its
+    # webhook server has no certificate directory setting: controller-runtime's default,
+    # $TMPDIR/k8s-webhook-server/serving-certs (see ``environment``).
+    config = {
+        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "certManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": ports.webhook},
+        "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}", "secureServing": False},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}",
+                   "readinessEndpointName": "readyz", "livenessEndpointName": "healthz"},
+    }
+    path = workdir / "controller_manager_config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return [str(build.manager), f"--kubeconfig={kubeconfig}", f"--config={path}"]
+
+
+def _trainer_environment(controller: PeerController) -> dict[str, str]:
+    return {"TMPDIR": str(controller.workdir / "tmp")}
+
+
+def _trainer_webhooks_not_answering(plane: ControlPlane) -> str | None:
+    """Why the Trainer's validating webhooks are not in effect yet, or None when they are:
+    a dry-run TrainJob naming a ClusterTrainingRuntime that does not exist (the CRD's
+    schema allows it) is refused by its TrainJob webhook."""
+    probe = {"apiVersion": TRAINER_API, "kind": "TrainJob",
+             "metadata": {"name": "kuota-webhook-probe", "namespace": PROBE_NAMESPACE},
+             "spec": {"runtimeRef": {"name": "kuota-webhook-probe-missing"}}}
+    refused = plane.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(probe),
+                            check=False)
+    if refused.returncode == 0:
+        return "a dry-run TrainJob naming a runtime that does not exist was accepted"
+    if "denied the request" not in refused.stderr \
+            or "must be created before" not in refused.stderr:
+        return f"a dry-run TrainJob without its runtime was refused otherwise: {refused.stderr}"
+    return None
+
+
 LAUNCHES: dict[str, Launch] = {
     "jobset": Launch(namespace="jobset-system", name_prefix="jobset-",
                      service_account="controller-manager", argv=_jobset_argv,
@@ -444,6 +499,14 @@ LAUNCHES: dict[str, Launch] = {
     "lws": Launch(namespace="lws-system", name_prefix="lws-",
                   service_account="controller-manager", argv=_lws_argv, ready_path="/readyz",
                   webhooks_not_answering=_lws_webhooks_not_answering),
+    # manifests/overlays/manager: namespace kubeflow-system; its base names carry their
+    # prefix already (kubeflow-trainer-controller-manager).
+    "trainer": Launch(namespace="kubeflow-system", name_prefix="",
+                      service_account="kubeflow-trainer-controller-manager",
+                      argv=_trainer_argv, ready_path="/readyz",
+                      webhooks_not_answering=_trainer_webhooks_not_answering,
+                      cert_dir="tmp/k8s-webhook-server/serving-certs",
+                      environment=_trainer_environment),
 }
 
 

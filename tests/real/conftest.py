@@ -118,6 +118,7 @@ jobset_controller = peer_controller_fixture("jobset")
 training_operator_controller = peer_controller_fixture("training-operator")
 kuberay_controller = peer_controller_fixture("kuberay")
 lws_controller = peer_controller_fixture("lws")
+trainer_controller = peer_controller_fixture("trainer")
 #: (The MPI operator binds a fixed port, so it runs per module: tests/real/
 #: test_real_peer_mpi_operator.py.)
 

@@ -19,9 +19,10 @@ from kuota.operator.kinds.contract import WorkloadKind
 from kuota.operator.kinds.jobs import JOB
 from kuota.operator.kinds.jobsets import JOBSET
 from kuota.operator.kinds.ray import RAYCLUSTER, RAYJOB
+from kuota.operator.kinds.trainjobs import TRAINJOB
 
 KINDS: dict[str, WorkloadKind] = {kind.kind: kind for kind in (
-    JOB, JOBSET, *kubeflow.KINDS, RAYJOB, RAYCLUSTER)}
+    JOB, JOBSET, TRAINJOB, *kubeflow.KINDS, RAYJOB, RAYCLUSTER)}
 #: The owner key's kind of a pod group (not a served kind: a set of pods).
 POD_GROUP = "PodGroup"
 

@@ -46,8 +46,10 @@ class Write:
     """One write towards the object a Workload stands for."""
 
     #: What it does: ``start``, ``suspend``, ``reset`` (clear a Job's startTime),
-    #: ``restore`` (suspended, with the templates put back).
-    step: Literal["start", "suspend", "reset", "restore"]
+    #: ``prepare`` (what the admission needs, written while it is still suspended, for a
+    #: kind whose controller refuses both in one write), ``restore`` (suspended, with the
+    #: templates put back).
+    step: Literal["start", "suspend", "reset", "prepare", "restore"]
     #: A JSON merge patch of the object.
     patch: Body
     #: ``status`` for a write to the status subresource; None for the object itself.
@@ -73,6 +75,11 @@ class WorkloadKind(Protocol):
     res: Res
     #: The Workload's name starts with it (Kueue's spelling: ``job``, ``jobset``).
     prefix: str
+    #: The kind of the child object it runs through, if any: one of the same name and
+    #: namespace, controlled by it, that its controller builds from it (a TrainJob's
+    #: JobSet, built from its training runtime). The pod sets are read from the child, so
+    #: the operator gives the object with its child attached (:func:`with_child`).
+    runs_through: str | None
 
     def pod_sets(self, obj: Body) -> list[Body]:
         """The Workload's ``podSets``: name, count (and minCount), template — as the user
@@ -118,6 +125,30 @@ class WorkloadKind(Protocol):
 
 
 # -- what every kind shares ------------------------------------------------------------------
+
+#: Where :func:`with_child` puts the child of an object that runs through one (a key no
+#: API object has: a domain-qualified name).
+CHILD = "kuota.dev/child"
+
+
+def with_child(obj: Body, child: Body | None) -> Body:
+    """``obj`` (not copied deeply) with the child it runs through attached, when there is
+    one and ``obj`` controls it (by uid: an older object's child of the same name is not
+    its own)."""
+    if child is None:
+        return obj
+    uid = (obj.get("metadata") or {}).get("uid")
+    refs = (child.get("metadata") or {}).get("ownerReferences") or []
+    if not any(r.get("controller") and r.get("uid") == uid for r in refs):
+        return obj
+    return {**obj, CHILD: child}
+
+
+def child_of(obj: Body) -> Body | None:
+    """The child :func:`with_child` attached to ``obj``, if any."""
+    child = obj.get(CHILD)
+    return child if isinstance(child, dict) else None
+
 
 def queue_of(obj: Body, *, default_queue: bool,
              queue_exists: Callable[[str, str], bool]) -> str | None:

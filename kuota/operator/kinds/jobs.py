@@ -238,6 +238,7 @@ class JobKind:
     kind = "Job"
     res = names.JOBS
     prefix = "job"
+    runs_through: str | None = None
 
     def pod_sets(self, obj: Body) -> list[Body]:
         return pod_sets(obj)

@@ -56,6 +56,7 @@ class TemplatedKind:
     prefix: str
     #: Where the suspend field is, from the object's top.
     suspend_path: tuple[str, ...] = ("spec", "suspend")
+    runs_through: str | None = None
 
     def roles(self, obj: Body) -> list[Role]:
         raise NotImplementedError

@@ -307,3 +307,155 @@ class TestOtherKinds:
                                       queue_exists=lambda ns, n: True)
         assert kinds.KINDS["PyTorchJob"].suspend_patch() == {
             "spec": {"runPolicy": {"suspend": True}}}
+
+
+# -- Kubeflow Trainer v2: a TrainJob runs through the JobSet its controller builds --------------
+
+TRAINJOB = kinds.KINDS["TrainJob"]
+SPOT = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def trainjob(*, suspend: bool | None = True, overrides: list[Body] | None = None,
+             status: Body | None = None, **spec: Any) -> Body:
+    body: Body = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                  "metadata": {"name": "train", "namespace": "ns", "uid": "tj-uid-1",
+                               "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+                  "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec}}
+    if suspend is not None:
+        body["spec"]["suspend"] = suspend
+    if overrides is not None:
+        body["spec"]["podTemplateOverrides"] = overrides
+    if status is not None:
+        body["status"] = status
+    return body
+
+
+def built_jobset(*roles: Body, owner_uid: str = "tj-uid-1") -> Body:
+    """The JobSet the Trainer builds for ``trainjob()``, controlled by it."""
+    body = jobset(*roles)
+    body["metadata"]["labels"] = {}
+    body["metadata"]["ownerReferences"] = [{"apiVersion": "trainer.kubeflow.org/v1alpha1",
+                                            "kind": "TrainJob", "name": "train",
+                                            "uid": owner_uid, "controller": True}]
+    return body
+
+
+def initializer_and_nodes() -> Body:
+    nodes = replicated("node", parallelism=4, completions=4)
+    nodes["template"]["spec"]["template"]["spec"]["tolerations"] = [SPOT]
+    return built_jobset(replicated("dataset-initializer"), nodes)
+
+
+class TestTrainJob:
+    def test_pod_sets_are_the_built_jobsets_replicated_jobs(self) -> None:
+        body = contract.with_child(trainjob(), initializer_and_nodes())
+        workload = contract.workload_for(TRAINJOB, body, queue="main", priority=0,
+                                         priority_class=None)
+        assert [(ps["name"], ps["count"]) for ps in workload["spec"]["podSets"]] == [
+            ("dataset-initializer", 1), ("node", 4)]
+        assert workload["metadata"]["name"] == "trainjob-train-tj-ui"
+        assert kinds.owner_of(workload["metadata"]) == "TrainJob:ns/train"
+        assert isinstance(api.parse_object(workload), api.Workload)
+
+    @pytest.mark.parametrize(("owner_uid", "want_child"), [
+        ("tj-uid-1", True),
+        ("an-older-trainjob", False),  # a JobSet left by an earlier TrainJob of that name
+    ])
+    def test_only_its_own_jobset_is_attached(self, owner_uid: str, want_child: bool) -> None:
+        body = contract.with_child(trainjob(), built_jobset(replicated("node"),
+                                                            owner_uid=owner_uid))
+        assert (contract.child_of(body) is not None) is want_child
+        if not want_child:
+            with pytest.raises(ValueError, match="not built its JobSet"):
+                TRAINJOB.pod_sets(body)
+
+    def test_started_in_two_writes_then_restored(self) -> None:
+        user = [{"targetJobs": [{"name": "node"}], "spec": {"nodeSelector": {"zone": "a"}}}]
+        before = contract.with_child(trainjob(overrides=user), initializer_and_nodes())
+        given = admission(("dataset-initializer", 1, "cpu"), ("node", 4, "a100"))
+
+        prepare = TRAINJOB.start_write(before, given, FLAVORS)
+        assert prepare is not None and prepare.step == "prepare"
+        assert "suspend" not in prepare.patch["spec"]  # the Trainer refuses both at once
+        prepared = applied(before, prepare)
+        assert prepared["spec"]["podTemplateOverrides"] == [
+            *user,
+            {"targetJobs": [{"name": "dataset-initializer"}],
+             "spec": {"nodeSelector": {"pool": "cpu"}}},
+            # A tolerations list replaces the template's: the JobSet's own are kept.
+            {"targetJobs": [{"name": "node"}],
+             "spec": {"nodeSelector": {"gpu": "a100"},
+                      "tolerations": [SPOT, dict(FLAVORS["a100"].tolerations[0])]}}]
+
+        start = TRAINJOB.start_write(prepared, given, FLAVORS)
+        assert start is not None and start.step == "start"
+        assert start.patch == {"spec": {"suspend": False}}
+        running = applied(prepared, start)
+        assert TRAINJOB.start_write(running, given, FLAVORS) is None  # idempotent
+
+        stop = TRAINJOB.stop_write(running)
+        assert stop is not None and stop.step == "suspend"
+        stopping = applied(running, stop)
+        stopping["status"] = {"jobsStatus": [{"name": "node", "active": 1}]}
+        assert TRAINJOB.stop_write(stopping) is None and not TRAINJOB.stopped(stopping)
+        stopping["status"]["jobsStatus"][0]["active"] = 0
+        assert TRAINJOB.stopped(stopping)
+        restore = TRAINJOB.stop_write(stopping)
+        assert restore is not None and restore.step == "restore"
+        restored = applied(stopping, restore)
+        assert restored["spec"]["podTemplateOverrides"] == user
+        assert not (restored["metadata"].get("annotations") or {})
+        assert TRAINJOB.stop_write(restored) is None
+
+    def test_one_running_under_another_admission_is_suspended_first(self) -> None:
+        body = contract.with_child(trainjob(suspend=False), initializer_and_nodes())
+        write = TRAINJOB.start_write(body, admission(("node", 4, "cpu")), FLAVORS)
+        assert write is not None and write.step == "suspend"
+
+    @pytest.mark.parametrize(("child", "status", "want_write"), [
+        (False, None, False),  # the Trainer has not built its JobSet yet
+        (True, {"jobsStatus": [{"name": "node", "active": 2}]}, False),  # still stopping
+        (True, {"jobsStatus": [{"name": "node", "active": 0}]}, True),
+    ])
+    def test_a_start_waits_for_its_jobset_and_inactive_jobs(
+            self, child: bool, status: Body | None, want_write: bool) -> None:
+        body = contract.with_child(trainjob(status=status),
+                                   initializer_and_nodes() if child else None)
+        write = TRAINJOB.start_write(body, admission(("node", 4, "cpu")), FLAVORS)
+        assert (write is not None) is want_write
+
+    @pytest.mark.parametrize(("suspend", "statuses", "want"), [
+        (False, [{"name": "i", "succeeded": 1}, {"name": "node", "active": 1, "ready": 1}],
+         True),
+        (False, [{"name": "i", "succeeded": 1}, {"name": "node", "active": 1, "ready": 0}],
+         False),
+        (False, [{"name": "i", "active": 1, "ready": 1}, {"name": "node"}], False),
+        (False, [{"name": "node", "active": 1, "ready": 1, "failed": 1}], False),
+        (True, [{"name": "node", "active": 1, "ready": 1}], False),
+        (False, [], False),
+    ])
+    def test_pods_ready(self, suspend: bool, statuses: list[Body], want: bool) -> None:
+        assert TRAINJOB.pods_ready(trainjob(suspend=suspend,
+                                            status={"jobsStatus": statuses})) is want
+
+    @pytest.mark.parametrize(("conditions", "want"), [
+        ([{"type": "Complete", "status": "True", "message": "done"}], ("Succeeded", "done")),
+        ([{"type": "Failed", "status": "True", "reason": "BackoffLimit"}],
+         ("Failed", "BackoffLimit")),
+        ([{"type": "Complete", "status": "False"}], None),
+    ])
+    def test_finished(self, conditions: list[Body], want: tuple[str, str] | None) -> None:
+        assert TRAINJOB.finished(trainjob(status={"conditions": conditions})) == want
+
+    @pytest.mark.parametrize(("managed_by", "want_refused"), [
+        (None, False),
+        ("trainer.kubeflow.org/trainjob-controller", False),
+        ("kueue.x-k8s.io/multikueue", True),
+    ])
+    def test_one_handed_to_another_controller_is_refused_naming_the_field(
+            self, managed_by: str | None, want_refused: bool) -> None:
+        spec = {} if managed_by is None else {"managedBy": managed_by}
+        problem = TRAINJOB.refusal(trainjob(**spec))
+        assert (problem is not None) is want_refused
+        if problem is not None:
+            assert "spec.managedBy" in problem
