@@ -14,17 +14,25 @@
 Everything goes through the store: a submission is checked
 (:mod:`kuota.service.submission`) and written in one atomic step, and the
 scheduler service picks it up from there. The client never decides anything.
+
+A submission rides out a Redis restart or failover: every round trip it makes —
+reading the rules it is checked against, storing it, or posting it as a request and
+reading the answer — is tried again while the connection fails, all within one
+window (:attr:`Client.submit_retry_for`). Trying again is safe because each
+submission carries one id from its first try to its last, and the store (or the
+scheduler taking a request) stores a submission id once.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError
@@ -48,6 +56,24 @@ if TYPE_CHECKING:
     from kuota.service import views
     from kuota.service.submission import Submission
     from quota import api
+
+T = TypeVar("T")
+
+
+def retried(deadline: float, call: Callable[[], T]) -> T:
+    """``call()``, tried again while the connection to Redis fails, until ``deadline``
+    (``time.monotonic()``), backing off from 0.05 s to 1 s; then its error is raised.
+    Only for calls that are safe to repeat (a read, or a write of a submission id)."""
+    pause = 0.05
+    while True:
+        try:
+            return call()
+        except (RedisConnectionError, RedisTimeoutError):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            time.sleep(min(pause, left))
+            pause = min(1.0, pause * 2)
 
 
 @dataclass(frozen=True)
@@ -260,14 +286,18 @@ class Client:
                 priority_class=priority_class, priority=priority, backoff_limit=backoff_limit,
                 env=env)
         given_queue = queue if workload is not None else None
-        checked = submission.StoredRules.read(self.store).check(manifest, queue=given_queue)
+        # Every round trip from here on is retried within one window (module doc).
+        deadline = time.monotonic() + self.submit_retry_for
+        rules = retried(deadline, lambda: submission.StoredRules.read(self.store))
+        checked = rules.check(manifest, queue=given_queue)
         submission_id = uuid.uuid4().hex
         try:
-            self._store_submission(checked, submission_id)
+            retried(deadline, lambda: self._store_submission(checked, submission_id))
         except NoPermissionError:
             # A submitter limited to its namespace: the scheduler stores it (module doc).
-            answer = self._request(checked.key, "submit", manifest=json.dumps(manifest),
-                                   queue=given_queue or "", submission=submission_id)
+            answer = self._request(checked.key, "submit", deadline=deadline,
+                                   manifest=json.dumps(manifest), queue=given_queue or "",
+                                   submission=submission_id)
             if answer is not None:
                 self._note(checked.key, submission_id)
             return WorkloadHandle(self, checked.key, queued=answer is None)
@@ -275,25 +305,13 @@ class Client:
         return WorkloadHandle(self, checked.key)
 
     def _store_submission(self, checked: Submission, submission_id: str) -> None:
-        """Store it, trying again with the same submission id when the connection fails.
-
-        A reply lost with the connection leaves the submission stored or not, no one can
-        tell which; the store knows this very submission when it comes again (the retry
-        is then a no-op), so retrying can never store the workload twice."""
-        deadline = time.monotonic() + self.submit_retry_for
-        pause = 0.05
-        while True:
-            try:
-                self.store.workloads.submit(
-                    checked.key, spec=checked.manifest, queue=checked.queue,
-                    priority=checked.priority, backoff_limit=checked.backoff_limit,
-                    submission=submission_id, now=time.time())
-                return
-            except (RedisConnectionError, RedisTimeoutError):
-                if time.monotonic() + pause > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(1.0, pause * 2)
+        """Store it. A reply lost with the connection leaves the submission stored or not,
+        no one can tell which; the store knows this very submission when it comes again
+        (the retry is then a no-op), so retrying can never store the workload twice."""
+        self.store.workloads.submit(
+            checked.key, spec=checked.manifest, queue=checked.queue,
+            priority=checked.priority, backoff_limit=checked.backoff_limit,
+            submission=submission_id, now=time.time())
 
     def _note(self, key: str, submission_id: str) -> None:
         if self.journal is not None:
@@ -331,20 +349,37 @@ class Client:
                         "of it: Redis lost its last writes in a crash (appendfsync everysec); "
                         "submit it again")
 
-    def _request(self, key: str, op: str, **fields: str) -> dict[str, Any] | None:
+    def _request(self, key: str, op: str, *, deadline: float | None = None,
+                 **fields: str) -> dict[str, Any] | None:
         """Ask the scheduler through the namespace's request stream; its answer, or None
-        if none came within :attr:`request_wait` (the request stays queued for it)."""
+        if none came within :attr:`request_wait` (the request stays queued for it).
+
+        Posting is retried until ``deadline`` (default: :attr:`submit_retry_for` from
+        now) while the connection fails, under one request id: a post whose reply was
+        lost and that is posted again is answered twice under that id, and applied once
+        (a submission by its id; a cancellation changes nothing the second time)."""
         namespace = key.partition("/")[0]
-        request = self.store.requests.post(namespace, op, key=key, **fields)
-        deadline = time.monotonic() + self.request_wait
+        if deadline is None:
+            deadline = time.monotonic() + self.submit_retry_for
+        request = secrets.token_hex(8)
+        retried(deadline, lambda: self.store.requests.post(namespace, op, request=request,
+                                                           key=key, **fields))
+        answer = self._await_answer(namespace, request, time.monotonic() + self.request_wait)
+        if answer is not None and not answer.get("ok"):
+            raise RequestRefused(f"{op} {key}: {answer.get('error', 'refused')}")
+        return answer
+
+    def _await_answer(self, namespace: str, request: str, until: float
+                      ) -> dict[str, Any] | None:
+        """The scheduler's answer to ``request``, or None if none came by ``until``; a
+        connection that fails meanwhile is asked again (the answer waits in Redis)."""
         while True:
-            answer = self.store.requests.answer(namespace, request)
-            if answer is not None:
-                if not answer.get("ok"):
-                    raise RequestRefused(f"{op} {key}: {answer.get('error', 'refused')}")
+            try:
+                answer = self.store.requests.answer(namespace, request)
+            except (RedisConnectionError, RedisTimeoutError):
+                answer = None
+            if answer is not None or time.monotonic() >= until:
                 return answer
-            if time.monotonic() >= deadline:
-                return None
             time.sleep(0.05)
 
     def workload(self, name: str) -> WorkloadHandle:

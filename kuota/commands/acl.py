@@ -8,6 +8,15 @@ the namespace's request stream, which the scheduler takes requests from
 or copy it into the ``users.acl`` file::
 
     kuota acl submitter team-a --user alice --password-env PW | redis-cli -u "$ADMIN_URL"
+
+Such a user must not reach the pool itself, only its namespace's records. No
+command category is granted whole: ``@connection`` alone holds CLIENT PAUSE
+(freezes every write), CLIENT KILL (drops the scheduler's and workers'
+connections) and CLIENT LIST (every client's address and last command). The
+user gets the reads below, and of the connection's commands only what
+redis-py sends when it connects (AUTH or HELLO, SELECT for a database other
+than 0; PING for its health checks). Its CLIENT SETINFO is refused, which
+redis-py ignores. No channels: rq's workers take orders on pub/sub channels.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from typing import Any
 READS = ("hget", "hgetall", "hmget", "hexists", "exists", "get", "mget", "type", "ttl",
          "lrange", "llen", "zrange", "zrangebyscore", "zcard", "zscore", "xrange",
          "xrevrange", "xlen", "time", "ping", "echo")
+#: What redis-py sends when it connects (module doc); no other command of ``@connection``.
+CONNECTING = ("auth", "hello", "select")
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -48,8 +59,8 @@ def submitter_rules(namespace: str, prefix: str = "kuota") -> list[str]:
                          "digits and '-', at most 63)")
     p, ns = prefix, namespace
     return [
-        "on", "resetkeys", "resetchannels", "-@all", "+@connection",
-        *(f"+{c}" for c in READS),
+        "on", "resetkeys", "resetchannels", "-@all",
+        *(f"+{c}" for c in (*CONNECTING, *READS)),
         f"%R~{p}:workload:{ns}/*", f"%R~{p}:workloads:{ns}", f"%R~{p}:pod:{ns}/*",
         f"%R~{p}:log:{ns}/*", f"%R~{p}:answer:{ns}:*", f"%R~{p}:objects:*",
         f"%R~{p}:purged:{ns}",

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if handle.queued:
         print("note: sent as a request of your namespace; no scheduler has taken it yet, it "
               "is stored when one runs", file=sys.stderr)
-    cli.warn_without_scheduler(client)
+    cli.warn_without_scheduler(client, submitted=True)
     if not args.wait:
         return 0
     try:

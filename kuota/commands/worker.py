@@ -1,4 +1,9 @@
-"""``kuota worker`` — one node of a worker pool (Redis mode)."""
+"""``kuota worker`` — one node of a worker pool (Redis mode).
+
+The worker holds the pool's Redis credentials and runs tenants' commands beside
+them, so it first makes itself unreadable to other processes of its user and
+starts every pod from a clean environment (:mod:`kuota.service.secrecy`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kuota.service import cli
+from kuota.service import cli, secrecy
 from kuota.service.podusers import PodUsers
 from kuota.service.supervisor import SupervisorTiming
 from kuota.service.worker import PoolWorker, WorkerOptions
@@ -21,7 +26,13 @@ def register(subparsers: Any) -> None:
         description="Register a node of a pool (capacity, labels, heartbeat) and run the pods "
                     "the scheduler places on it, each command as a subprocess. A "
                     "ResourceFlavor's nodeLabels select nodes by these labels. Stop with "
-                    "SIGTERM/Ctrl-C: running pods are terminated and their workloads requeued.")
+                    "SIGTERM/Ctrl-C: running pods are terminated and their workloads requeued. "
+                    "Pods get their own env, the KUOTA_* variables and PATH, HOME, TMPDIR, "
+                    "TZ, LANG, LANGUAGE and LC_* of the worker's environment, nothing else "
+                    "of it; on Linux the worker makes itself unreadable to other processes "
+                    "of its user (no /proc/PID/environ, no ptrace). Give the password with "
+                    "--password-file or REDIS_PASSWORD, never in --redis (ps shows it), and "
+                    "--pod-uids to keep jobs apart from each other.")
     parser.add_argument("--pool", required=True, help="pool (a group of nodes run as one)")
     parser.add_argument("--node", required=True, help="node name, unique in the deployment")
     parser.add_argument("--resources", required=True, metavar="LIST",
@@ -59,6 +70,7 @@ def register(subparsers: Any) -> None:
 @cli.handles_errors
 def run(args: argparse.Namespace) -> int:
     cli.setup_logging(args)
+    secrecy.make_undumpable()  # before the password is read; pods are not affected
     devices = None
     if args.gpu_devices is not None:
         devices = [d.strip() for d in args.gpu_devices.split(",") if d.strip()]

@@ -19,6 +19,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -50,6 +51,11 @@ def add_store_args(parser: argparse.ArgumentParser) -> None:
                              "an in-process store that lives only as long as this command")
     parser.add_argument("--prefix", default=os.environ.get("KUOTA_PREFIX", "kuota"),
                         help="key prefix of this kuota deployment (default: kuota)")
+    parser.add_argument("--password-file", type=Path, default=None, metavar="PATH",
+                        help="read the Redis password from this file (one line) when the URL "
+                             "has none; default: systemd's credential "
+                             "$CREDENTIALS_DIRECTORY/redis-password if there is one, else "
+                             "$REDIS_PASSWORD")
 
 
 def add_log_args(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +74,7 @@ def connection(args: argparse.Namespace) -> Connection:
     url = resolve_url(args.redis)
     if url == EMBEDDED:
         print(EMBEDDED_NOTE, file=sys.stderr)
-    return connect(url, prefix=args.prefix)
+    return connect(url, prefix=args.prefix, password_file=getattr(args, "password_file", None))
 
 
 def client(args: argparse.Namespace) -> Client:
@@ -83,11 +89,21 @@ NO_SCHEDULER_NOTE = ("note: no scheduler holds the lease: nothing is admitted or
                      "one runs (`kuota status` shows the schedulers)")
 
 
-def warn_without_scheduler(client: Client) -> None:
+def warn_without_scheduler(client: Client, *, submitted: bool = False) -> None:
     """Say on stderr when no scheduler leads: a workload would wait for nothing, and a
-    dead scheduler must not look like a busy one (issue 12)."""
+    dead scheduler must not look like a busy one (issue 12). ``submitted``: a workload
+    was just stored, so Redis gone meanwhile is a note, not a failed command (which would
+    have it submitted again)."""
     store = client.store
-    if not store.redis.exists(store.keys.lease):
+    try:
+        leading = store.redis.exists(store.keys.lease)
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        if not submitted:
+            raise
+        print(f"note: cannot tell whether a scheduler leads: {_first_line(exc)}",
+              file=sys.stderr)
+        return
+    if not leading:
         print(NO_SCHEDULER_NOTE, file=sys.stderr)
 
 

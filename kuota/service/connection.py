@@ -15,14 +15,16 @@ long as the process, which suits the demo, notebooks and tests that run the
 scheduler and workers as threads (:mod:`kuota.service.embedded`).
 
 URLs are shown only through :func:`redact`, so a password never reaches a
-message or a log. The password may also come from ``REDIS_PASSWORD`` (used when
-the URL has none), which keeps it out of every ``ps`` listing. TLS is the
+message or a log. When the URL has no password, it comes from a file (the
+commands' ``--password-file``, else systemd's credential ``redis-password``:
+``$CREDENTIALS_DIRECTORY/redis-password``, see :func:`password`), else from
+``REDIS_PASSWORD`` — all of which keep it out of every ``ps`` listing, and the
+file also out of the process's environment. TLS is the
 ``rediss://`` scheme with redis-py's query options: ``ssl_ca_certs``,
 ``ssl_certfile`` and ``ssl_keyfile`` for a private CA and client certificates,
 ``ssl_cert_reqs``. A Redis behind Sentinel is a ``redis+sentinel://`` URL
-(:mod:`kuota.service.sentinels`). Workers never hand ``REDIS_URL``,
-``REDIS_PASSWORD`` or ``REDIS_SENTINEL_PASSWORD`` on to their pods
-(:data:`kuota.service.supervisor.STORE_CREDENTIALS`).
+(:mod:`kuota.service.sentinels`). Workers hand nothing of their own environment
+on to their pods but a few basics (:mod:`kuota.service.secrecy`).
 
 **A restarted server is never met silently by a scheduler.** redis-py replaces a
 pooled connection whose server went away without telling its caller: a command sent
@@ -44,6 +46,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
@@ -171,6 +174,39 @@ def may_lose_writes(conn: Connection) -> str | None:
     return None
 
 
+#: The systemd credential (``LoadCredential=redis-password:…``) read for the password.
+CREDENTIAL: Final = "redis-password"
+
+
+def password(password_file: Path | None = None) -> str | None:
+    """The password for a URL that has none: ``password_file``'s, else systemd's credential
+    :data:`CREDENTIAL` when the service has it, else ``REDIS_PASSWORD``, else None."""
+    if password_file is None:
+        credentials = os.environ.get("CREDENTIALS_DIRECTORY")
+        candidate = Path(credentials, CREDENTIAL) if credentials else None
+        if candidate is None or not candidate.is_file():
+            return os.environ.get("REDIS_PASSWORD") or None
+        password_file = candidate
+    return read_password_file(password_file)
+
+
+def read_password_file(path: Path) -> str:
+    """The one line ``path`` holds (its line end dropped); ValueError naming the file if it
+    cannot be read, is empty or holds more than one line."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ValueError(f"password file {path}: cannot read: {why}") from None
+    secret = text.removesuffix("\n").removesuffix("\r")
+    if not secret:
+        raise ValueError(f"password file {path}: is empty")
+    if "\n" in secret or "\r" in secret:
+        raise ValueError(f"password file {path}: holds more than one line (the password "
+                         "alone is expected)")
+    return secret
+
+
 def resolve_url(url: str | None) -> str:
     """``--redis`` if given, else ``REDIS_URL``, else :data:`DEFAULT_URL`; :data:`EMBEDDED`
     stands for the in-process store."""
@@ -190,9 +226,11 @@ def redact(url: str | None) -> str:
 
 
 def connect(url: str | None = None, *, prefix: str = DEFAULT_PREFIX,
-            server: fakeredis.FakeServer | None = None) -> Connection:
+            server: fakeredis.FakeServer | None = None,
+            password_file: Path | None = None) -> Connection:
     """Connect to ``url`` (see :func:`resolve_url`), or to the embedded server when ``url``
-    is :data:`EMBEDDED` or a fakeredis ``server`` is given."""
+    is :data:`EMBEDDED` or a fakeredis ``server`` is given. A URL without a password
+    takes :func:`password`'s (``password_file`` first)."""
     url = EMBEDDED if server is not None else resolve_url(url)
     if url == EMBEDDED:
         import fakeredis
@@ -208,11 +246,14 @@ def connect(url: str | None = None, *, prefix: str = DEFAULT_PREFIX,
                                "socket_keepalive": True, "health_check_interval": 10,
                                "redis_connect_func": restarts.on_connect}
     sentinel = sentinels.parse(url, redact(url)) if sentinels.is_sentinel_url(url) else None
-    password = os.environ.get("REDIS_PASSWORD")
     given = urlsplit(url).password if sentinel is None else sentinel.password
-    if password and given is None:
+    if given is not None and password_file is not None:
+        raise ValueError(f"password file {password_file}: the URL {redact(url)} has a "
+                         "password too; give one of them")
+    secret = password(password_file) if given is None else None
+    if secret:
         # Kept out of the URL so that it shows in no `ps` listing and no error message.
-        options["password"] = password
+        options["password"] = secret
     if sentinel is not None:
         text, raw = sentinels.clients(sentinel, options)
     else:

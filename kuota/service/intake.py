@@ -8,19 +8,25 @@ each one as if it came from the open internet: the namespace is the stream's
 validated again with the same checks the CLI makes, and only then is it
 stored — through the same store calls as a direct submission, so a request
 taken twice (a scheduler that died before deleting it) stores nothing twice.
-Every request gets an answer, including a refusal saying why.
+Every request gets an answer, including a refusal saying why — except what a
+namespace's flood pushes past its caps (:mod:`queueing.store.requests`): a
+stream that holds a full batch is trimmed to ``REQUESTS_KEPT`` entries, the
+oldest dropped unanswered, and each namespace keeps its newest
+``ANSWERS_KEPT`` answers; a request whose id could not name an answer key is
+refused without one. Both are logged with the namespace.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kuota.service import submission
 from queueing.store import Store, StoreError
-from queueing.store.requests import Request
+from queueing.store.requests import BATCH, REQUESTS_KEPT, Request
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +51,29 @@ class Intake:
             return 0
         self._next_at = now + self.every
         requests = self.store.requests.take(self.namespaces)
+        self._cap_streams(requests)
         self._rules = None  # read again for this batch, if it holds a submission
         for request in requests:
-            self.store.requests.answered(request, self.answer(request))
+            self.store.requests.answered(request, self.answer(request), now)
+        self.store.requests.forget_answers(sorted({r.namespace for r in requests}), now)
         return len(requests)
 
+    def _cap_streams(self, requests: Sequence[Request]) -> None:
+        """Trim the streams that gave a full batch (only those may hold more than the cap)."""
+        taken = collections.Counter(r.namespace for r in requests)
+        full = sorted(ns for ns, n in taken.items() if n >= BATCH)
+        for namespace, dropped in self.store.requests.trim(full).items():
+            if dropped:
+                log.warning("namespace %s: its request stream held more than %d requests; "
+                            "dropped the %d oldest unanswered", namespace, REQUESTS_KEPT,
+                            dropped)
+
     def answer(self, request: Request) -> dict[str, Any]:
+        if not request.answerable:
+            log.warning("request of namespace %s refused unread: its id %r is not 1-64 "
+                        "letters, digits, '-' or '_' (it would name the answer's key)",
+                        request.namespace, request.id[:80])
+            return {"ok": False, "error": "bad request id"}
         try:
             key = self._key(request)
             if request.op == "submit":

@@ -66,12 +66,9 @@ import redis
 
 from kuota.service.jobs import PodJob
 from kuota.service.podusers import PodUsers
+from kuota.service.secrecy import pod_environment
 from queueing.store import PodPhase, PodRef, Store
 from quota.resources import MILLI
-
-#: Environment variables that carry the worker's store address or password; pods never
-#: inherit them (a pod's own ``env`` may still set them on purpose).
-STORE_CREDENTIALS = frozenset({"REDIS_URL", "REDIS_PASSWORD", "REDIS_SENTINEL_PASSWORD"})
 
 log = logging.getLogger(__name__)
 
@@ -392,10 +389,9 @@ class PodSupervisor:
         return "failed"
 
     def _env(self, job: PodJob, ref: PodRef, devices: list[str]) -> dict[str, str]:
-        # The worker's own way into the store is not the pod's: a job that inherited it
-        # could read and rewrite every workload, log and secret in the pool.
-        env = {k: v for k, v in os.environ.items() if k not in STORE_CREDENTIALS}
-        env.update(job.env)
+        # The worker's environment is not the pod's: it holds the way into the store, with
+        # which a job could read and rewrite every workload, log and secret in the pool.
+        env = pod_environment(job.env, os.environ)
         peers = ",".join(node for i, node in enumerate(job.peers) if i != ref.index)
         if len(peers) > PEERS_IN_ENV:
             env["KUOTA_PEERS_FILE"] = str(self._peers_file(ref, peers))

@@ -154,6 +154,11 @@ class Keys:
         """The scheduler's answer to one request (JSON), kept an hour."""
         return f"{self.prefix}:answer:{namespace}:{request}"
 
+    def answers(self, namespace: str) -> str:
+        """The request ids a namespace's answers are kept under, by when (a zset): what
+        bounds how many it keeps (:data:`queueing.store.requests.ANSWERS_KEPT`)."""
+        return f"{self.prefix}:answers:{namespace}"
+
     def purged(self, namespace: str) -> str:
         """Submission ids of a namespace's workloads forgotten by retention (a zset by when):
         what tells a purged submission from one Redis lost (:mod:`kuota.service.journal`)."""

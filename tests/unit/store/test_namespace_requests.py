@@ -11,7 +11,7 @@ import pytest
 from kuota.commands.acl import submitter_rules
 from kuota.service import submission
 from kuota.service.intake import Intake
-from queueing.store import Store
+from queueing.store import Store, requests
 
 
 @pytest.fixture
@@ -115,3 +115,54 @@ def test_submitter_rules_write_only_their_stream(namespace: str, want_error: str
     assert "(~p:requests:team-a +xadd)" in rules
     assert "%R~p:workload:team-a/*" in rules
     assert not any(r in rules for r in ("+keys", "+scan", "+@all", "~*", "+@write"))
+    # (issue 42: no category whole; @connection alone holds CLIENT PAUSE, KILL and LIST)
+    assert not [r for r in rules if r.startswith("+@") or r.startswith("&")]
+
+
+def forge(store: Store, namespace: str, count: int, **fields: str) -> None:
+    """``count`` requests appended straight to the stream, as a hostile user would."""
+    pipe = store.redis.pipeline(transaction=False)
+    for i in range(count):
+        pipe.xadd(store.keys.requests(namespace), {"op": "cancel", "id": f"f{i}",
+                                                   "key": f"{namespace}/x{i}", **fields})
+    pipe.execute()
+
+
+def answer_keys(store: Store, namespace: str) -> list[str]:
+    return list(store.redis.scan_iter(store.keys.answer(namespace, "*"), count=1000))
+
+
+def test_a_flooded_stream_and_its_answers_are_capped(store: Store) -> None:
+    """Issue 42, finding 3: 5,000 forged requests left 5,019 answer keys for an hour."""
+    forge(store, "team-a", 5_000)
+    forge(store, "team-b", 3)
+    intake = Intake(store, lambda: 5.0, ["team-a", "team-b"], every=0.0)
+    assert intake.step(10.0) == requests.BATCH + 3
+    # (the batch taken is answered; of the rest, the oldest beyond the cap are dropped)
+    assert store.redis.xlen(store.keys.requests("team-a")) == requests.REQUESTS_KEPT
+    while intake.step(10.0):
+        pass
+    assert store.redis.xlen(store.keys.requests("team-a")) == 0
+    assert len(answer_keys(store, "team-a")) == requests.ANSWERS_KEPT
+    assert store.redis.zcard(store.keys.answers("team-a")) == requests.ANSWERS_KEPT
+    assert len(answer_keys(store, "team-b")) == 3  # another namespace's are not touched
+    assert store.requests.answer("team-a", "f4999") is not None  # the newest are kept
+
+
+def test_answers_older_than_their_ttl_leave_the_list(store: Store) -> None:
+    forge(store, "team-a", 2)
+    Intake(store, lambda: 5.0, ["team-a"]).step(10.0)
+    store.requests.forget_answers(["team-a"], 10.0 + requests.ANSWER_TTL + 1)
+    assert store.redis.zcard(store.keys.answers("team-a")) == 0
+
+
+@pytest.mark.parametrize("request_id", ["", "a:b", "x" * 65, "a b", "a*"])
+def test_a_request_whose_id_cannot_name_a_key_gets_no_answer(store: Store,
+                                                            request_id: str) -> None:
+    submit(store, "team-a", "kept")
+    store.redis.xadd(store.keys.requests("team-a"),
+                     {"op": "cancel", "id": request_id, "key": "team-a/kept"})
+    assert Intake(store, lambda: 5.0, ["team-a"]).step(10.0) == 1
+    assert answer_keys(store, "team-a") == []
+    assert store.redis.xlen(store.keys.requests("team-a")) == 0
+    assert store.workloads.get("team-a/kept").state == "Pending"  # refused unread

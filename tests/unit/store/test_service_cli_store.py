@@ -103,3 +103,13 @@ def test_status_says_the_embedded_store_lives_only_as_long_as_its_process(
     assert store == {"url": "embedded fakeredis (this process only)", "master": None,
                      "version": None, "server": None,
                      "mayLoseWrites": "it lives only as long as this process"}
+
+
+def test_the_note_after_a_submission_never_fails_the_command(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 42: `kuota submit` looks for a leader after storing the workload; Redis gone
+    by then must not fail a command whose submission is stored (it would be sent again)."""
+    from kuota.service.cli import warn_without_scheduler
+
+    warn_without_scheduler(Client(f"redis://127.0.0.1:{_closed_port()}/0"), submitted=True)
+    assert capsys.readouterr().err.startswith("note: cannot tell whether a scheduler leads: ")

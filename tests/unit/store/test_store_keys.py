@@ -31,6 +31,9 @@ POD = PodRef("ns/train", 3, 1)
     (lambda k: k.lease, "p:scheduler:lease"),
     (lambda k: k.fence, "p:scheduler:fence"),
     (lambda k: k.schedulers, "p:schedulers"),
+    (lambda k: k.requests("team-a"), "p:requests:team-a"),
+    (lambda k: k.answer("team-a", "r1"), "p:answer:team-a:r1"),
+    (lambda k: k.answers("team-a"), "p:answers:team-a"),
 ])
 def test_each_key_shape(build, want) -> None:
     assert build(Keys("p")) == want
