@@ -3,13 +3,15 @@
 The pure core (:mod:`multicluster`) decides *where* a workload goes; this
 package carries the decision out and watches it, for the Kubernetes operator:
 
+* :mod:`.copies` — the kinds dispatch carries (Jobs and JobSets): the copy a
+  member receives and its status brought home (pure);
 * :mod:`.remote_job` — the Job a member receives (pure): the local Job with its
   flavors injected, unsuspended, without its queue label and ``managedBy``,
   named like the local Job and labelled with where it came from;
 * :mod:`.job_status` — the remote Job's status made into one the manager's API
   server accepts on the local Job (pure), which kuota alone writes;
 * :mod:`.managed_by` — ``spec.managedBy: kuota.dev/multicluster``: which new
-  Jobs the webhook gives it, and the refusal of a Job without it (pure);
+  Jobs and JobSets the webhook gives it, and the refusal of one without it (pure);
 * :mod:`.member` — what the operator needs from any member (observe its nodes
   and our copies, create a copy, delete a copy), as plain values;
 * :mod:`.kubernetes_member` — that interface over the ``kubernetes`` client;

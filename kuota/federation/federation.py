@@ -26,13 +26,14 @@ It carries decisions out, from the engine's events (:meth:`events`):
   (:mod:`.managed_by`) has its check Rejected, so its workload is deactivated
   with the reason, instead of being dispatched and fought over;
 * **dispatch** — an ADMITTED event with ``admission.cluster`` makes the copy
-  (:func:`.remote_job.build`) in that member, but only once every other member
+  (:func:`.copies.build`) in that member, but only once every other member
   that may still hold a copy has confirmed its deletion or is lost
   (:func:`multicluster.failover.may_start`): never two running copies;
 * **follow** — every observation copies the status of our copies home to the
-  local Jobs through their status subresource (:func:`.job_status.status_patch`:
-  rebuilt so that the API server accepts it); a Complete or Failed copy
-  finishes the local Job and so its Workload, through the usual Job handling;
+  local Jobs and JobSets through their status subresource
+  (:func:`.copies.status_patch`: a Job's rebuilt so that the API server accepts
+  it); a finished copy finishes the local object and so its Workload, through
+  the usual handling of its kind;
 * **clean up** — a workload evicted, deactivated, finished or deleted has its
   copy deleted; any copy found for a workload not dispatched to that member
   (an orphan, a copy left on a member while it was lost) is deleted too
@@ -69,7 +70,7 @@ from typing import TYPE_CHECKING, Any, Final
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
 from kuota.federation import (
-    job_status,
+    copies,
     managed_by,
     member_view,
     member_watch,
@@ -82,7 +83,7 @@ from kuota.federation import (
 from kuota.federation.create_failures import REFUSED, CreateFailures
 from kuota.federation.member import Observation, refusal_of
 from kuota.federation.member_view import Member
-from kuota.operator import names, status
+from kuota.operator import kinds, names, status
 from kuota.operator.client import ApiError
 from kuota.operator.objects import key_of
 from multicluster import convert
@@ -254,17 +255,27 @@ class Federation:
                               "workers register in)")
         self._publish(member)
 
+    def _owner(self, workload: str) -> tuple[str, str] | None:
+        """(kind, ``ns/name``) of the object a Workload stands for, if it is of a kind
+        dispatch carries (:data:`.copies.DISPATCHED`)."""
+        owner = self.controller.owners.owner_of_workload.get(workload)
+        if owner is None:
+            return None
+        kind, key = kinds.split_owner(owner)
+        return (kind, key) if kind in copies.DISPATCHED else None
+
+    def _object(self, workload: str) -> Body | None:
+        owner = self._owner(workload)
+        return None if owner is None else self.controller.objects.get(*owner)
+
     def _annotations(self, info: WorkloadInfo) -> Mapping[str, str]:
-        objects = self.controller.objects
-        job_key = self.controller.owners.job_of(info.key)
-        return pool_copy.dispatch_hints(objects.get("Workload", info.key),
-                                        objects.get("Job", job_key) if job_key else None)
+        return pool_copy.dispatch_hints(self.controller.objects.get("Workload", info.key),
+                                        self._object(info.key))
 
     def _refusal(self, info: WorkloadInfo) -> str | None:
-        """Why a workload cannot be dispatched: its Job is not managed by kuota."""
-        job_key = self.controller.owners.job_of(info.key)
-        job = self.controller.objects.get("Job", job_key) if job_key else None
-        return None if job is None else managed_by.refusal(job)
+        """Why a workload cannot be dispatched: what it stands for is not managed by kuota."""
+        obj = self._object(info.key)
+        return None if obj is None else managed_by.refusal(obj)
 
     # -- engine events in --------------------------------------------------------------------
     def events(self, events: list[WorkloadEvent]) -> None:
@@ -295,12 +306,14 @@ class Federation:
 
     def _delete_everywhere(self, key: str) -> None:
         workload = self.controller.objects.get("Workload", key) or {}
-        job_key = self.controller.owners.job_of(key) or names.owner_job_key(
-            workload.get("metadata") or {})
+        owner = self._owner(key)
+        if owner is None:  # (no longer indexed: its owner reference says)
+            found = kinds.owner_of(workload.get("metadata") or {})
+            owner = kinds.split_owner(found) if found else None
         for cluster in sorted(self.holders.get(key, ())):
             member = self.members.get(cluster)
-            if member is not None and member.error is None and job_key:
-                self._submit_delete(member, key, job_key)
+            if member is not None and member.error is None and owner is not None:
+                self._submit_delete(member, key, *owner)
 
     # -- the loop ----------------------------------------------------------------------------
     async def tick(self) -> None:
@@ -431,7 +444,7 @@ class Federation:
                     self.dispatcher.adopt(found.workload, name, found.usage)
             self._follow(found.workload, found.body)
         for found in plan.delete:
-            self._submit_delete(member, found.workload, found.key)
+            self._submit_delete(member, found.workload, found.kind, found.key)
         member.condition = reconcile.member_condition(error=None, recovering=member.recovering,
                                                       stale=len(plan.delete))
         if member.condition[0]:
@@ -447,35 +460,35 @@ class Federation:
         if not where:
             del self.holders[workload]
 
-    def _submit_delete(self, member: Member, workload: str, copy_key: str) -> None:
+    def _submit_delete(self, member: Member, workload: str, kind: str, copy_key: str) -> None:
         assert self.runner is not None and member.spec is not None
         namespace, _, name = copy_key.partition("/")
-        key = f"delete:{member.name}:{copy_key}"
+        key = f"delete:{member.name}:{copies.copy_key(kind, namespace, name)}"
         if self.runner.submit(key, tasks.delete, self.runner.reference(member.name, member.spec),
-                              namespace, name, lane=member.name):
+                              namespace, name, kind, lane=member.name):
             self._deleting[key] = (workload, member.name)
 
     def _follow(self, workload: str, remote: Body) -> None:
-        """Copy a remote Job's progress onto the local Job's status."""
-        writer = self.writer
-        job_key = self.controller.owners.job_of(workload)
-        job = self.controller.objects.get("Job", job_key) if job_key else None
-        if writer is None or job is None:
+        """Copy a remote copy's progress onto the local object's status."""
+        writer, owner = self.writer, self._owner(workload)
+        obj = self.controller.objects.get(*owner) if owner is not None else None
+        if writer is None or owner is None or obj is None:
             return
-        patch = job_status.status_patch(job, remote,
-                                        now=status.timestamp(self.controller.clock()))
+        kind, key = owner
+        patch = copies.status_patch(obj, {**remote, "kind": kind},
+                                    now=status.timestamp(self.controller.clock()))
         if patch is None:
             return
-        namespace, name = job["metadata"].get("namespace"), job["metadata"]["name"]
+        namespace, name = obj["metadata"].get("namespace"), obj["metadata"]["name"]
 
         async def write() -> None:
             try:
-                stored = await writer.client.patch(names.JOBS, name, patch, namespace,
-                                                   subresource="status")
+                stored = await writer.client.patch(copies.DISPATCHED[kind], name, patch,
+                                                   namespace, subresource="status")
             except ApiError as exc:
-                log.warning("status of Job %s not copied from its member: %s", job_key, exc)
+                log.warning("status of %s %s not copied from its member: %s", kind, key, exc)
                 return
-            self.controller.observe("Job", stored)
+            self.controller.observe(kind, stored)
 
         self._spawn(write())
 
@@ -552,27 +565,28 @@ class Federation:
 
     def _remote_body(self, engine: Engine, workload: str, cluster: str) -> Body | None:
         record = engine.records.get(workload)
-        job_key = self.controller.owners.job_of(workload)
-        job = self.controller.objects.get("Job", job_key) if job_key else None
+        owner = self._owner(workload)
+        obj = self.controller.objects.get(*owner) if owner is not None else None
         if record is None or record.state is not State.ADMITTED or record.admission is None \
-                or job is None:  # (an Evicting workload keeps its admission until stopped)
-            return None
+                or owner is None or obj is None:
+            return None  # (an Evicting workload keeps its admission until stopped)
         if self.writer is None or self.writer.persisted.get(workload) != record.admission:
             return None  # as for a local start: only once the admission is stored
-        version = str((job.get("metadata") or {}).get("resourceVersion") or "")
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         if self._unbuildable.get(workload) == version:
-            return None  # the Job has not changed since it could not be copied
+            return None  # the object has not changed since it could not be copied
+        kind, key = owner
         try:
-            body = remote_job.build(job, record.admission, engine.cache.flavors,
-                                    origin=self.origin, workload=workload, member=cluster)
+            body = copies.build({**obj, "kind": kind}, record.admission, engine.cache.flavors,
+                                origin=self.origin, workload=workload, member=cluster)
         except remote_job.RemoteJobError as exc:
-            # The Job itself is at fault: every member would get the same answer, so neither
-            # a retry nor an eviction (it would be admitted and fail again) helps. Say so
-            # once, where problems are shown, and wait for the Job to change.
+            # The object itself is at fault: every member would get the same answer, so
+            # neither a retry nor an eviction (it would be admitted and fail again) helps.
+            # Say so once, where problems are shown, and wait for it to change.
             self._unbuildable[workload] = version
-            self.controller.problems[f"Job/{job_key}"] = f"cannot be dispatched: {exc}"
-            log.warning("workload %s cannot be dispatched until its Job changes: %s",
-                        workload, exc)
+            self.controller.problems[f"{kind}/{key}"] = f"cannot be dispatched: {exc}"
+            log.warning("workload %s cannot be dispatched until its %s changes: %s",
+                        workload, kind, exc)
             return None
         self._forget_unbuildable(workload)
         return body
@@ -580,9 +594,9 @@ class Federation:
     def _forget_unbuildable(self, workload: str) -> None:
         if self._unbuildable.pop(workload, None) is None:
             return
-        job_key = self.controller.owners.job_of(workload)
-        if job_key:
-            self.controller.problems.pop(f"Job/{job_key}", None)
+        owner = self._owner(workload)
+        if owner is not None:
+            self.controller.problems.pop("/".join(owner), None)
 
     # -- status writes -----------------------------------------------------------------------
     def _write_decisions(self) -> None:

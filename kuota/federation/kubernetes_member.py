@@ -23,7 +23,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from kuota.federation import member_watch
+from kuota.federation import copies, member_watch
 from kuota.federation.member import Body, Observation, refused
 from kuota.federation.member_watch import TIMEOUT
 
@@ -63,6 +63,7 @@ class KubernetesMember:
         self._api = api_client(kubeconfig)
         self.core = k8s.CoreV1Api(self._api)
         self.batch = k8s.BatchV1Api(self._api)
+        self.custom = k8s.CustomObjectsApi(self._api)
 
     def observe(self, origin: str) -> Observation:
         return member_watch.mirror(self._key, self._api, origin).observe()
@@ -82,8 +83,7 @@ class KubernetesMember:
                 if again.status != 409:
                     raise
         try:
-            job: Any = body  # the client sends a plain dict as it is
-            self.batch.create_namespaced_job(namespace, job, _request_timeout=TIMEOUT)
+            self._create(copies.kind_of(body), namespace, body)
         except ApiException as exc:
             if exc.status == 409:
                 return "exists"
@@ -92,10 +92,26 @@ class KubernetesMember:
             raise
         return "created"
 
-    def delete(self, namespace: str, name: str) -> str:
+    def _create(self, kind: str, namespace: str, body: Body) -> None:
+        if kind == "Job":
+            job: Any = body  # the client sends a plain dict as it is
+            self.batch.create_namespaced_job(namespace, job, _request_timeout=TIMEOUT)
+            return
+        res = copies.DISPATCHED[kind]
+        self.custom.create_namespaced_custom_object(res.group, res.version, namespace,
+                                                    res.plural, body, _request_timeout=TIMEOUT)
+
+    def delete(self, namespace: str, name: str, kind: str = "Job") -> str:
         try:
-            self.batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground",
-                                             _request_timeout=TIMEOUT)
+            if kind == "Job":
+                self.batch.delete_namespaced_job(name, namespace,
+                                                 propagation_policy="Foreground",
+                                                 _request_timeout=TIMEOUT)
+            else:
+                res = copies.DISPATCHED[kind]
+                self.custom.delete_namespaced_custom_object(
+                    res.group, res.version, namespace, res.plural, name,
+                    propagation_policy="Foreground", _request_timeout=TIMEOUT)
         except ApiException as exc:
             if exc.status == 404:
                 return "absent"

@@ -1,4 +1,4 @@
-"""Who runs a dispatched Job in the manager: nobody but kuota (``spec.managedBy``; pure).
+"""Who runs a dispatched Job or JobSet in the manager: nobody but kuota (``spec.managedBy``; pure).
 
 A Job dispatched to a member never runs in the manager, yet the manager's Job
 controller would still manage it: it rewrites the status kuota copies home
@@ -18,6 +18,8 @@ is created — it is immutable — so kuota's webhook sets it then:
   kuota would never start (Kueue refuses such a ClusterQueue outright). A Job
   naming another controller is left alone; one naming the built-in controller
   (``kubernetes.io/job-controller``, the same as none) is switched, as Kueue does.
+  A JobSet likewise (its controller, v0.10.1, skips a JobSet that names another
+  one; ``jobset.sigs.k8s.io/jobset-controller`` is its own name).
 * :func:`refusal` — why a Job cannot be dispatched: its ``managedBy`` is not
   kuota's (created before its queue got the check, while no webhook set it,
   or naming another controller). The dispatcher rejects its check — the
@@ -42,6 +44,10 @@ Lookup = Callable[[str, str], Body | None]
 MANAGED_BY: Final = CONTROLLER_NAME
 #: ``spec.managedBy`` naming the built-in Job controller (the same as none).
 JOB_CONTROLLER: Final = "kubernetes.io/job-controller"
+#: Each kind dispatch carries, and the ``spec.managedBy`` naming its own controller (the
+#: same as none): JobSet v0.10.1 skips a JobSet naming another one, as the Job controller.
+OWN_CONTROLLERS: Final[Mapping[str, str]] = {
+    "Job": JOB_CONTROLLER, "JobSet": "jobset.sigs.k8s.io/jobset-controller"}
 
 
 def managed_by(job: Mapping[str, Any]) -> str | None:
@@ -73,26 +79,34 @@ def dispatches(namespace: str, queue: str, lookup: Lookup) -> bool:
     return False
 
 
-def default_for(job: Mapping[str, Any], queue: str | None, lookup: Lookup) -> str | None:
-    """The ``spec.managedBy`` a new Job submitted to ``queue`` must get; None: leave it."""
-    if queue is None or managed_by(job) not in (None, JOB_CONTROLLER):
+def _kind(obj: Mapping[str, Any]) -> str:
+    kind = obj.get("kind")
+    return kind if isinstance(kind, str) and kind else "Job"
+
+
+def default_for(obj: Mapping[str, Any], queue: str | None, lookup: Lookup) -> str | None:
+    """The ``spec.managedBy`` a new Job or JobSet submitted to ``queue`` must get; None:
+    leave it."""
+    own = OWN_CONTROLLERS.get(_kind(obj))
+    if own is None or queue is None or managed_by(obj) not in (None, own):
         return None
-    namespace = (job.get("metadata") or {}).get("namespace") or "default"
+    namespace = (obj.get("metadata") or {}).get("namespace") or "default"
     return MANAGED_BY if dispatches(namespace, queue, lookup) else None
 
 
-def refusal(job: Mapping[str, Any]) -> str | None:
-    """Why the Job cannot be dispatched (its ``managedBy`` is not kuota's), or None."""
-    current = managed_by(job)
+def refusal(obj: Mapping[str, Any]) -> str | None:
+    """Why the Job or JobSet cannot be dispatched (its ``managedBy`` is not kuota's), or
+    None."""
+    current, kind = managed_by(obj), _kind(obj)
     if current == MANAGED_BY:
         return None
-    meta = job.get("metadata") or {}
-    if current in (None, JOB_CONTROLLER):
-        why = ("the manager's Job controller runs it and would fight over the status copied "
-               "home")
+    meta = obj.get("metadata") or {}
+    if current in (None, OWN_CONTROLLERS.get(kind)):
+        why = (f"the manager's {kind} controller runs it and would fight over the status "
+               f"copied home")
     else:
         why = f"it names another controller ({current})"
-    return (f"Job {meta.get('namespace') or 'default'}/{meta.get('name')} cannot be "
+    return (f"{kind} {meta.get('namespace') or 'default'}/{meta.get('name')} cannot be "
             f"dispatched: its spec.managedBy is not {MANAGED_BY} ({why}); kuota's webhook "
-            "sets it when a Job is created into a multi-cluster queue, and it cannot be "
-            "changed later: delete the Job and create it again")
+            f"sets it when a {kind} is created into a multi-cluster queue, and it cannot be "
+            f"changed later: delete the {kind} and create it again")

@@ -15,8 +15,8 @@ harmless:
   answer that retrying cannot change: invalid, forbidden) is answered with
   :func:`refused` text instead of an exception, so the task is not retried
   and the operator's own backoff (:mod:`.create_failures`) takes over at once;
-* :meth:`MemberAdapter.delete` — delete a copy if present (absent counts as
-  deleted); the copy's pods go with it (foreground propagation).
+* :meth:`MemberAdapter.delete` — delete a copy (a Job or a JobSet) if present
+  (absent counts as deleted); the copy's pods go with it (foreground propagation).
 
 Only plain values cross this interface (they travel through rq as task
 arguments and results): nodes as :class:`placement.model.Node`, copies as
@@ -64,6 +64,8 @@ class Copy:
     #: Node -> what the copy's bound, running pods request there (pods included);
     #: empty before the member has made and placed its pods.
     usage: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
+    #: What it is: a ``Job`` or a ``JobSet`` (:mod:`.copies`).
+    kind: str = "Job"
 
     @property
     def key(self) -> str:
@@ -88,7 +90,8 @@ class Observation:
                            "nonzeroRequested": None if n.nonzero_requested is None
                            else dict(n.nonzero_requested)} for n in self.nodes],
                 "copies": [{"namespace": c.namespace, "name": c.name, "workload": c.workload,
-                            "body": c.body, "usage": {k: dict(v) for k, v in c.usage.items()}}
+                            "body": c.body, "usage": {k: dict(v) for k, v in c.usage.items()},
+                            "kind": c.kind}
                            for c in self.copies],
                 "problems": list(self.problems)}
 
@@ -99,7 +102,8 @@ class Observation:
                              tuple(Taint(k, TaintEffect(e), v) for k, e, v in n["taints"]),
                              n["unschedulable"], n["nonzeroRequested"])
                         for n in data["nodes"]),
-            copies=tuple(Copy(c["namespace"], c["name"], c["workload"], c["body"], c["usage"])
+            copies=tuple(Copy(c["namespace"], c["name"], c["workload"], c["body"], c["usage"],
+                              c.get("kind") or "Job")
                          for c in data["copies"]),
             problems=tuple(data["problems"]))
 
@@ -113,4 +117,4 @@ def add_pod(total: dict[str, int], requests: Mapping[str, int]) -> None:
 class MemberAdapter(Protocol):
     def observe(self, origin: str) -> Observation: ...
     def create(self, body: Body) -> str: ...
-    def delete(self, namespace: str, name: str) -> str: ...
+    def delete(self, namespace: str, name: str, kind: str = "Job") -> str: ...

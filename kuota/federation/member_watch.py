@@ -26,7 +26,8 @@ Instead each member is *mirrored*, the way client-go's informers do it:
 Each watch is read by its own daemon thread; the observation task (run by the
 member's worker thread, :mod:`.tasks`) only reads the mirror — after checking
 that the member answers: the copies this manager sent there are listed by
-their label (few objects, and their status is what is followed home), which
+their label (few objects: Jobs, and JobSets where the member serves them; their
+status is what is followed home), which
 is also the health check, exactly as before. A watch that broke is reopened
 by the next observation, in the task, so a member that cannot be watched (RBAC
 without ``watch``, say) fails its observations with the reason instead of
@@ -53,7 +54,7 @@ from typing import Any, Final, Generic, TypeVar
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from kuota.federation import observation
+from kuota.federation import copies, observation
 from kuota.federation.member import Observation
 from kuota.federation.remote_job import ORIGIN_LABEL
 from placement.model import Node
@@ -290,6 +291,7 @@ class MemberMirror:
     def __init__(self, api_client: Any, origin: str, *,
                  clock: Callable[[], float] = time.monotonic) -> None:
         core, batch = k8s.CoreV1Api(api_client), k8s.BatchV1Api(api_client)
+        custom = k8s.CustomObjectsApi(api_client)
         self._clock = clock
         self.used = clock()
         self._lock = threading.Lock()
@@ -299,8 +301,13 @@ class MemberMirror:
             "pods", core.list_pod_for_all_namespaces,
             partial(observation.pod_use, origin=origin),
             query={"field_selector": observation.POD_FIELDS}, active=self.active)
-        self._copies = partial(batch.list_job_for_all_namespaces,
-                               label_selector=f"{ORIGIN_LABEL}={origin}")
+        ours = f"{ORIGIN_LABEL}={origin}"
+        jobsets = copies.DISPATCHED["JobSet"]
+        #: How this manager's copies of each kind are listed (by their origin label).
+        self._copies: dict[str, Callable[..., Any]] = {
+            "Job": partial(batch.list_job_for_all_namespaces, label_selector=ours),
+            "JobSet": partial(custom.list_cluster_custom_object, jobsets.group,
+                              jobsets.version, jobsets.plural, label_selector=ours)}
 
     def active(self) -> bool:
         return self._clock() - self.used < IDLE
@@ -310,13 +317,27 @@ class MemberMirror:
             self.used = self._clock()
             # Our copies first: few, always fresh (their status goes home), and the member's
             # health check — an unreachable member fails here, quickly.
-            copies, _ = read_pages(self._copies)
+            found = self._list_copies()
             self.nodes.sync()
             self.pods.sync()
             nodes, node_problems = self.nodes.snapshot()
             pods, pod_problems = self.pods.snapshot()
-        return observation.observation({node.name: node for node in nodes}, pods, copies,
+        return observation.observation({node.name: node for node in nodes}, pods, found,
                                        node_problems + pod_problems)
+
+    def _list_copies(self) -> list[Body]:
+        """Our copies of every kind, each body given its ``kind`` (a list's items have
+        none). A kind the member does not serve (no JobSet CRD there: 404) has none."""
+        found: list[Body] = []
+        for kind, call in self._copies.items():
+            try:
+                items, _ = read_pages(call)
+            except ApiException as exc:
+                if exc.status != 404 or kind == "Job":
+                    raise
+                continue
+            found += [{**item, "kind": kind} for item in items]
+        return found
 
     def close(self) -> None:
         self.nodes.close()

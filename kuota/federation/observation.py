@@ -10,8 +10,9 @@ what an observation needs, and :func:`observation` adds them up when asked:
   to, what it requests there (:func:`placement.objects.pod_requests`: the
   Kubernetes way, containers, the largest init container, overhead) and, for a
   pod of one of this manager's copies (labelled ``kuota.dev/origin=<manager>``),
-  the copy's Job, found by the pod's ``ownerReference`` or its ``job-name``
-  label. Unbound and finished pods request nothing;
+  the copy: its JobSet by the JobSet's name label, else its Job by the pod's
+  ``ownerReference`` or its ``job-name`` label. Unbound and finished pods
+  request nothing;
 * :func:`observation` sums the pods per node: others' pods become the nodes'
   ``requested`` (the dispatcher already counts what it placed itself), our
   copies' pods their :attr:`.member.Copy.usage` (a manager that did not place
@@ -27,9 +28,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kuota.federation import copies
 from kuota.federation.member import Copy, Observation, add_pod
 from kuota.federation.remote_job import ORIGIN_LABEL, workload_of
-from kuota.operator import names
 from placement.model import Node
 from placement.objects import node_from_object, pod_requests
 
@@ -48,7 +49,8 @@ class PodUse:
 
     node: str
     requests: Mapping[str, int]
-    #: ``ns/name`` of this manager's copy the pod belongs to; None for anyone else's pod.
+    #: The copy of this manager's the pod belongs to (``Kind:ns/name``,
+    #: :func:`.copies.copy_key`); None for anyone else's pod.
     copy: str | None = None
 
 
@@ -73,17 +75,16 @@ def pod_use(pod: Body, origin: str) -> PodUse | None:
     requests = pod_requests(spec, f"pod {meta.get('namespace')}/{meta.get('name')}")
     if (meta.get("labels") or {}).get(ORIGIN_LABEL) != origin:
         return PodUse(where, requests)
-    job = names.pod_job(meta)
-    if job is None:
-        return None
-    return PodUse(where, requests, f"{meta.get('namespace') or 'default'}/{job}")
+    owner = copies.pod_copy(meta)
+    return None if owner is None else PodUse(where, requests, owner)
 
 
-def observation(nodes: Mapping[str, Node], pods: Iterable[PodUse], copies: Iterable[Body],
+def observation(nodes: Mapping[str, Node], pods: Iterable[PodUse], ours_found: Iterable[Body],
                 problems: Iterable[str] = ()) -> Observation:
-    """The observation: nodes (by name) with others' pods counted, and our copies."""
+    """The observation: nodes (by name) with others' pods counted, and our copies (each
+    body carrying its ``kind``)."""
     used: dict[str, dict[str, int]] = {}
-    #: Job key (ns/name) -> node -> what that copy's pods request there.
+    #: Copy key (Kind:ns/name) -> node -> what that copy's pods request there.
     ours: dict[str, dict[str, dict[str, int]]] = {}
     for use in pods:
         if use.node not in nodes:
@@ -94,9 +95,10 @@ def observation(nodes: Mapping[str, Node], pods: Iterable[PodUse], copies: Itera
             add_pod(ours.setdefault(use.copy, {}).setdefault(use.node, {}), use.requests)
     observed = tuple(nodes[name].with_requested(used.get(name) or {}) for name in sorted(nodes))
     found = []
-    for job in copies:
-        meta = job.get("metadata") or {}
+    for body in ours_found:
+        meta = body.get("metadata") or {}
         namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
-        found.append(Copy(namespace, name, workload_of(job) or "", job,
-                          ours.get(f"{namespace}/{name}", {})))
+        kind = copies.kind_of(body)
+        found.append(Copy(namespace, name, workload_of(body) or "", body,
+                          ours.get(copies.copy_key(kind, namespace, name), {}), kind))
     return Observation(observed, tuple(found), tuple(problems))

@@ -102,7 +102,10 @@ def dispatch_hints(workload: Mapping[str, Any] | None,
 
 
 def refusal(job: Mapping[str, Any]) -> str | None:
-    """Why the Job cannot run on any pool, or None when it can."""
+    """Why the Job cannot run on any pool, or None when it can (nothing but a Job can)."""
+    kind = job.get("kind")
+    if kind not in (None, "Job"):
+        return f"a {kind} cannot run on a worker pool (a pool runs Jobs)"
     template = ((job.get("spec") or {}).get("template") or {}).get("spec")
     if not isinstance(template, Mapping):
         return "spec.template.spec is missing"

@@ -139,5 +139,7 @@ class PoolMember:
         except (PoolCopyError, AlreadyExists) as exc:
             return refused(str(exc))
 
-    def delete(self, namespace: str, name: str) -> str:
+    def delete(self, namespace: str, name: str, kind: str = "Job") -> str:
+        if kind != "Job":
+            return "absent"  # (a pool is sent Jobs only: pool_copy.refusal)
         return self.store.dispatched.remove(f"{namespace}/{name}", origin=self.origin)

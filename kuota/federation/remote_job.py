@@ -42,7 +42,7 @@ ORIGIN_LABEL: Final = "kuota.dev/origin"
 ORIGIN_WORKLOAD_ANNOTATION: Final = "kuota.dev/origin-workload"
 MEMBER_ANNOTATION: Final = "kuota.dev/member"
 #: Metadata the API server owns; a copy must not carry the local values.
-_SERVER_FIELDS: Final = ("uid", "resourceVersion", "creationTimestamp", "generation",
+SERVER_FIELDS: Final = ("uid", "resourceVersion", "creationTimestamp", "generation",
                          "managedFields", "ownerReferences", "selfLink", "deletionTimestamp",
                          "deletionGracePeriodSeconds", "finalizers")
 #: Pod template labels the Job controller adds from the local Job; the member adds its own.
@@ -102,7 +102,7 @@ def build(job: Body, admission: Admission, flavors: Mapping[str, FlavorConfig], 
                    if k not in (names.ORIGINAL_ANNOTATION, names.ADMISSION_ANNOTATION)}
     annotations[ORIGIN_WORKLOAD_ANNOTATION] = workload
     annotations[MEMBER_ANNOTATION] = member
-    new_meta: Body = {k: v for k, v in meta.items() if k not in _SERVER_FIELDS}
+    new_meta: Body = {k: v for k, v in meta.items() if k not in SERVER_FIELDS}
     new_meta.update(name=name, namespace=namespace, labels=job_labels, annotations=annotations)
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": new_meta, "spec": spec}
 

@@ -113,8 +113,8 @@ def create(member: str, body: Body) -> str:
     return adapter(_spec(member)).create(body)
 
 
-def delete(member: str, namespace: str, name: str) -> str:
-    return adapter(_spec(member)).delete(namespace, name)
+def delete(member: str, namespace: str, name: str, kind: str = "Job") -> str:
+    return adapter(_spec(member)).delete(namespace, name, kind)
 
 
 def wake() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import kopf
 
+from kuota.federation import managed_by
 from kuota.operator import kinds, names, probes, webhooks
 from kuota.operator import visibility as visibility_server
 from kuota.operator.certs import ReloadingWebhookServer, ServingCertificate
@@ -155,9 +156,9 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                     raise kopf.AdmissionError(str(exc), code=422) from exc
                 if suspend:
                     _merge(patch, kinds.KINDS[str(body.get("kind") or "Job")].suspend_patch())
-                if body.get("kind") != "Job":
-                    return  # (multi-cluster dispatch carries Jobs)
-                manager = webhooks.job_managed_by(
+                if body.get("kind") not in managed_by.OWN_CONTROLLERS:
+                    return  # (multi-cluster dispatch carries Jobs and JobSets)
+                manager = webhooks.managed_by_default(
                     dict(body), default_queue=operator.options.default_queue,
                     queue_exists=controller.owners.queue_exists, lookup=controller.objects.get)
                 if manager is not None:  # dispatched: the manager's Job controller keeps off it

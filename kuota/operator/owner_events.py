@@ -190,8 +190,13 @@ class Owners:
             return
         owner, group_key = self.owner_of_workload.get(key), self.group_of_workload.get(key)
         obj = self.object_of(owner) if owner is not None else None
-        if owner is not None and obj is not None \
-                and not kinds.KINDS[kinds.split_owner(owner)[0]].stopped(obj):
+        queued = kinds.KINDS[kinds.split_owner(owner)[0]] if owner is not None else None
+        # Dispatched to a member, it runs there, not here: its status counts the member's
+        # pods, and the federation deletes that copy (never two running: its failover
+        # rules). Here it is stopped once it is suspended.
+        dispatched = record.admission is not None and record.admission.cluster is not None
+        if queued is not None and obj is not None and not (
+                queued.suspended(obj) if dispatched else queued.stopped(obj)):
             return
         if group_key is not None and not podgroups.stopped(self.pods_of(group_key)):
             return

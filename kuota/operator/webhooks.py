@@ -65,9 +65,10 @@ def needs_suspend(obj: Body, *, default_queue: bool,
     return not kind.suspended(obj)
 
 
-def job_managed_by(job: Body, *, default_queue: bool,
-                   queue_exists: Callable[[str, str], bool], lookup: Lookup) -> str | None:
-    """The ``spec.managedBy`` a new Job must be created with; None to leave it as it is.
+def managed_by_default(job: Body, *, default_queue: bool,
+                       queue_exists: Callable[[str, str], bool], lookup: Lookup) -> str | None:
+    """The ``spec.managedBy`` a new Job or JobSet must be created with; None to leave it
+    as it is.
 
     ``lookup(kind, key)``: the LocalQueue, ClusterQueue and AdmissionCheck objects seen.
     """

@@ -12,6 +12,11 @@ a third member is an emulator (no Job controller: a copy there never runs).
   evicted (``ClusterLost``) and dispatched to the emulated member; when the
   real member comes back its stale copy is deleted, and at no sample are two
   copies running.
+* A JobSet (JobSet's own controller v0.10.1 running in both clusters) gets
+  ``spec.managedBy`` from the webhook, so the manager's JobSet controller
+  leaves it alone; its copy runs in the real member with each role on the
+  flavor's nodes, its ``Completed`` comes home and the Workload finishes. A
+  long one deleted in the manager has its Workload and its copy deleted.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from tests.cluster.controllers import PeerController, require_controller
 from tests.cluster.controlplane import ControlPlane, node
 from tests.cluster.kube import Kube
+from tests.cluster.peer_releases import launch_of
 from tests.emulator import Emulator, kubeconfig
 from tests.real import builders as b
 from tests.real.operator import OPERATOR_NAMESPACE, Installation, OperatorProcess
+from tests.real.test_real_peer_controllers import JOBSET_API, JOBSET_NAME_LABEL, paralleljobs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHECK_CONTROLLER = "kuota.dev/multicluster"
@@ -42,6 +50,14 @@ def member_plane(control_plane: ControlPlane,
     with ControlPlane(control_plane.binaries, workdir) as plane:
         plane.kubectl("apply", "-f", str(ROOT / "manifests" / "operator" / "member-rbac.yaml"))
         yield plane
+
+
+@pytest.fixture(scope="session")
+def member_jobset(member_plane: ControlPlane) -> Iterator[PeerController]:
+    """JobSet's controller in the member cluster (the manager's is ``jobset_controller``)."""
+    with PeerController(require_controller("jobset"), member_plane,
+                        launch_of("jobset")) as controller:
+        yield controller
 
 
 def _secret(name: str, config: dict) -> dict:
@@ -144,3 +160,57 @@ def test_jobs_run_in_a_real_member_and_fail_over_to_another(
             assert not real_copy_running()
             assert emulated.find("batch/v1", "Job", "long", ns) is not None
         member.close()
+
+
+def test_a_jobset_runs_in_a_real_member_and_its_completion_comes_home(
+        control_plane: ControlPlane, member_plane: ControlPlane,
+        jobset_controller: PeerController, member_jobset: PeerController, kube: Kube,
+        namespace: str, installation: Installation, tmp_path: pathlib.Path) -> None:
+    ns = namespace
+    flavor = f"{ns}-rf"
+    member_plane.add_nodes(node(f"{ns}-m1", cpu="8", labels={"pool": flavor}))
+    config = yaml.safe_load(member_plane.service_account_kubeconfig(
+        "kube-system", "kuota-manager", tmp_path / "member.kubeconfig").read_text())
+    member = Kube(member_plane.admin_kubeconfig, describe=member_plane.logs)
+    real = f"{ns}-real"
+    kube.apply(_secret(real, config), _member(real, real, "1"), *_queues(ns, [real], flavor))
+    with OperatorProcess(installation, tmp_path, "--member-interval", "1",
+                         "--manager-id", ns) as operator:
+        kube.wait_for(lambda: b.is_true(kube.find(b.API, "MemberCluster", real), "Active"),
+                      what="the member Active")
+        body = paralleljobs("train", ns, workers=1, run_for="3s")
+        body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "main"}
+        created = kube.create(body)
+        assert created["spec"].get("managedBy") == CHECK_CONTROLLER, created["spec"]
+        assert created["spec"]["suspend"] is True
+
+        copy = kube.wait_for(lambda: member.find(JOBSET_API, "JobSet", "train", ns),
+                             what="the JobSet's copy in the member", timeout=60)
+        assert "managedBy" not in copy["spec"] and copy["spec"]["suspend"] is False
+        assert [r["template"]["spec"]["template"]["spec"].get("nodeSelector")
+                for r in copy["spec"]["replicatedJobs"]] == [{"pool": flavor}] * 2
+
+        def completed() -> dict | None:
+            local = kube.get(JOBSET_API, "JobSet", "train", ns)
+            return local if b.is_true(local, "Completed") else None
+
+        local = kube.wait_for(completed, what="Completed to come home", timeout=90)
+        assert local["spec"]["suspend"] is True  # it never ran in the manager
+        assert kube.list("v1", "Pod", ns) == []
+        pods = member.list("v1", "Pod", ns, label_selector=f"{JOBSET_NAME_LABEL}=train")
+        assert len(pods) == 5 and {p["spec"]["nodeName"] for p in pods} == {f"{ns}-m1"}
+        kube.wait_for(lambda: b.is_true(b.owned_workload(kube, ns, "JobSet", "train"),
+                                        "Finished"), what="the Workload to finish")
+
+        long = paralleljobs("long", ns, workers=1, run_for="1h")
+        long["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "main"}
+        kube.create(long)
+        kube.wait_for(lambda: [p for p in member.list(
+            "v1", "Pod", ns, label_selector=f"{JOBSET_NAME_LABEL}=long")
+            if (p.get("status") or {}).get("phase") == "Running"],
+            what="the long JobSet running in the member", timeout=60)
+        kube.delete(JOBSET_API, "JobSet", "long", ns)
+        kube.wait_for(lambda: member.find(JOBSET_API, "JobSet", "long", ns) is None,
+                      what=f"its copy deleted in the member\n{operator.tail(40)}", timeout=60)
+        assert b.owned_workload(kube, ns, "JobSet", "long") is None
+    member.close()

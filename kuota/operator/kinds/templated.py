@@ -94,9 +94,9 @@ class TemplatedKind:
 
     def start_write(self, obj: Body, admission: Admission,
                     flavors: Mapping[str, FlavorConfig]) -> Write | None:
-        infos, mark = pod_set_infos(admission, flavors), fingerprint(admission)
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(names.ADMISSION_ANNOTATION) == mark and not self.suspended(obj):
+        if annotations.get(names.ADMISSION_ANNOTATION) == fingerprint(admission) \
+                and not self.suspended(obj):
             return None
         if not self.suspended(obj):
             # Running under another admission (or started by someone else): its templates
@@ -104,6 +104,15 @@ class TemplatedKind:
             return Write("suspend", self.suspend_patch())
         if self.pods_left(obj):
             return None
+        return Write("start", self._patch(obj, self.started(obj, admission, flavors)))
+
+    def started(self, obj: Body, admission: Admission,
+                flavors: Mapping[str, FlavorConfig]) -> Body:
+        """A copy of ``obj`` as it runs under ``admission``: each role's template with its
+        flavors' node labels and tolerations, unsuspended, with what the templates held
+        before saved in an annotation (also what a member cluster is sent, under
+        multi-cluster dispatch)."""
+        infos, mark = pod_set_infos(admission, flavors), fingerprint(admission)
         wanted = self._restored(obj)
         saved = {}
         for role in self.roles(wanted):
@@ -130,7 +139,7 @@ class TemplatedKind:
         meta["annotations"] = {**(meta.get("annotations") or {}),
                                names.ADMISSION_ANNOTATION: mark,
                                names.ORIGINAL_ANNOTATION: json.dumps(saved, sort_keys=True)}
-        return Write("start", self._patch(obj, wanted))
+        return wanted
 
     def stop_write(self, obj: Body) -> Write | None:
         if not self.suspended(obj):

@@ -65,10 +65,10 @@ def federation(*members: str) -> tuple[Federation, Any]:
     objects = Objects()
     for name in members:
         objects.put("MemberCluster", name, member_body(name))
-    jobs: dict[str, str] = {}  # Workload -> the Job it stands for
+    owners: dict[str, str] = {}  # Workload -> what it stands for (Kind:ns/name)
     controller = SimpleNamespace(
         options=Options(manager_id="m", redis_url="redis://127.0.0.1:1"), objects=objects,
-        problems={}, owners=SimpleNamespace(jobs=jobs, job_of=jobs.get), engine=None,
+        problems={}, owners=SimpleNamespace(owner_of_workload=owners), engine=None,
         on_change=lambda: None)
     engine = SimpleNamespace(cache=SimpleNamespace(flavors={}), controllers={},
                              assign_cluster=lambda key, cluster: None, records={})
@@ -143,7 +143,7 @@ def test_a_job_that_cannot_be_copied_is_reported_once_until_it_changes() -> None
     admission = object()
     controller.engine.records["ns/w"] = SimpleNamespace(admission=admission, state=State.ADMITTED)
     writer.persisted["ns/w"] = admission
-    controller.owners.jobs["ns/w"] = "ns/job"
+    controller.owners.owner_of_workload["ns/w"] = "Job:ns/job"
     job: Body = {"metadata": {"name": "job", "namespace": "ns", "resourceVersion": "1"},
                  "spec": {"template": "not an object"}}
     controller.objects.put("Job", "ns/job", job)

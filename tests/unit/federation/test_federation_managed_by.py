@@ -56,12 +56,19 @@ def lookup(kind: str, key: str) -> Body | None:
     return OBJECTS.get((kind, key))
 
 
-def job(queue: str | None = "fleet", managed: str | None = None, name: str = "train") -> Body:
+def job(queue: str | None = "fleet", managed: str | None = None, name: str = "train",
+        kind: str | None = None) -> Body:
     labels = {"kuota.dev/queue-name": queue} if queue else {}
     spec: Body = {"template": {}}
     if managed is not None:
         spec["managedBy"] = managed
-    return {"metadata": {"name": name, "namespace": "ml", "labels": labels}, "spec": spec}
+    body: Body = {"metadata": {"name": name, "namespace": "ml", "labels": labels}, "spec": spec}
+    if kind is not None:
+        body["kind"] = kind
+    return body
+
+
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 
 
 @dataclass(frozen=True)
@@ -87,22 +94,29 @@ CASES = [
     Case("invalid ClusterQueue", job("broken"), None),
     Case("AdmissionCheck not seen", job("unknown-check"), None),
     Case("no queue: not kuota's", job(None), None),
+    Case("a JobSet into a multicluster queue", job("fleet", kind="JobSet"), MANAGED_BY),
+    Case("a JobSet naming its own controller: switched",
+         job("fleet", JOBSET_CONTROLLER, kind="JobSet"), MANAGED_BY),
+    Case("a JobSet naming another controller: left alone",
+         job("fleet", "example.com/ctl", kind="JobSet"), None),
+    Case("a kind dispatch does not carry", job("fleet", kind="RayJob"), None),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_webhook_sets_managed_by(case: Case) -> None:
-    got = webhooks.job_managed_by(case.job, default_queue=False,
-                                  queue_exists=lambda namespace, name: False, lookup=lookup)
+    got = webhooks.managed_by_default(case.job, default_queue=False,
+                                      queue_exists=lambda namespace, name: False,
+                                      lookup=lookup)
     assert got == case.want_managed_by
 
 
 def test_the_default_queue_counts_when_the_deployment_opts_in() -> None:
     OBJECTS[("LocalQueue", "ml/default")] = {"spec": {"clusterQueue": "fleet"}}
     try:
-        got = webhooks.job_managed_by(job(None), default_queue=True,
-                                      queue_exists=lambda namespace, name: name == "default",
-                                      lookup=lookup)
+        got = webhooks.managed_by_default(
+            job(None), default_queue=True,
+            queue_exists=lambda namespace, name: name == "default", lookup=lookup)
     finally:
         del OBJECTS[("LocalQueue", "ml/default")]
     assert got == MANAGED_BY
@@ -121,3 +135,9 @@ def test_refusal(managed: str | None, want_refused: bool, want_in_message: str) 
         assert why.startswith("Job ml/train cannot be dispatched: its spec.managedBy is not "
                               "kuota.dev/multicluster")
         assert want_in_message in why and "create it again" in why
+
+
+def test_a_jobset_is_refused_naming_its_own_controller() -> None:
+    why = managed_by.refusal(job("fleet", JOBSET_CONTROLLER, kind="JobSet"))
+    assert why is not None and why.startswith("JobSet ml/train cannot be dispatched")
+    assert "the manager's JobSet controller runs it" in why

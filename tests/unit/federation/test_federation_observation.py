@@ -42,9 +42,12 @@ POD_CASES = [
     PodCase("succeeded", pod(phase="Succeeded"), None),
     PodCase("failed", pod(phase="Failed"), None),
     PodCase("ours, by owner", pod(labels=OURS, owner="train"),
-            PodUse("n1", {"cpu": 2000}, "ml/train")),
+            PodUse("n1", {"cpu": 2000}, "Job:ml/train")),
     PodCase("ours, by the job-name label", pod(labels={**OURS, "job-name": "train"}),
-            PodUse("n1", {"cpu": 2000}, "ml/train")),
+            PodUse("n1", {"cpu": 2000}, "Job:ml/train")),
+    PodCase("ours, a JobSet's (its child Job's pod)",
+            pod(labels={**OURS, "jobset.sigs.k8s.io/jobset-name": "train"}, owner="train-w-0"),
+            PodUse("n1", {"cpu": 2000}, "JobSet:ml/train")),
     PodCase("ours, Job unknown", pod(labels=OURS), None),
     PodCase("another manager's copy counts as someone else's",
             pod(labels={"kuota.dev/origin": "other"}, owner="train"),
@@ -69,20 +72,26 @@ def test_a_node_with_missing_parts_is_read() -> None:
         ("n1", 8000, {})
 
 
-def copy(name: str) -> Body:
-    return {"metadata": {"name": name, "namespace": "ml",
-                         "annotations": {"kuota.dev/origin-workload": f"ml/wl-{name}"}}}
+def copy(name: str, kind: str = "Job") -> Body:
+    return {"kind": kind, "metadata": {
+        "name": name, "namespace": "ml",
+        "annotations": {"kuota.dev/origin-workload": f"ml/wl-{kind}-{name}"}}}
 
 
 def test_an_observation_sums_others_per_node_and_ours_per_copy() -> None:
     nodes = {"n2": Node("n2", {"cpu": 8000}), "n1": Node("n1", {"cpu": 8000})}
     pods = [PodUse("n1", {"cpu": 1000}), PodUse("n1", {"cpu": 500}),
-            PodUse("n2", {"cpu": 2000}, "ml/train"), PodUse("n1", {"cpu": 1000}, "ml/train"),
+            PodUse("n2", {"cpu": 2000}, "Job:ml/train"),
+            PodUse("n1", {"cpu": 1000}, "Job:ml/train"),
+            PodUse("n1", {"cpu": 3000}, "JobSet:ml/train"),  # a JobSet of the same name
             PodUse("gone", {"cpu": 9000})]  # a node the member no longer has
-    seen = observation.observation(nodes, pods, [copy("train"), copy("idle")], ["a problem"])
+    seen = observation.observation(
+        nodes, pods, [copy("train"), copy("idle"), copy("train", "JobSet")], ["a problem"])
     assert [n.name for n in seen.nodes] == ["n1", "n2"]
     assert [dict(n.requested).get("cpu", 0) for n in seen.nodes] == [1500, 0]
-    usage = {c.name: {n: a["cpu"] for n, a in c.usage.items()} for c in seen.copies}
-    assert usage == {"train": {"n2": 2000, "n1": 1000}, "idle": {}}
-    assert [c.workload for c in seen.copies] == ["ml/wl-train", "ml/wl-idle"]
+    usage = {(c.kind, c.name): {n: a["cpu"] for n, a in c.usage.items()} for c in seen.copies}
+    assert usage == {("Job", "train"): {"n2": 2000, "n1": 1000}, ("Job", "idle"): {},
+                     ("JobSet", "train"): {"n1": 3000}}
+    assert [c.workload for c in seen.copies] == [
+        "ml/wl-Job-train", "ml/wl-Job-idle", "ml/wl-JobSet-train"]
     assert seen.problems == ("a problem",)
