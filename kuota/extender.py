@@ -26,12 +26,28 @@ score is 0, which leaves their scheduling unchanged.
 Bad requests get HTTP 400 with ``{"Error": message}``; an unexpected failure
 gets 500 with the same shape — the process never dies on a request.
 
+**Limits** (:class:`Limits`, the command's flags). A malformed body is a 400
+whatever is wrong with it: not JSON, not UTF-8, nested deeper than the
+decoder recurses, numbers too long to convert, a wrong type at any field,
+or a ``Content-Encoding`` (kube-scheduler never compresses; a gzip body
+would otherwise be inflated before its size is known). The body is bounded
+(:data:`DEFAULT_MAX_BODY`, 413 when ``Content-Length`` says more, before a
+byte of it is read, or as soon as a chunked body passes it) and so is the
+number of objects and arrays in it (one per :data:`BYTES_PER_CONTAINER`
+bytes of the bound), because JSON decoding multiplies memory: 4 MiB of
+``[[]]`` becomes 140 MB of lists; so is the number of candidate nodes
+(:data:`MAX_NODES`), each of which costs an answer entry. A request has
+``header_timeout`` to send its request line and headers (aiohttp's keep-alive
+timer, which also covers a connection that sends nothing) and
+``read_timeout`` to send its body (408), so a client that stops half way
+holds only its socket, and only that long.
+
 **Who may ask.** The answers steer where pods land, so only kube-scheduler may
 ask. Deployed, the extender serves HTTPS and requires a client certificate
 signed by a CA of its own (:func:`client_auth`, mutual TLS; kube-scheduler
 presents it through its extender ``tlsConfig``): a caller without one is
 refused in the TLS handshake, before a byte of HTTP is read — which matters
-for a server that accepts request bodies of up to 256 MiB. The kubelet's
+for a server that accepts request bodies of several MiB. The kubelet's
 probes present no client certificate, so ``GET /healthz`` and ``/readyz``
 are also served, and nothing else, on a separate plain-HTTP listener
 (:func:`make_probe_app`); they reveal only liveness and the cache's size.
@@ -72,8 +88,22 @@ log = logging.getLogger("kuota.extender")
 DEFAULT_GANG_LABELS: Final = ("kuota.dev/pod-group", "kueue.x-k8s.io/pod-group-name",
                               "batch.kubernetes.io/job-name")
 DEFAULT_SCHEDULER_NAME: Final = "kuota-binpack"
-#: A NodeList of 5,000 full Node objects runs to tens of megabytes.
-MAX_BODY: Final = 256 * 1024 * 1024
+#: The largest ExtenderArgs body accepted. In the shipped ``nodeCacheCapable``
+#: mode a request is a Pod and the feasible node names: 5,000 nodes (Kubernetes'
+#: largest tested cluster) named with the longest DNS subdomain (253 bytes) are
+#: 1.3 MB, and a Pod at the API server's 1.5 MiB object limit brings that to
+#: 2.8 MiB. With full Node objects (3-15 KB each) 4 MiB holds a few hundred
+#: nodes: larger clusters use ``--node-cache`` or raise ``--max-body``.
+DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
+#: At most one JSON object or array per this many bytes of the body bound. A Node
+#: as kube-scheduler sends it averages ~80 bytes per object or array, a Pod more;
+#: the densest JSON (``[[],[],..]``) has 3, and each costs a 56-64 byte container.
+BYTES_PER_CONTAINER: Final = 16
+#: Candidate nodes per request: more than the largest Kubernetes clusters run.
+#: Each costs a few hundred bytes of answer and bookkeeping, even a 3-byte name.
+MAX_NODES: Final = 100_000
+DEFAULT_HEADER_TIMEOUT: Final = 10.0
+DEFAULT_READ_TIMEOUT: Final = 10.0
 _FINISHED: Final = frozenset({"Succeeded", "Failed"})
 
 
@@ -89,24 +119,51 @@ class ExtenderArgs:
     node_names: list[str] | None
 
 
+def _field(obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    """``obj[key]`` when present and of ``kind``; an empty ``kind()`` when absent or null."""
+    value = obj.get(key) or kind()
+    if not isinstance(value, kind):
+        raise BadRequest(f"{where}.{key} must be {'a string' if kind is str else 'an object'}, "
+                         f"not {type(value).__name__}")
+    return value
+
+
+def _check_pod(pod: Any) -> dict[str, Any]:
+    """The fields read from the raw Pod before :func:`pod_from_object` checks the rest."""
+    if not isinstance(pod, dict):
+        raise BadRequest("ExtenderArgs.Pod must be a v1.Pod object")
+    meta = _field(pod, "metadata", dict, "ExtenderArgs.Pod")
+    _field(meta, "labels", dict, "ExtenderArgs.Pod.metadata")
+    _field(meta, "namespace", str, "ExtenderArgs.Pod.metadata")
+    _field(_field(pod, "spec", dict, "ExtenderArgs.Pod"), "schedulerName", str,
+           "ExtenderArgs.Pod.spec")
+    return pod
+
+
+def _check_count(nodes: list[Any], where: str) -> None:
+    if len(nodes) > MAX_NODES:
+        raise BadRequest(f"{where}: {len(nodes)} nodes, more than {MAX_NODES}")
+
+
 def parse_extender_args(body: Any) -> ExtenderArgs:
     if not isinstance(body, dict):
         raise BadRequest("ExtenderArgs must be a JSON object")
     fields = {str(k).lower(): v for k, v in body.items()}  # Go decodes names case-insensitively
-    pod = fields.get("pod")
-    if not isinstance(pod, dict):
-        raise BadRequest("ExtenderArgs.Pod must be a v1.Pod object")
+    pod = _check_pod(fields.get("pod"))
     node_list, names = fields.get("nodes"), fields.get("nodenames")
     if node_list is not None:
         if not isinstance(node_list, dict) or not isinstance(node_list.get("items", []), list):
             raise BadRequest("ExtenderArgs.Nodes must be a v1.NodeList with an items list")
-        for i, item in enumerate(node_list.get("items") or []):
+        items = node_list.get("items") or []
+        _check_count(items, "ExtenderArgs.Nodes.items")
+        for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise BadRequest(f"ExtenderArgs.Nodes.items[{i}] must be a v1.Node object")
         return ExtenderArgs(pod, node_list, None)
     if names is not None:
         if not isinstance(names, list) or not set(map(type, names)) <= {str}:
             raise BadRequest("ExtenderArgs.NodeNames must be a list of strings")
+        _check_count(names, "ExtenderArgs.NodeNames")
         return ExtenderArgs(pod, None, names)
     raise BadRequest("ExtenderArgs needs Nodes (a v1.NodeList) or NodeNames")
 
@@ -236,13 +293,74 @@ async def _errors(request: web.Request,
         return web.json_response({"Error": f"internal error: {exc}"}, status=500)
 
 
-async def _read_args(request: web.Request) -> ExtenderArgs:
-    text = await request.text()
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one request may cost: see the module docstring."""
+
+    max_body: int = DEFAULT_MAX_BODY
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+
+    @property
+    def max_containers(self) -> int:
+        return self.max_body // BYTES_PER_CONTAINER
+
+    def server_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``web.AppRunner``/``web.run_app`` serving under these limits."""
+        # keepalive_timeout: aiohttp starts it with the connection and closes one whose
+        # request has not arrived whole by then. lingering_time: how long the rest of a
+        # refused body is drained before the connection is closed.
+        return {"keepalive_timeout": self.header_timeout, "lingering_time": self.read_timeout,
+                "auto_decompress": False}
+
+
+LIMITS_KEY: Final = web.AppKey("limits", Limits)
+
+
+def _too_large(limits: Limits, what: str) -> web.HTTPRequestEntityTooLarge:
+    return web.HTTPRequestEntityTooLarge(
+        max_size=limits.max_body, actual_size=0,
+        text=json.dumps({"Error": f"request body {what}: at most {limits.max_body} bytes and "
+                                  f"{limits.max_containers} JSON objects and arrays (--max-body)"}),
+        content_type="application/json")
+
+
+async def _read_body(request: web.Request, limits: Limits) -> bytes:
+    """The raw body within the size bound and the read timeout."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding != "identity":
+        raise BadRequest(f"Content-Encoding {encoding!r} is not supported: send plain JSON")
+    if (request.content_length or 0) > limits.max_body:
+        raise _too_large(limits, f"of {request.content_length} bytes is too large")
     try:
-        body = json.loads(text)
-    except json.JSONDecodeError as exc:
+        async with asyncio.timeout(limits.read_timeout):
+            return await request.read()  # stops past client_max_size, the same bound
+    except web.HTTPRequestEntityTooLarge:  # a chunked body, or one longer than it said
+        raise _too_large(limits, "is too large") from None
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(
+            text=json.dumps({"Error": f"request body not received within "
+                                      f"{limits.read_timeout:g}s (--read-timeout)"}),
+            content_type="application/json") from None
+
+
+def decode_body(raw: bytes, limits: Limits) -> Any:
+    """JSON from the body; :class:`BadRequest` for anything the decoder refuses."""
+    if raw.count(b"{") + raw.count(b"[") > limits.max_containers:  # counts brackets in strings too
+        raise _too_large(limits, "holds too many objects and arrays")
+    try:
+        return json.loads(raw)  # bytes: UTF-8 (or -16/-32) detected as RFC 8259 allows
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"request body is not UTF-8: {exc}") from None
+    except RecursionError:
+        raise BadRequest("request body is not JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError; an integer too long to convert
         raise BadRequest(f"request body is not JSON: {exc}") from None
-    return parse_extender_args(body)
+
+
+async def _read_args(request: web.Request) -> ExtenderArgs:
+    limits = request.app[LIMITS_KEY]
+    return parse_extender_args(decode_body(await _read_body(request, limits), limits))
 
 
 def _timed_json(body: str, started: float) -> web.Response:
@@ -257,7 +375,11 @@ async def _filter(request: web.Request) -> web.Response:
     started = time.perf_counter()
     args = await _read_args(request)
     answer = request.app[EXTENDER_KEY].filter(args)
-    return _timed_json(json.dumps(answer, separators=(",", ":")), started)
+    try:
+        text = json.dumps(answer, separators=(",", ":"))
+    except RecursionError:  # the echoed NodeList nests as deep as the request did
+        raise BadRequest("ExtenderArgs.Nodes: nested too deeply") from None
+    return _timed_json(text, started)
 
 
 async def _prioritize(request: web.Request) -> web.Response:
@@ -278,17 +400,19 @@ async def _readyz(request: web.Request) -> web.Response:
     return web.Response(text=f"ok: {len(cache)} nodes, {cache.pod_count} bound pods")
 
 
-def make_app(extender: Extender) -> web.Application:
-    app = make_probe_app(extender)
+def make_app(extender: Extender, limits: Limits = Limits()) -> web.Application:
+    """The extender's routes; serve it with ``limits.server_options()``."""
+    app = make_probe_app(extender, limits)
     app.router.add_post("/filter", _filter)
     app.router.add_post("/prioritize", _prioritize)
     return app
 
 
-def make_probe_app(extender: Extender) -> web.Application:
+def make_probe_app(extender: Extender, limits: Limits = Limits()) -> web.Application:
     """Only ``GET /healthz`` and ``/readyz``: what may be served without authentication."""
-    app = web.Application(middlewares=[_errors], client_max_size=MAX_BODY)
+    app = web.Application(middlewares=[_errors], client_max_size=limits.max_body)
     app[EXTENDER_KEY] = extender
+    app[LIMITS_KEY] = limits
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     return app
@@ -304,7 +428,7 @@ def serving_alongside(app: web.Application, host: str, port: int) -> CleanupCont
     No access log: the kubelet probes every few seconds.
     """
     async def serve(_: web.Application) -> AsyncIterator[None]:
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, **app[LIMITS_KEY].server_options())
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()

@@ -30,7 +30,7 @@ from pydantic.alias_generators import to_camel
 from placement.model import Node
 from placement.topology import Topology, from_object
 from quota import api, convert
-from quota.api import Problem
+from quota.api import Problem, yaml_input
 from quota.config import (
     AdmissionCheckConfig,
     ClusterQueueConfig,
@@ -213,14 +213,14 @@ class Scenario(BaseModel):
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     try:
-        text = path.read_text()
+        doc = yaml_input.safe_load(yaml_input.read_file(path))
     except OSError as exc:
         raise ScenarioError([Problem(str(path), "Scenario", path.name, "", str(exc))]) from exc
-    try:
-        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError([Problem(str(path), "Scenario", path.name, "", f"not YAML: {exc}")]
                             ) from exc
+    except yaml_input.InputLimitError as exc:
+        raise ScenarioError([Problem(str(path), "Scenario", path.name, "", str(exc))]) from None
     return parse_scenario(doc, source=str(path))
 
 

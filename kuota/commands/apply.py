@@ -17,7 +17,7 @@ def register(subparsers: Any) -> None:
                     "Namespace documents set namespace labels. Nothing is stored if any object "
                     "is invalid. Exit status: 0 stored, 1 store error, 2 invalid input.")
     parser.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                        help="YAML file (repeatable)")
+                        help="YAML file, at most 3 MiB (repeatable)")
     cli.add_store_args(parser)
     parser.set_defaults(func=run)
 

@@ -19,6 +19,10 @@ scheduler's formulas over ``--weights``) and, unless ``--topology-weight 0``,
 the topology score over ``--topology-levels``. Pods and (with
 ``--node-cache``) nodes are watched through the in-cluster service account,
 or ``--kubeconfig``. Exit status 2 for invalid options.
+
+Requests are bounded (``--max-body``, ``--header-timeout``, ``--read-timeout``;
+:class:`kuota.extender.Limits`): the extender runs next to kube-scheduler, and
+a caller must not be able to take its memory or hold its connections.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from placement.scoring import (
     WeightedScorer,
 )
 from placement.topology import Topology, TopologyScorer
-from quota.resources import MILLI, QuantityError, parse_vector
+from quota.resources import MILLI, QuantityError, parse_amount, parse_vector
 
 DEFAULT_WEIGHTS = "nvidia.com/gpu=3,cpu=1,memory=1"
 
@@ -95,7 +99,35 @@ def register(subparsers: Any) -> None:
                              f"default {', '.join(ext.DEFAULT_GANG_LABELS)})")
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="kubeconfig to use outside the cluster")
+    parser.add_argument("--max-body", default="4Mi", metavar="SIZE",
+                        help="largest request body, a quantity such as 4Mi; larger ones get "
+                             "413 before they are read (default %(default)s: a Pod and the "
+                             "names of 5,000 nodes; full Node objects need --node-cache or more)")
+    parser.add_argument("--header-timeout", type=float, default=ext.DEFAULT_HEADER_TIMEOUT,
+                        metavar="SECONDS",
+                        help="close a connection whose request line and headers have not "
+                             "arrived by then, or that stays idle that long (default "
+                             "%(default)g)")
+    parser.add_argument("--read-timeout", type=float, default=ext.DEFAULT_READ_TIMEOUT,
+                        metavar="SECONDS",
+                        help="answer 408 to a request whose body has not arrived by then "
+                             "(default %(default)g)")
     parser.set_defaults(func=run)
+
+
+def build_limits(args: argparse.Namespace) -> ext.Limits:
+    """The request limits the options name; ValueError naming the flag."""
+    try:
+        max_body = parse_amount(args.max_body) // MILLI
+    except QuantityError as exc:
+        raise ValueError(f"--max-body: {exc}") from None
+    if max_body < 1024:
+        raise ValueError(f"--max-body: {args.max_body} is less than 1Ki")
+    for flag, seconds in (("--header-timeout", args.header_timeout),
+                          ("--read-timeout", args.read_timeout)):
+        if not seconds > 0:
+            raise ValueError(f"{flag}: {seconds:g} is not a positive number of seconds")
+    return ext.Limits(max_body, args.header_timeout, args.read_timeout)
 
 
 def _pairs(text: str, option: str) -> list[tuple[str, str]]:
@@ -221,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         host, port = address(args.listen, "--listen")
         probes = address(args.probe_listen, "--probe-listen") if args.probe_listen else None
         settings = build_settings(args)
+        limits = build_limits(args)
         certificate = serving_certificate(args)
         api = _core_api(args.kubeconfig)
     except (ValueError, ModelError, OSError) as exc:
@@ -232,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     warn_if_open(host, certificate, args.client_ca)
     cache = ClusterCache()
     extender = ext.Extender(settings, cache)
-    app = ext.make_app(extender)
+    app = ext.make_app(extender, limits)
 
     async def start_watches(_: Any) -> None:
         feeder = ext.CacheFeeder(cache, settings.gang_labels)
@@ -241,9 +274,11 @@ def run(args: argparse.Namespace) -> int:
 
     app.on_startup.append(start_watches)
     if probes is not None:
-        app.cleanup_ctx.append(ext.serving_alongside(ext.make_probe_app(extender), *probes))
+        app.cleanup_ctx.append(ext.serving_alongside(ext.make_probe_app(extender, limits),
+                                                     *probes))
     if certificate is not None:
         app.cleanup_ctx.append(ext.running(lambda: ext.follow_certificate(certificate)))
     web.run_app(app, host=host, port=port,
-                ssl_context=certificate.context if certificate else None, print=None)
+                ssl_context=certificate.context if certificate else None, print=None,
+                **limits.server_options())
     return 0

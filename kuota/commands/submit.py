@@ -35,7 +35,8 @@ def register(subparsers: Any) -> None:
                         help="retries of the whole gang after a pod fails (default 0)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="environment variable for the pods (repeatable)")
-    parser.add_argument("-f", "--filename", metavar="FILE", help="a Workload manifest")
+    parser.add_argument("-f", "--filename", metavar="FILE",
+                        help="a Workload manifest (a YAML file of at most 3 MiB)")
     parser.add_argument("--wait", action="store_true",
                         help="wait until it finishes; exit with its status: 0 if it "
                              "succeeded, else its first failed pod's exit code (1 if none)")

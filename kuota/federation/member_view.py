@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import pathlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
-
-import yaml
 
 from kuota.operator import names, status
 from kuota.operator.client import Client
@@ -23,6 +20,7 @@ from multicluster import convert
 from multicluster.model import Health
 from placement.model import Node
 from quota import api
+from quota.api import yaml_input
 from quota.api.membercluster import ACTIVE
 from quota.config import FlavorConfig
 
@@ -68,7 +66,7 @@ async def kubeconfig_spec(obj: api.MemberCluster, client: Client | None,
     where = obj.spec.kube_config
     assert where is not None
     if where.location_type == "Path":
-        text = await asyncio.to_thread(pathlib.Path(where.location).read_text)
+        text = await asyncio.to_thread(yaml_input.read_file, where.location)
     else:
         if client is None:
             raise ValueError("no API client yet")
@@ -77,7 +75,7 @@ async def kubeconfig_spec(obj: api.MemberCluster, client: Client | None,
         if not data:
             raise ValueError(f"Secret {namespace}/{where.location} has no data.kubeconfig")
         text = base64.b64decode(data).decode()
-    config = yaml.safe_load(text)
+    config = yaml_input.safe_load(text)  # an InputLimitError is a ValueError
     if not isinstance(config, dict) or not config.get("clusters"):
         raise ValueError(f"{where.location} is not a kubeconfig (no clusters)")
     return {"kind": "Kubernetes", "kubeconfig": config}

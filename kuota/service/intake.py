@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kuota.service import submission
+from kuota.service import runnable, submission
 from queueing.store import Store, StoreError
 from queueing.store.requests import BATCH, REQUESTS_KEPT, Request
 
@@ -104,8 +104,12 @@ class Intake:
         return key
 
     def _submit(self, request: Request, key: str) -> None:
+        raw = request.fields.get("manifest", "")
+        if len(raw) > 2 * runnable.MAX_MANIFEST_BYTES:  # not decoded: JSON multiplies memory
+            raise ValueError(f"manifest: {len(raw):,} characters; a Workload manifest may hold "
+                             f"at most {runnable.MAX_MANIFEST_BYTES:,} bytes of JSON")
         try:
-            manifest = json.loads(request.fields.get("manifest", ""))
+            manifest = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ValueError(f"manifest: not JSON ({exc})") from None
         if not isinstance(manifest, dict):

@@ -3,7 +3,8 @@
 This is the one place in :mod:`quota.api` that touches files; the edges
 (``kuota validate``, the simulator, tests) call it, the core never does. Every
 document of every file is checked and all problems are reported together,
-each naming the file and the object.
+each naming the file and the object. Files and YAML are read within the
+bounds of :mod:`quota.api.yaml_input` (size, nodes with aliases expanded).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from quota.api import yaml_input
 from quota.api.meta import ApiObject
 from quota.api.problems import ObjectError, Problem
 from quota.api.registry import parse_object
@@ -35,20 +37,21 @@ def read_documents(path_or_text: str | Path) -> tuple[str, list[Any]]:
     ):
         source = str(path_or_text)
         try:
-            text = Path(path_or_text).read_text(encoding="utf-8")
+            text = yaml_input.read_file(path_or_text)
         except OSError as exc:
             raise ObjectError(
                 [Problem(source, "", "", "", f"cannot read: {exc.strerror}")]
             ) from None
+        except yaml_input.InputLimitError as exc:
+            raise ObjectError([Problem(source, "", "", "", str(exc))]) from None
     else:
         source, text = "<text>", path_or_text
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yaml_input.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         raise ObjectError([Problem(source, "", "", "", _yaml_error(exc))]) from None
-    except RecursionError:
-        raise ObjectError([Problem(source, "", "", "", "not valid YAML: nested too deeply")]
-                          ) from None
+    except yaml_input.InputLimitError as exc:
+        raise ObjectError([Problem(source, "", "", "", str(exc))]) from None
     return source, list(_expand_lists(docs))
 
 

@@ -262,6 +262,35 @@ def test_an_internal_failure_is_a_500_not_a_crash() -> None:
     assert health == 200
 
 
+def test_limits_come_from_the_options() -> None:
+    assert command.build_limits(options()) == ext.Limits(4 * 1024 * 1024, 10.0, 10.0)
+    limits = command.build_limits(options("--max-body", "64Mi", "--header-timeout", "2.5",
+                                          "--read-timeout", "30"))
+    assert limits == ext.Limits(64 * 1024 * 1024, 2.5, 30.0)
+    assert limits.server_options() == {"keepalive_timeout": 2.5, "lingering_time": 30.0,
+                                       "auto_decompress": False}
+
+
+def test_a_body_over_the_bound_is_413_and_one_under_it_is_served() -> None:
+    extender = make_extender(filled_cache(NODES))
+    limits = ext.Limits(max_body=2048)
+    padded = {"Pod": pod_object(), "NodeNames": ["a"], "pad": "x" * 1000}
+
+    async def scenario() -> list[tuple[int, str]]:
+        async with TestClient(TestServer(ext.make_app(extender, limits), host="127.0.0.1",
+                                         **limits.server_options())) as client:
+            out = []
+            for body in (padded, {**padded, "pad": "x" * 2100}):
+                async with client.post("/filter", data=json.dumps(body)) as resp:
+                    out.append((resp.status, (await resp.json())["Error"]))
+            return out
+
+    assert asyncio.run(scenario()) == [
+        (200, ""),
+        (413, f"request body of {len(json.dumps(padded)) + 1100} bytes is too large: at "
+              "most 2048 bytes and 128 JSON objects and arrays (--max-body)")]
+
+
 def test_wrong_method_is_refused() -> None:
     extender = make_extender(filled_cache(NODES))
     (status, _), = call_app(extender, [("GET", "/filter", "")])
@@ -352,6 +381,10 @@ def test_options_build_the_scorer() -> None:
     (["--client-ca", "ca.pem"], "--client-ca needs --tls-cert and --tls-key"),
     (["--probe-listen", "8081"], "--probe-listen: '8081' is not HOST:PORT"),
     (["--listen", "0.0.0.0:99999"], "--listen: '0.0.0.0:99999' is not HOST:PORT"),
+    (["--max-body", "lots"], "--max-body: 'lots' is not a quantity"),
+    (["--max-body", "100"], "--max-body: 100 is less than 1Ki"),
+    (["--read-timeout", "0"], "--read-timeout: 0 is not a positive number of seconds"),
+    (["--header-timeout", "nan"], "--header-timeout: nan is not a positive number of seconds"),
 ])
 def test_bad_options_exit_2(argv: list[str], want_error: str,
                             capsys: pytest.CaptureFixture[str]) -> None:
