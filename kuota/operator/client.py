@@ -304,6 +304,18 @@ class Client:
         except ValueError:
             return {}
 
+    async def username(self) -> str:
+        """Who the API server takes this client for (a SelfSubjectReview, GA since 1.28;
+        every authenticated user may make one): kuota's webhook lets this identity, and
+        only it, make the changes it keeps from users (:mod:`kuota.operator.guard`)."""
+        review = await self.request(
+            "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        name = ((review.get("status") or {}).get("userInfo") or {}).get("username")
+        if not isinstance(name, str) or not name:
+            raise ApiError(0, "Unknown", f"a SelfSubjectReview named no user: {review}")
+        return name
+
     async def request(self, method: str, path: str, body: Any = None, *,
                       content_type: str = "application/json",
                       params: Mapping[str, str] | None = None) -> Body:

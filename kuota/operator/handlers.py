@@ -13,13 +13,14 @@ one), so tests can run several operators in one process.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import kopf
 
 from kuota.federation import managed_by
-from kuota.operator import kinds, names, probes, webhooks
+from kuota.operator import guard, kinds, names, probes, webhooks
 from kuota.operator import visibility as visibility_server
 from kuota.operator.certs import ReloadingWebhookServer, ServingCertificate
 from kuota.operator.kinds import pods
@@ -67,6 +68,19 @@ def _merge(patch: dict[str, Any], merge: dict[str, Any]) -> None:
             _merge(patch.setdefault(key, {}), value)
         else:
             patch[key] = value
+
+
+def _guard(operator: Operator, review: dict[str, Any],
+           refusal: Callable[[dict[str, Any], dict[str, Any]], str | None]) -> None:
+    """Refuse an update kuota keeps from users (:mod:`kuota.operator.guard`), unless kuota
+    itself makes it. 403: the user may not, whatever the object holds."""
+    user = (review.get("userinfo") or {}).get("username")
+    old, new = review.get("old"), review.get("new")
+    if operator.username is None or user == operator.username or old is None or new is None:
+        return
+    problem = refusal(dict(old), dict(new))
+    if problem is not None:
+        raise kopf.AdmissionError(problem, code=403)
 
 
 def webhook_server(options: WebhookOptions) -> kopf.WebhookServer:
@@ -145,9 +159,13 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
             res = queued.res
 
             async def suspend(body: kopf.Body, patch: kopf.Patch, namespace: str | None,
-                              **_: Any) -> None:
+                              **kwargs: Any) -> None:
                 if not controller.manages(namespace):
                     return  # (another namespace: no Workload would ever let it run)
+                if kwargs.get("operation") == "UPDATE":
+                    _guard(operator, kwargs, lambda old, new: guard.update_refusal(
+                        kinds.KINDS[str(new.get("kind") or "Job")], old, new))
+                    return
                 try:
                     suspend = webhooks.needs_suspend(
                         dict(body), default_queue=operator.options.default_queue,
@@ -165,13 +183,16 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                     patch.spec["managedBy"] = manager
 
             kopf.on.mutate(res.group, res.version, res.plural, id=f"suspend-{res.plural}",
-                           operations=["CREATE"], registry=registry)(suspend)
+                           operations=["CREATE", "UPDATE"], registry=registry)(suspend)
 
-        @kopf.on.mutate("", "v1", "pods", id="gate-pods", operations=["CREATE"],
+        @kopf.on.mutate("", "v1", "pods", id="gate-pods", operations=["CREATE", "UPDATE"],
                         registry=registry)
         async def gate_pods(body: kopf.Body, patch: kopf.Patch, namespace: str | None,
-                            **_: Any) -> None:
+                            **kwargs: Any) -> None:
             if not controller.manages(namespace):
+                return
+            if kwargs.get("operation") == "UPDATE":
+                _guard(operator, kwargs, guard.pod_update_refusal)
                 return
             pod = dict(body)
             # A LeaderWorkerSet's pod joins its group; a queued single Pod (a Deployment's

@@ -56,6 +56,9 @@ class Operator:
     def __init__(self, options: Options, *, clock: Callable[[], float] = time.time) -> None:
         self.options = options
         self.identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
+        #: The API server's name for kuota's own requests (the webhook lets it alone make
+        #: the changes kuota.operator.guard keeps from users); None until known.
+        self.username: str | None = None
         self.controller = Controller(options, clock=clock)
         self.federation = Federation(self.controller)
         self.controller.federation = self.federation
@@ -75,6 +78,13 @@ class Operator:
         self.client = Client(info, connections=self.options.write_concurrency + 8,
                              retry=self.options.api_retry, login=login,
                              on_retry=lambda reason: self.metrics.api_retries.labels(reason).inc())
+        try:
+            self.username = await self.client.username()
+        except ApiError as exc:
+            # Without it the webhook cannot tell kuota's own writes from users': it keeps
+            # nothing from users then (and says so) rather than refuse kuota's.
+            log.warning("who am I? %s: the webhook does not guard queued objects' updates",
+                        exc)
         self._wake = asyncio.Event()
         wake = self._wake
         self.controller.on_change = wake.set

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kuota.operator import kinds, names, pinning, webhooks
+from kuota.operator import guard, kinds, names, pinning, webhooks
 from kuota.operator.kinds import contract, podgroups
 from kuota.operator.objects import Objects, being_deleted, key_of
 from quota.lifecycle import State
@@ -137,6 +137,9 @@ class Owners:
                     and not self.owner_gone(body) \
                     and kinds.KINDS[kinds.split_owner(owner)[0]].finished(obj) is None:
                 actions.create_workload(owner)
+                # A running one stops until its new Workload is admitted: deleting the
+                # Workload is no way to run outside quota.
+                actions.sync_owner(owner)
 
     def object_of(self, owner: str) -> Body | None:
         """The object an owner key names, as last seen (with the child it runs through, if
@@ -266,6 +269,14 @@ class Owners:
         record = engine.records.get(workload)
         if record is None:
             return
+        if mine is not None and record.state in (State.PENDING, State.INACTIVE) \
+                and kind.suspended(body) and self._outdated(kind, body, mine):
+            # It asks for something else now (edited while it waited): its Workload is made
+            # anew, as Kueue does, so what is admitted is what will run.
+            log.info("Workload %s: its %s now asks for other pod sets; made anew", workload,
+                     kind_name)
+            actions.delete_workload(workload)
+            return
         ended = kind.finished(body)
         if ended is not None and record.state is not State.FINISHED:
             self.finish_reasons[workload] = ended[0]
@@ -277,6 +288,15 @@ class Owners:
             actions.pods_ready(workload)
         self.check_stopped(workload)
         actions.sync_owner(owner)
+
+    @staticmethod
+    def _outdated(kind: contract.WorkloadKind, body: Body, workload: Body) -> bool:
+        """Whether an object's pod sets differ from its Workload's in what quota counts."""
+        try:
+            wanted = guard.shape(kind.pod_sets(body))
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return False  # unreadable now: its Workload stays as it was made
+        return wanted != guard.shape((workload.get("spec") or {}).get("podSets") or [])
 
     # -- pod groups --------------------------------------------------------------------------
     def pod(self, body: Body, deleted: bool) -> None:
