@@ -16,7 +16,9 @@ override of its own (the fake kubelet's run-for annotation):
   given back;
 * preempted by a higher-priority Job, it is suspended (the Trainer suspends
   its JobSet, whose pods go), the overrides are put back as the user wrote
-  them, and it is admitted and run again once the preemptor is done.
+  them, and it is admitted and run again once the preemptor is done;
+* one that does not fit runs nothing (its JobSet stays suspended), and deleting
+  it deletes its Workload.
 """
 
 from __future__ import annotations
@@ -155,3 +157,22 @@ def test_a_preempted_trainjob_is_stopped_restored_and_admitted_again(
     kube.wait_for(lambda: running_pods(kube, namespace, f"{JOBSET_NAME_LABEL}=low", 2),
                   what="the TrainJob admitted and running again", timeout=120)
     assert node_selector(kube, "low", namespace) == {"pool": pool}
+
+
+def test_a_trainjob_that_does_not_fit_runs_nothing_and_deleting_it_deletes_its_workload(
+        control_plane: ControlPlane, jobset_controller: PeerController,
+        trainer_controller: PeerController, kube: Kube, namespace: str,
+        operator: OperatorProcess) -> None:
+    b.pool_queue(control_plane, kube, namespace, {"cpu": 2})
+    kube.create(torch_runtime(namespace))
+    kube.create(trainjob("big", namespace, nodes=2, cpu="2"))  # 4 cpu asked, 2 in quota
+    workload = kube.wait_for(lambda: b.owned_workload(kube, namespace, "TrainJob", "big"),
+                             what="the TrainJob's Workload")
+    assert not b.is_true(workload, "QuotaReserved")
+    jobset = kube.wait_for(lambda: kube.find(JOBSET_API, "JobSet", "big", namespace),
+                           what="the Trainer's JobSet")
+    assert jobset["spec"]["suspend"] is True
+    assert kube.list("v1", "Pod", namespace) == []
+    kube.delete(TRAINER_API, "TrainJob", "big", namespace)
+    kube.wait_for(lambda: b.owned_workload(kube, namespace, "TrainJob", "big") is None,
+                  what="its Workload deleted")
