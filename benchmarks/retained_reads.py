@@ -12,7 +12,7 @@ workload's hash stays compact only while every value is shorter).
 
 Before finished workloads were left in Redis (kuota status, get, the dashboard) and the
 tables printed without rich's layout, at 300,000: ``status`` 5.9 s, ``get workloads``
-5.7 s, ``get workloads -A`` 150 s, ``history`` 156 s; the dashboard's first read
+5.7 s, ``get workloads -a`` 150 s, ``history`` 156 s; the dashboard's first read
 7.8 s, each later read 2.1 s (and a reader of 596 MiB).
 
 Usage: python benchmarks/retained_reads.py [--finished 300000] [--listpack-value N]
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 from kuota.dashboard.redis_reader import RedisReader  # noqa: E402
 
 COMMANDS = (("status",), ("get", "workloads"), ("get", "workloads", "wl-7"),
-            ("get", "workloads", "-A"), ("history",), ("history", "--since", "1h"))
+            ("get", "workloads", "-a"), ("history",), ("history", "--since", "1h"))
 
 
 def main() -> None:

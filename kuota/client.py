@@ -211,11 +211,32 @@ class Client:
 
     # -- queue objects -----------------------------------------------------------
     def apply(self, source: str | Path | Iterable[Mapping[str, Any] | api.ApiObject]) -> list[str]:
-        """Store queue objects from a YAML file/text or manifests; returns ``Kind/name`` each.
+        """Store queue objects from a YAML file/text or manifests; returns ``Kind/name`` each
+        (:meth:`apply_changes` also says what changed).
 
         Namespace documents set namespace labels (for namespaceSelectors). Every
         object is checked first; nothing is stored if any is invalid.
         """
+        return [name for name, _ in self.apply_changes(source)]
+
+    def apply_changes(self, source: str | Path | Iterable[Mapping[str, Any] | api.ApiObject]
+                      ) -> list[tuple[str, str]]:
+        """:meth:`apply`, returning ``(Kind/name, verdict)`` each, as ``kubectl apply`` says
+        it: ``created`` (new), ``configured`` (changed) or ``unchanged`` (the same as stored,
+        and not written again: the scheduler has nothing to take up)."""
+        manifests, namespaces = self._checked_objects(source)
+        verdicts = _apply_verdicts(self.store.objects, manifests, namespaces)
+        changed = {name for name, verdict in verdicts if verdict != "unchanged"}
+        new = [m for m, (name, _) in zip(manifests, verdicts, strict=False) if name in changed]
+        labels = {ns: v for ns, v in namespaces.items() if f"Namespace/{ns}" in changed}
+        if new or labels:
+            self.store.objects.apply(new, labels)
+        return verdicts
+
+    def _checked_objects(self, source: str | Path | Iterable[Mapping[str, Any] | api.ApiObject]
+                         ) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+        """The checked manifests and namespace labels of ``source``; ObjectError naming
+        every problem."""
         from quota import api  # here, not at the top: `kuota get` never needs the models
 
         if isinstance(source, str | Path):
@@ -249,7 +270,7 @@ class Client:
             manifests.append(obj.to_dict())
         if problems:
             raise api.ObjectError(problems)
-        return self.store.objects.apply(manifests, namespaces)
+        return manifests, namespaces
 
     def delete(self, kind: str, name: str) -> None:
         self.store.objects.delete(kind, name)
@@ -453,3 +474,30 @@ def _one_workload(source: Mapping[str, Any] | str | Path) -> dict[str, Any]:
         raise api.ObjectError([api.Problem(where, "Workload", "", "",
                                            "expected exactly one Workload document")])
     return dict(workloads[0])
+
+
+def _apply_verdicts(objects: Any, manifests: Sequence[Mapping[str, Any]],
+                    namespaces: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
+    """``(Kind/name, created|configured|unchanged)`` for each manifest, then each
+    namespace, against what ``objects`` (the store's ObjectStore) holds; an object given
+    twice is judged against its first copy, as two applies in a row would be."""
+    from queueing.store.objects import object_name
+
+    stored: dict[str, dict[str, Any]] = {}
+    out = []
+    for manifest in manifests:
+        kind = str(manifest.get("kind"))
+        held = stored.setdefault(kind, objects.manifests(kind))
+        name = object_name(kind, manifest)
+        out.append((f"{kind}/{name}", _verdict(held.get(name), manifest)))
+        held[name] = json.loads(json.dumps(manifest))
+    held_labels = objects.namespaces() if namespaces else {}
+    for ns, labels in namespaces.items():
+        out.append((f"Namespace/{ns}", _verdict(held_labels.get(ns), labels)))
+    return out
+
+
+def _verdict(held: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> str:
+    if held is None:
+        return "created"
+    return "unchanged" if json.loads(json.dumps(wanted)) == held else "configured"

@@ -26,6 +26,8 @@ import os
 import re
 from typing import Any
 
+from kuota.conventions import plain
+
 #: Read commands a submitter needs; never KEYS or SCAN (they would list every name).
 READS = ("hget", "hgetall", "hmget", "hexists", "exists", "get", "mget", "type", "ttl",
          "lrange", "llen", "zrange", "zrangebyscore", "zcard", "zscore", "xrange",
@@ -41,7 +43,7 @@ def register(subparsers: Any) -> None:
     kinds = parser.add_subparsers(dest="role", required=True, metavar="ROLE")
     submitter = kinds.add_parser(
         "submitter", help="may submit, cancel and read the workloads of one namespace",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=plain(__doc__ or ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     submitter.add_argument("namespace", metavar="NAMESPACE")
     submitter.add_argument("--user", required=True, metavar="NAME", help="the Redis user")
     submitter.add_argument("--password-env", metavar="VAR",

@@ -15,7 +15,9 @@ def register(subparsers: Any) -> None:
         description="Check and store queue objects from YAML files — the same manifests as the "
                     "CRDs (Kueue v1beta1/v1beta2 files are converted) — in the Redis store; "
                     "Namespace documents set namespace labels. Nothing is stored if any object "
-                    "is invalid. Exit status: 0 stored, 1 store error, 2 invalid input.")
+                    "is invalid. One line per object, as kubectl apply: created, "
+                    "configured (changed) or unchanged (not written again). Exit status: 0 "
+                    "stored, 1 store error, 2 invalid input.")
     parser.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
                         help="YAML file, at most 3 MiB (repeatable)")
     cli.add_store_args(parser)
@@ -26,6 +28,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     client = cli.client(args)
     for path in args.filename:
-        for name in client.apply(Path(path)):  # -f names a file, never YAML text
-            print(f"{name} configured")
+        for name, verdict in client.apply_changes(Path(path)):  # a file, never YAML text
+            print(f"{name} {verdict}")
     return 0

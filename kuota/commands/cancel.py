@@ -9,7 +9,8 @@ from typing import Any
 
 from kuota.client import workload_key
 from kuota.commands import output
-from kuota.commands.get import STATES, in_queue, workload_labels, workload_matches
+from kuota.commands.get import in_queue, parse_state, workload_labels, workload_matches
+from kuota.conventions import LIVE_STATES
 from kuota.service import cli
 from queueing.store import StoreError
 
@@ -26,8 +27,8 @@ def register(subparsers: Any) -> None:
     output.add_selector_arg(parser)
     parser.add_argument("--queue", "-q", metavar="QUEUE",
                         help="the workloads of this LocalQueue (NAMESPACE/NAME) or ClusterQueue")
-    parser.add_argument("--state", metavar="STATE", choices=STATES[:5],
-                        help="only workloads in this state: " + ", ".join(STATES[:5]))
+    parser.add_argument("--state", metavar="STATE", type=parse_state,
+                        help="only workloads in this state: " + ", ".join(LIVE_STATES))
     parser.add_argument("--dry-run", action="store_true",
                         help="with a selector: list what would be cancelled, cancel nothing")
     cli.add_store_args(parser)
@@ -41,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
         print("error: give WORKLOAD names or a filter (-l, --queue, --state), not both "
               "and not neither", file=sys.stderr)
         return 2
+    if args.state is not None and args.state not in LIVE_STATES:
+        raise ValueError(f"--state {args.state}: only unfinished workloads can be cancelled "
+                         f"({', '.join(LIVE_STATES)})")
     client = cli.client(args)
     if not by_filter:
         for name in args.workloads:
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                       "taken it yet)")
         return 0
     selector = output.parse_selector(args.selector)
-    args.all, args.name = False, None
+    args.include_finished, args.name = False, None
     queued = in_queue(client, args.queue)
     chosen = [w.key for w in client.workloads(finished=False)
               if w.state != "Finished" and workload_matches(w, args) and queued(w)

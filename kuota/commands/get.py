@@ -9,9 +9,11 @@ counts come from the same engine the scheduler runs (:mod:`kuota.service.views`)
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
+from kuota import conventions
 from kuota.commands import output
 from kuota.commands.output import Columns, Item
 from kuota.service import cli
@@ -24,11 +26,13 @@ KINDS = {
     "nodes": "nodes", "node": "nodes",
 }
 
-#: Workload states ``--state`` accepts: the lifecycle's, what the table shows, the outcomes.
-STATES = ("Pending", "QuotaReserved", "Admitted", "Placing", "Running", "Evicting",
-          "Finished", "Succeeded", "Failed", "Cancelled", "Rejected", "Invalid", "Inactive")
+#: Workload states ``--state`` accepts: the names every surface shows (kuota.conventions).
+STATES = conventions.STATES
 #: ``--state`` values only a finished workload has (its state, or an outcome).
-FINISHED_STATES = ("Finished", "Succeeded", "Failed", "Cancelled", "Rejected")
+FINISHED_STATES = ("Finished", *conventions.OUTCOMES)
+#: Names the table showed before states were shared with the dashboard and Kueue
+#: (issue 41): still accepted by ``--state``, with a warning, as Admitted.
+RENAMED_STATES = {"running": "Admitted", "placing": "Admitted"}
 
 COLUMNS = {
     "workloads": Columns(("name", "queue", "state", "pods", "age", "reason", "message"),
@@ -56,22 +60,44 @@ def register(subparsers: Any) -> None:
     output.add_selector_arg(parser)
     parser.add_argument("--queue", "-q", metavar="QUEUE",
                         help="workloads: of this LocalQueue (NAMESPACE/NAME) or ClusterQueue")
-    parser.add_argument("--namespace", "-n", metavar="NS",
-                        help="workloads: only those submitted in namespace NS (all a "
-                             "submitter limited to NS may list)")
-    parser.add_argument("--state", metavar="STATE", type=_state,
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--namespace", "-n", metavar="NS",
+                       help="workloads: only those submitted in namespace NS (all a "
+                            "submitter limited to NS may list)")
+    where.add_argument("-A", conventions.ALL_NAMESPACES, action="store_true",
+                       help="workloads: in every namespace (the default without -n)")
+    parser.add_argument("--state", metavar="STATE", type=parse_state,
                         help="workloads: in this state, one of " + ", ".join(STATES))
-    parser.add_argument("-A", "--all", action="store_true",
+    parser.add_argument("-a", conventions.INCLUDE_FINISHED, action="store_true",
                         help="workloads: include finished ones (implied by NAME and --state)")
+    parser.add_argument("--all", action=_Deprecated, nargs=0, dest="include_finished",
+                        help="deprecated: use -a/--include-finished (-A is --all-namespaces)")
     output.add_output_args(parser)
     cli.add_store_args(parser)
     parser.set_defaults(func=run)
 
 
-def _state(text: str) -> str:
+class _Deprecated(argparse.Action):
+    """``--all``: what ``-a/--include-finished`` is now, said on stderr when used."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"warning: {option_string} is deprecated: use -a/{conventions.INCLUDE_FINISHED} "
+              f"(-A is {conventions.ALL_NAMESPACES}, as in kubectl)", file=sys.stderr)
+        setattr(namespace, self.dest, True)
+
+
+def parse_state(text: str) -> str:
+    """A ``--state`` value as its shared name (any case); the old table names Running and
+    Placing as Admitted, with a warning."""
     for state in STATES:
         if state.lower() == text.lower():
             return state
+    renamed = RENAMED_STATES.get(text.lower())
+    if renamed is not None:
+        print(f"warning: state {text!r} is now called {renamed!r} (as in Kueue and the "
+              "dashboard; the REASON column says when pods wait for a node)", file=sys.stderr)
+        return renamed
     raise argparse.ArgumentTypeError(f"{text!r} is not a state; use one of {', '.join(STATES)}")
 
 
@@ -113,12 +139,11 @@ def _full_name(kind: str, name: str) -> str:
 # -- workloads ------------------------------------------------------------------------------
 
 def shown_state(w: Any) -> str:
-    """What the table says: Running/Placing for admitted, the outcome for finished, and
+    """What the table says: the lifecycle state in the names the dashboard and Kueue use
+    (Admitted, whether or not its pods are placed yet), the outcome for finished ones, and
     Evicting while the pods of a cancelled, failed or evicted workload stop."""
-    if w.state == "Admitted":
-        return "Running" if w.placement else "Placing"
-    if w.state == "Evicting":
-        return "Evicting"
+    if w.state in ("Admitted", "Evicting"):
+        return str(w.state.value)
     return str(w.outcome.value or w.state.value)
 
 
@@ -135,11 +160,12 @@ def in_queue(client: Any, queue: str | None) -> Callable[[Any], bool]:
 
 
 def workload_matches(w: Any, args: argparse.Namespace) -> bool:
-    """``--state`` (and, without it, finished ones only with ``-A`` or a NAME)."""
+    """``--state`` (and, without it, finished ones only with ``-a`` or a NAME)."""
     state = getattr(args, "state", None)
     if state is not None and state not in (w.state.value, w.outcome.value, shown_state(w)):
         return False
-    return not (state is None and w.state == "Finished" and not (args.all or args.name))
+    return not (state is None and w.state == "Finished"
+                and not (args.include_finished or args.name))
 
 
 def manifest(w: Any) -> dict[str, Any]:
@@ -181,7 +207,7 @@ def workload_object(w: Any, spec: dict[str, Any] | None = None) -> dict[str, Any
 
 def listed(client: Any, args: argparse.Namespace, *, spec: bool) -> list[Any]:
     """The records a listing needs: the named one only; the finished ones only when they
-    may be shown (``-A``, a finished ``--state``): a pool retains a week of them; their
+    may be shown (``-a``, a finished ``--state``): a pool retains a week of them; their
     manifests only with ``spec``."""
     name = getattr(args, "name", None)
     if name is not None:
@@ -189,7 +215,8 @@ def listed(client: Any, args: argparse.Namespace, *, spec: bool) -> list[Any]:
         return [record] if record is not None else []
     state = getattr(args, "state", None)
     return list(client.workloads(getattr(args, "namespace", None), spec=spec,
-                                 finished=bool(args.all) or state in FINISHED_STATES))
+                                 finished=bool(args.include_finished)
+                                 or state in FINISHED_STATES))
 
 
 def workload_items(client: Any, args: argparse.Namespace) -> list[Item]:

@@ -5,7 +5,8 @@ What Slurm's ``sacct`` shows for jobs, for the workloads the store still keeps
 outcome (Succeeded, Failed, Cancelled, Rejected, Invalid), the exit code of
 every pod of its last attempt (``0,0,137``), how many attempts it took, how
 long it waited (queued → admitted) and ran (admitted → finished), and when it
-ended. Newest last, as a log reads.
+ended. Newest last, as a log reads. Exit codes are shown as a shell reports them
+(a pod killed by SIGKILL is 137), the numbers ``kuota submit --wait`` exits with.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kuota.client import LostSubmission
 from kuota.commands import output
 from kuota.commands.get import in_queue, workload_labels, workload_object
 from kuota.commands.output import Columns, Item
+from kuota.conventions import shell_status
 from kuota.service import cli
 
 COLUMNS = Columns(("name", "outcome", "exit_codes", "attempts", "wait", "run", "ended",
@@ -69,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     exit_codes: dict[str, list[int | None]] = {}
     for pod in pods:
         if pod is not None:
-            exit_codes.setdefault(pod.ref.workload, []).append(pod.exit_code)
+            code = None if pod.exit_code is None else shell_status(pod.exit_code)
+            exit_codes.setdefault(pod.ref.workload, []).append(code)
     items = [_item(w, exit_codes.get(w.key, []), objects) for w in finished]
     output.emit(items, COLUMNS, args)
     return 0

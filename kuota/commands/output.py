@@ -1,7 +1,9 @@
 """How the listing commands print: ``-o table|wide|json|yaml``, filters and ``--watch``.
 
 Two audiences, two shapes. People read *tables*: a few columns chosen to fit
-the terminal (the long ones cut short; ``-o wide`` adds the rest). Programs
+the terminal (``-o wide`` adds the rest). As kubectl's, a table is cut only on a
+terminal, and then only its free text (MESSAGE): names, labels and REASON stay
+whole; printed to a pipe or a CI log it cuts nothing (docs/cli-conventions.md). Programs
 read *objects*: ``-o json|yaml`` print each item as the API object it is —
 counts as numbers, resources as Kubernetes quantities, times in RFC 3339 —
 one object for a named item, a ``List`` otherwise, as
@@ -36,17 +38,19 @@ class Item:
 
 @dataclass(frozen=True)
 class Columns:
-    """Column names of the table; ``wide`` adds to ``narrow``; ``shrink`` may be cut short."""
+    """Column names of the table; ``wide`` adds to ``narrow``; ``shrink`` may be cut short
+    on a terminal (never one of :data:`kuota.conventions.NEVER_CUT`)."""
 
     narrow: Sequence[str]
     wide: Sequence[str] = ()
-    shrink: Sequence[str] = ("message", "reason", "labels")
+    shrink: Sequence[str] = ("message",)
 
 
 def add_output_args(parser: argparse.ArgumentParser, *, watch: bool = True,
                     choices: Sequence[str] = OUTPUTS) -> None:
     parser.add_argument("-o", "--output", choices=choices, default="table",
-                        help="table (fits the terminal), wide (every column), json or yaml "
+                        help="table (on a terminal, long messages are cut to fit it; "
+                             "piped, nothing is cut), wide (every column), json or yaml "
                              "(the objects: numbers, quantities, RFC 3339 times)")
     if watch:
         parser.add_argument("-w", "--watch", action="store_true",
@@ -147,34 +151,34 @@ def emit(items: Sequence[Item], columns: Columns, args: argparse.Namespace, *,
 
 
 def print_table(rows: Sequence[Mapping[str, Any]], names: Sequence[str], *,
-                shrink: Sequence[str] = ()) -> None:
-    """A borderless table as wide as the terminal (80 columns, or ``$COLUMNS``, when
-    stdout is not one). Other columns keep their whole values; the ``shrink`` ones share
-    what width is left and are cut with an ellipsis (squeezing every column would fold
-    names over two lines, which cannot be copied).
+                shrink: Sequence[str] = (), terminal: bool | None = None) -> None:
+    """A borderless table. On a terminal (``terminal``, default: is stdout one?) it is
+    made as wide as the terminal: the other columns keep their whole values, the
+    ``shrink`` ones share what width is left and are cut with an ellipsis (squeezing every
+    column would fold names over two lines, which cannot be copied). Names, labels and
+    reasons (:data:`~kuota.conventions.NEVER_CUT`) are never cut, and nothing is when
+    stdout is not a terminal: a CI log or a pipe gets every value whole, as from kubectl.
 
-    rich tells the terminal's width and prints the bold header; the rows are padded
-    here and written as they are: rich's own table layout costs about a millisecond a
-    row, 150 s for the 300,000 finished workloads of a week's retention, and values are
-    never read as rich markup this way."""
+    rich prints the bold header; the rows are padded here and written as they are:
+    rich's own table layout costs about a millisecond a row, 150 s for the 300,000
+    finished workloads of a week's retention, and values are never read as rich markup
+    this way."""
     from rich.console import Console
     from rich.text import Text
+
+    from kuota.conventions import NEVER_CUT
 
     cells = [[_cell(row.get(name)) for name in names] for row in rows]
     widths = [max([len(name), *(len(r[i]) for r in cells)]) for i, name in enumerate(names)]
     needed = sum(widths) + 2 * (len(names) - 1)
     console = Console(highlight=False, soft_wrap=False)
-    if not shrink:  # -o wide: every value whole, even past the terminal's edge
+    cut = [i for i, name in enumerate(names) if name in shrink and name not in NEVER_CUT]
+    if not (sys.stdout.isatty() if terminal is None else terminal):
+        cut = []
+    if not cut:  # every value whole, even past the terminal's edge
         console = Console(highlight=False, soft_wrap=False, width=max(console.width, needed))
-    cut = [i for i, name in enumerate(names) if name in shrink]
-    room = console.width - sum(w for i, w in enumerate(widths) if i not in cut) \
-        - 2 * (len(names) - 1)
-    for n, i in enumerate(cut):  # earlier shrinkable columns take their share, the last the rest
-        limit = max(8, min(widths[i], room // (len(cut) - n)))
-        room -= limit
-        widths[i] = limit
-        for row_cells in cells:
-            row_cells[i] = _shorten(row_cells[i], limit)
+    _fit(cells, widths, cut, console.width - sum(w for i, w in enumerate(widths)
+                                                 if i not in cut) - 2 * (len(names) - 1))
 
     def line(texts: Sequence[str]) -> str:
         return "  ".join(t.ljust(w) for t, w in zip(texts, widths, strict=True)).rstrip()
@@ -186,15 +190,26 @@ def print_table(rows: Sequence[Mapping[str, Any]], names: Sequence[str], *,
     console.file.flush()
 
 
+def _fit(cells: list[list[str]], widths: list[int], cut: Sequence[int], room: int) -> None:
+    """Cut the ``cut`` columns of ``cells`` to share ``room``: earlier ones take their
+    share, the last the rest (each keeps at least 8 characters)."""
+    for n, i in enumerate(cut):
+        limit = max(8, min(widths[i], room // (len(cut) - n)))
+        room -= limit
+        widths[i] = limit
+        for row_cells in cells:
+            row_cells[i] = _shorten(row_cells[i], limit)
+
+
 def _shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())  # a multi-line message stays on its row
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _cell(value: Any) -> str:
     if value is None or value == "":
         return "-"
-    return str(value)
+    text = str(value)
+    return " ".join(text.split()) if "\n" in text or "\r" in text else text  # one row
 
 
 def watch(render: Callable[[], None], args: argparse.Namespace) -> int:

@@ -39,7 +39,9 @@ def register(subparsers: Any) -> None:
                         help="a Workload manifest (a YAML file of at most 3 MiB)")
     parser.add_argument("--wait", action="store_true",
                         help="wait until it finishes; exit with its status: 0 if it "
-                             "succeeded, else its first failed pod's exit code (1 if none)")
+                             "succeeded; if it failed, its first failed pod's exit code "
+                             "(128+N for signal N, as kuota history shows it); else 1 "
+                             "(cancelled, rejected, no pod exit to report)")
     parser.add_argument("--timeout", type=float, default=None, help="with --wait: give up "
                         "after this many seconds (exit 1)")
     parser.add_argument("--follow", action="store_true",
@@ -104,12 +106,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def exit_status(status: WorkloadStatus) -> int:
-    """What ``--wait`` exits with: 0 when the workload succeeded, else the exit code of its
-    first failed pod (128+N for a pod killed by signal N, as a shell reports it), else 1
-    (cancelled, refused, or failed with no pod exit to report)."""
-    if status.succeeded:
-        return 0
-    for pod in sorted(status.pods, key=lambda p: p.index):
-        if pod.exit_code:
-            return min(128 - pod.exit_code if pod.exit_code < 0 else pod.exit_code, 255)
-    return 1
+    """What ``--wait`` exits with (:func:`kuota.conventions.wait_status`): 0 when the
+    workload succeeded, the exit code of its first failed pod when it failed (128+N for a
+    pod killed by signal N), else 1 (cancelled, rejected, no pod exit to report)."""
+    from kuota.conventions import wait_status
+
+    return wait_status(status.outcome, [p.exit_code for p in
+                                         sorted(status.pods, key=lambda p: p.index)])

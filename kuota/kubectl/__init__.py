@@ -1,14 +1,14 @@
 """``kubectl kuota``: kueuectl's everyday verbs for kuota's objects.
 
 Installed as the console script ``kubectl-kuota``, so kubectl finds it on PATH and runs
-it for ``kubectl kuota ...``. It reads the kubeconfig as kubectl does (``--kubeconfig``,
+it for ``kubectl kuota VERB``. It reads the kubeconfig as kubectl does (``--kubeconfig``,
 else ``$KUBECONFIG``, else ``~/.kube/config``; ``--context``) and talks to the API server
 with the same credentials.
 
     kubectl kuota list clusterqueues                 # name, cohort, pending, admitted, stop
     kubectl kuota list localqueues [-n NS | -A]
     kubectl kuota list workloads [-n NS | -A] [--clusterqueue CQ] [--localqueue LQ]
-                                 [--status pending|admitted|finished]
+                                 [--status Pending|QuotaReserved|Admitted|Finished|...]
     kubectl kuota stop clusterqueue NAME [--keep-already-running]   # HoldAndDrain / Hold
     kubectl kuota resume clusterqueue NAME
     kubectl kuota stop localqueue NAME -n NS [--keep-already-running]
@@ -24,10 +24,12 @@ with the same credentials.
           [--reclaim-within-cohort P] [--preemption-within-cluster-queue P] [--dry-run]
     kubectl kuota create localqueue NAME -n NS --clusterqueue CQ [--ignore-unknown-cq]
 
-Stopping follows Kueue's ``stopPolicy``: ``HoldAndDrain`` (default here, as in
-kueuectl) also evicts what runs; ``--keep-already-running`` sets ``Hold``, which only
-stops new admissions. Pending positions come from the operator's aggregated API
-``visibility.kuota.dev`` (docs/operator.md, "Pending positions").
+Stopping follows Kueue's ``stopPolicy``: ``HoldAndDrain`` (the default, as in
+kueuectl and ``kuota queue stop``) also evicts what runs; ``--keep-already-running``
+sets ``Hold``, which only stops new admissions. Pending positions come from the
+operator's aggregated API ``visibility.kuota.dev`` (docs/operator.md, "Pending
+positions"). States, ``-A`` and exit statuses (0 done, 1 failed or not found, 2
+invalid input) are those of ``kuota`` (docs/cli-conventions.md).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from kuota import conventions
+
 GROUP, VERSION = "kuota.dev", "v1alpha1"
 PLURALS = {"clusterqueue": "clusterqueues", "clusterqueues": "clusterqueues",
            "cq": "clusterqueues", "localqueue": "localqueues", "localqueues": "localqueues",
@@ -47,20 +51,22 @@ NAMESPACED = {"localqueues", "workloads"}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kubectl kuota", description=__doc__,
+    parser = argparse.ArgumentParser(prog="kubectl kuota",
+                                     description=conventions.plain(__doc__ or ""),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubeconfig", default=None, help="kubeconfig file (as kubectl)")
     parser.add_argument("--context", default=None, help="kubeconfig context (as kubectl)")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     listing = verbs.add_parser("list", help="list ClusterQueues, LocalQueues or Workloads")
     listing.add_argument("kind", choices=sorted(PLURALS))
-    _namespace_args(listing)
+    _namespace_args(listing, every=True)
     listing.add_argument("--clusterqueue", "-c", default=None,
                          help="workloads: only those reserved in / queued for this ClusterQueue")
     listing.add_argument("--localqueue", "-q", default=None,
                          help="workloads: only those of this LocalQueue")
-    listing.add_argument("--status", choices=("pending", "admitted", "finished"), default=None,
-                         help="workloads: only those in this state")
+    listing.add_argument("--status", type=_status, default=None, metavar="STATE",
+                         help="workloads: only those in this state (any case): "
+                              + ", ".join(conventions.STATES))
     for verb, text in (("stop", "stop admitting to a queue, or deactivate a workload"),
                        ("resume", "undo stop")):
         sub = verbs.add_parser(verb, help=text)
@@ -70,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         if verb == "stop":
             sub.add_argument("--keep-already-running", action="store_true",
                              help="queues: Hold (stop new admissions only) instead of "
-                                  "HoldAndDrain (also evict what runs)")
+                                  "HoldAndDrain (also evict what runs; the default)")
     pending = verbs.add_parser("pending", help="pending workloads of a queue, with positions")
     pending.add_argument("kind", choices=("clusterqueue", "cq", "localqueue", "lq"))
     pending.add_argument("name")
@@ -109,11 +115,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _namespace_args(parser: argparse.ArgumentParser) -> None:
+def _namespace_args(parser: argparse.ArgumentParser, *, every: bool = False) -> None:
+    """``-n``; and ``-A`` (only where a command can act on every namespace: ``list``)."""
     parser.add_argument("--namespace", "-n", default=None,
                         help="namespace (default: the context's, else default)")
-    parser.add_argument("--all-namespaces", "-A", action="store_true",
-                        help="list across all namespaces")
+    if every:
+        parser.add_argument("-A", conventions.ALL_NAMESPACES, action="store_true",
+                            help="list across all namespaces")
+
+
+def _status(text: str) -> str:
+    """A ``--status`` value as its shared state name (any case)."""
+    for state in conventions.STATES:
+        if state.lower() == text.lower():
+            return state
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a state; use one of {', '.join(conventions.STATES)}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,8 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _create(None, PLURALS[args.kind], args.name, args.namespace or "default", args)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 1
+            return conventions.BAD_INPUT
     from kubernetes import client, config  # here: --help must not pay for it
+
+    from kuota.kubectl.create import NoSuchObject
 
     try:
         api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
@@ -133,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_file=args.kubeconfig)
     except (config.ConfigException, OSError) as exc:
         print(f"error: kubeconfig: {exc}", file=sys.stderr)
-        return 1
+        return conventions.FAILED
     namespace = args.namespace or (active or {}).get("context", {}).get("namespace", "default")
     api = client.CustomObjectsApi(api_client)
     plural = PLURALS.get(getattr(args, "kind", "workload"), "workloads")
@@ -151,11 +170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stop_or_resume(api, plural, args.name, namespace, args)
     except ValueError as exc:  # a flag, or an object the models refuse: names the field
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except client.ApiException as exc:
-        print(f"error: {plural} {getattr(args, 'name', '')}: {exc.status} {_message(exc)}",
-              file=sys.stderr)
-        return 1
+        return conventions.BAD_INPUT
+    except (client.ApiException, NoSuchObject) as exc:
+        what = f"{exc.status} {_message(exc)}" if isinstance(exc, client.ApiException) else exc
+        print(f"error: {plural} {getattr(args, 'name', '')}: {what}", file=sys.stderr)
+        return conventions.FAILED
     finally:
         api_client.close()
 
@@ -203,7 +222,7 @@ def rows(plural: str, items: list[dict[str, Any]], *, clusterqueue: str | None =
         state = _state(st)
         if ((clusterqueue and cq != clusterqueue)
                 or (localqueue and spec.get("queueName") != localqueue)
-                or (status and state != status)):
+                or (status and not conventions.state_matches(state, status))):
             continue
         out.append([o["metadata"].get("namespace", ""), o["metadata"]["name"],
                     spec.get("queueName", ""), cq, state,
@@ -212,12 +231,8 @@ def rows(plural: str, items: list[dict[str, Any]], *, clusterqueue: str | None =
 
 
 def _state(status: dict[str, Any]) -> str:
-    true = {c.get("type") for c in status.get("conditions", []) if c.get("status") == "True"}
-    if "Finished" in true:
-        return "finished"
-    if "Admitted" in true:
-        return "admitted"
-    return "pending"
+    """The state ``kuota get`` and the dashboard would show (kuota.conventions)."""
+    return conventions.state_of_conditions(status.get("conditions") or [])
 
 
 def _list(api: Any, plural: str, namespace: str | None, args: argparse.Namespace) -> int:
@@ -294,7 +309,7 @@ def _why(api: Any, api_client: Any, name: str, namespace: str) -> int:
     view, body = _workload(api, name, namespace)
     print(explanation.why(view))
     queue = (body.get("spec") or {}).get("queueName")
-    if queue and _state(body.get("status") or {}) == "pending":
+    if queue and _state(body.get("status") or {}) == "Pending":
         print(_position_line(api_client, name, namespace, queue))
     return 0
 
@@ -346,9 +361,9 @@ def _create(api: Any, plural: str, name: str, namespace: str, args: argparse.Nam
             except ApiException as exc:
                 if exc.status != 404:
                     raise
-                raise create.FlagError(f"--clusterqueue {args.clusterqueue}: no such "
-                                       "ClusterQueue (--ignore-unknown-cq creates the "
-                                       "LocalQueue anyway)") from None
+                raise create.NoSuchObject(f"--clusterqueue {args.clusterqueue}: no such "
+                                          "ClusterQueue (--ignore-unknown-cq creates the "
+                                          "LocalQueue anyway)") from None
         doc = create.local_queue(name, namespace, args.clusterqueue)
     if args.dry_run:
         import yaml
@@ -370,7 +385,7 @@ def patch_for(plural: str, verb: str, keep_running: bool = False) -> dict[str, A
         return {"spec": {"active": verb == "resume"}}
     if verb == "resume":
         return {"spec": {"stopPolicy": "None"}}
-    return {"spec": {"stopPolicy": "Hold" if keep_running else "HoldAndDrain"}}
+    return {"spec": {"stopPolicy": conventions.stop_policy(keep_running)}}
 
 
 def _stop_or_resume(api: Any, plural: str, name: str, namespace: str,

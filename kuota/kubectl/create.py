@@ -23,7 +23,11 @@ Quotas = dict[str, dict[str, str]]  # flavor -> resource -> quantity text
 
 
 class FlagError(ValueError):
-    """A flag's value cannot be read; the message names the flag."""
+    """A flag's value cannot be read; the message names the flag (exit status 2)."""
+
+
+class NoSuchObject(LookupError):
+    """An object a flag names does not exist (exit status 1, as any not found)."""
 
 
 def parse_quotas(flag: str, text: str | None) -> Quotas:

@@ -53,8 +53,8 @@ def test_apply_submit_wait_logs(kuota: Kuota, redis_server_url: str, redis_prefi
     (tmp_path / "q.yaml").write_text(queues(CQ("cq", {"cpu": 2})))
     status, out, _ = kuota("apply", "-f", str(tmp_path / "q.yaml"))
     assert status == 0
-    assert out.splitlines() == ["ResourceFlavor/default configured", "ClusterQueue/cq configured",
-                                "LocalQueue/default/lq-cq configured"]
+    assert out.splitlines() == ["ResourceFlavor/default created", "ClusterQueue/cq created",
+                                "LocalQueue/default/lq-cq created"]
     with local_cluster(redis_server_url, redis_prefix, [node("pool", "n1", "cpu=2")]):
         status, out, err = kuota("submit", "--queue", "default/lq-cq", "--name", "hello",
                                  "--requests", "cpu=1", "--wait", "--timeout", "30",

@@ -73,7 +73,7 @@ def test_a_namespace_submitter_runs_reads_and_cancels_its_own_workloads(
     assert job.wait(timeout=30).succeeded
     assert job.logs() == "hello from team-a\n"
 
-    listed = alice_cli(url, redis_prefix, "get", "workloads", "-n", "team-a", "-A")
+    listed = alice_cli(url, redis_prefix, "get", "workloads", "-n", "team-a", "-a")
     assert listed.returncode == 0, listed.stderr
     assert "team-a/hello" in listed.stdout
 

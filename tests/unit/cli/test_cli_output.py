@@ -64,7 +64,7 @@ def test_a_table_fits_the_terminal_cutting_only_the_long_columns(
     monkeypatch.setenv("COLUMNS", str(width))
     rows = [{"name": "default/training-run-42", "state": "Pending",
              "message": "couldn't assign flavors to pod set main: " + "insufficient quota " * 9}]
-    output.print_table(rows, ("name", "state", "message"), shrink=("message",))
+    output.print_table(rows, ("name", "state", "message"), shrink=("message",), terminal=True)
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= width
     assert "default/training-run-42" in lines[1] and lines[1].rstrip().endswith("…")

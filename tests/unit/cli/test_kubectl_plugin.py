@@ -41,7 +41,7 @@ def test_workload_filters(filters: dict[str, str], want_names: list[str]) -> Non
 
 
 def test_workload_rows_show_queue_state_and_activity() -> None:
-    assert rows("workloads", WORKLOADS)[3] == ["team", "c", "lq2", "cq", "finished", "false"]
+    assert rows("workloads", WORKLOADS)[3] == ["team", "c", "lq2", "cq", "Finished", "false"]
 
 
 def test_cluster_queue_rows_read_status_counts() -> None:
@@ -124,7 +124,7 @@ def test_create_clusterqueue(flags: list[str], want_spec: dict[str, Any] | None,
     code = main(["create", "clusterqueue", "team-a", "--dry-run", *flags])
     out, err = capsys.readouterr()
     if want_error is not None:
-        assert code == 1 and want_error in err
+        assert code == 2 and want_error in err
         return
     assert code == 0, err
     doc = yaml.safe_load(out)
@@ -142,7 +142,7 @@ def test_create_localqueue(flags: list[str], want_error: str | None,
     code = main(["create", "localqueue", "main", "-n", "team-a", "--dry-run", *flags])
     out, err = capsys.readouterr()
     if want_error is not None:
-        assert code == 1 and want_error in err
+        assert code == 2 and want_error in err
         return
     assert yaml.safe_load(out) == {
         "apiVersion": "kuota.dev/v1alpha1", "kind": "LocalQueue",

@@ -90,7 +90,7 @@ def test_the_embedded_store_is_asked_for_by_name_and_announced(
                        "--prefix", "cli-embedded"])
     out, err = capsys.readouterr()
     assert status == 0
-    assert "ClusterQueue/cq configured" in out
+    assert "ClusterQueue/cq created" in out
     assert err.startswith("note: --redis embedded: using an in-process store")
 
 
