@@ -56,6 +56,7 @@ class Operator:
     def __init__(self, options: Options, *, clock: Callable[[], float] = time.time) -> None:
         self.options = options
         self.identity = options.identity or f"{socket.gethostname()}-{os.getpid()}"
+        self._cycling = False
         #: The API server's name for kuota's own requests (the webhook lets it alone make
         #: the changes kuota.operator.guard keeps from users); None until known.
         self.username: str | None = None
@@ -248,7 +249,18 @@ class Operator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout)
             wake.clear()
-            await self.run_cycles(engine)
+            self._cycling = True
+            try:
+                await self.run_cycles(engine)
+            finally:
+                self._cycling = False
+
+    @property
+    def settled(self) -> bool:
+        """Leading with nothing due: no cycle asked for or running, no write in flight.
+        (Tests wait for it before checking that something did *not* happen.)"""
+        return self._wake is not None and not self._wake.is_set() and not self._cycling \
+            and self.writer is not None and self.writer.idle
 
     async def run_cycles(self, engine: Engine) -> None:
         """Cycles until no head is left to try, yielding to the event loop after each.

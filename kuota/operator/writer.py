@@ -222,6 +222,11 @@ class Writer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    @property
+    def idle(self) -> bool:
+        """No write in flight (retries waiting on their timers are not in flight)."""
+        return not self._chains and not self._tasks
+
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait for the writes in flight (used on shutdown and by tests); not for the work
         waiting to be queued again."""

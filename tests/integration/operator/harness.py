@@ -23,6 +23,7 @@ import kopf
 import yaml
 from kopf.testing import KopfRunner
 
+from kuota.operator import names
 from kuota.operator.handlers import WebhookOptions, build_registry
 from kuota.operator.loop import Operator
 from kuota.operator.settings import Options
@@ -65,6 +66,13 @@ def namespace(api: Emulator, name: str, **labels: str) -> None:
                     "metadata": {"name": name, "labels": labels}})
 
 
+def _watched_pod(meta: Body) -> bool:
+    """Whether the operator watches this pod (names.INFORMED: by its labels)."""
+    labels = meta.get("labels") or {}
+    return any(label in labels for res, label in names.INFORMED
+               if res.kind == "Pod" and label is not None)
+
+
 class Running:
     """The operator running against ``api`` until the context exits."""
 
@@ -101,6 +109,38 @@ class Running:
 
     def __exit__(self, *exc: Any) -> None:
         self.runner.__exit__(*exc)
+
+    #: What the operator must have seen as the API server holds it before it is quiet.
+    SEEN = (("batch/v1", "Job"), (API, "Workload"), ("v1", "Pod"))
+
+    def quiet(self, timeout: float = 15, polls: int = 3) -> None:
+        """Wait until the operator has done what it was going to do: it has seen every Job,
+        Workload and Pod as the API server holds them, no cycle is due or running, no write
+        is in flight — ``polls`` times in a row, 20 ms apart. Then a check that something
+        did *not* happen means it (a fixed sleep would pass on a slow machine before the
+        operator even looked)."""
+        in_a_row = 0
+        deadline = time.monotonic() + timeout
+        while in_a_row < polls:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the operator was not quiet within {timeout} s:\n"
+                                     f"{self.output[-3000:]}")
+            in_a_row = in_a_row + 1 if self.operator.settled and self._seen_all() else 0
+            time.sleep(0.02)
+
+    def _seen_all(self) -> bool:
+        objects = self.operator.controller.objects
+        for api_version, kind in self.SEEN:
+            for obj in self.api.list(api_version, kind):
+                meta = obj["metadata"]
+                if kind == "Pod" and not _watched_pod(meta):
+                    continue
+                key = f"{meta.get('namespace')}/{meta['name']}"
+                seen = objects.get(kind, key)
+                if seen is None or seen["metadata"].get("resourceVersion") != \
+                        meta.get("resourceVersion"):
+                    return False
+        return True
 
     def _webhook_listens(self) -> bool:
         try:

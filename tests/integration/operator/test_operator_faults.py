@@ -145,7 +145,7 @@ class TestThrottledServer:
                 return {n for n in names if h.running(cluster, n)}
 
             h.wait(cluster, lambda: len(started()) == 6, "the quota to fill", timeout=60)
-            h.settle(0.5)
+            running.quiet()
             first = started()
             assert len(first) == 6  # never past the quota
             for name in first:
@@ -186,7 +186,11 @@ class TestThrottledServer:
         real API server."""
         setup_queue(cluster, 3)
         names = [f"j{n}" for n in range(5)]
-        with FaultProxy(cluster.url) as proxy, h.Running(cluster, certs, server=proxy.url):
+        with FaultProxy(cluster.url) as proxy, \
+                h.Running(cluster, certs, server=proxy.url) as running:
+            # The first two requests throttled for certain, then a random share of them (a
+            # random share alone might, in a short run, fail nothing).
+            proxy.faults.fail(status=429, times=2, retry_after=1, verbs=ALL_VERBS)
             proxy.faults.fail(status=429, times=None, rate=0.15, retry_after=1,
                               verbs=ALL_VERBS)
             proxy.faults.fail(status=503, times=None, rate=0.1, verbs=WRITE_VERBS, after=True)
@@ -197,7 +201,7 @@ class TestThrottledServer:
                 return sum(h.running(cluster, name) for name in names)
 
             h.wait(cluster, lambda: started() == 3, "the quota to fill", timeout=40)
-            h.settle(0.5)
+            running.quiet()
             assert started() == 3
             assert proxy.failed > 0 and proxy.forwarded > 0
 
@@ -227,7 +231,9 @@ class TestLease:
     def test_a_hung_api_server_costs_the_lease_in_time(self, cluster: Emulator) -> None:
         won, took, deadline = self.attempt(cluster, before=cluster.pause)
         assert not won and deadline == pytest.approx(0.8)
-        assert took < deadline + 0.3
+        # Bounded by its deadline, not by a request timeout (seconds): some slack for a
+        # busy machine, far below what hanging on the server would take.
+        assert took < deadline + 1.0
 
     def test_a_throttled_renewal_is_repeated_within_the_deadline(self,
                                                                   cluster: Emulator) -> None:
@@ -237,7 +243,8 @@ class TestLease:
 
     def test_a_retry_after_beyond_the_deadline_gives_up_at_once(self,
                                                                  cluster: Emulator) -> None:
-        cluster.faults.fail(status=429, times=None, retry_after=5, plural="leases",
-                            verbs=ALL_VERBS)
-        won, took, _ = self.attempt(cluster)
-        assert not won and took < 0.3
+        fault = cluster.faults.fail(status=429, times=None, retry_after=5, plural="leases",
+                                    verbs=ALL_VERBS)
+        won, took, deadline = self.attempt(cluster)
+        # At once: one request, no waiting for the 5 s asked (nor for the deadline).
+        assert not won and fault.hits == 1 and took < deadline

@@ -67,7 +67,7 @@ class TestLifecycle:
                    "the finished Workload forgotten")
             cluster.patch("batch/v1", "Job", "train", {"metadata": {"labels": {"seen": "1"}}},
                           namespace="default")
-            h.settle()
+            running.quiet()
             owned = [w for w in cluster.list(h.API, "Workload", "default")
                      if any(r.get("name") == "train"
                             for r in w["metadata"].get("ownerReferences") or [])]
@@ -78,7 +78,7 @@ class TestWaiting:
     def test_a_second_job_waits_whole_and_starts_when_quota_frees(
             self, cluster: Emulator, certs: pathlib.Path) -> None:
         setup_queues(cluster, cpu=4)
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             call(cluster.url, "POST", JOBS, h.job("first", parallelism=3))
             h.wait(cluster, lambda: h.running(cluster, "first"), "the first Job to start")
             call(cluster.url, "POST", JOBS, h.job("second", parallelism=2))
@@ -90,7 +90,7 @@ class TestWaiting:
 
             message = h.wait(cluster, why, "the second Workload to say why it waits")
             assert "insufficient" in message.lower() or "quota" in message.lower(), message
-            h.settle(0.3)
+            running.quiet()
             assert not h.running(cluster, "second")  # no part of the gang started
 
             h.complete(cluster, "first")
@@ -297,7 +297,7 @@ class TestFailures:
         setup_queues(cluster)
         broken = h.cluster_queue("broken", quotas={"spot": {"cpu": (2, 1)}})  # no cohort
         cluster.apply(broken, h.local_queue("to-broken", "broken"))
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             def active(name: str) -> dict | None:
                 return h.condition(cluster.get(h.API, "ClusterQueue", name), "Active")
 
@@ -308,5 +308,5 @@ class TestFailures:
             call(cluster.url, "POST", JOBS, h.job("stuck", queue="to-broken"))
             h.wait(cluster, lambda: h.running(cluster, "fine"), "a Job in the good queue")
             assert active("team")["status"] == "True"
-            h.settle(0.3)
+            running.quiet()
             assert not h.running(cluster, "stuck")

@@ -56,7 +56,7 @@ class TestAJobThatRan:
     def test_it_is_restored_holds_its_quota_until_its_pods_go_and_restarts_elsewhere(
             self, cluster: Emulator, certs: pathlib.Path) -> None:
         two_flavors(cluster)
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             call(cluster.url, "POST", JOBS, h.job("low", cpu="1", parallelism=2,
                                                   priority_class="low"))
             h.wait(cluster, lambda: h.running(cluster, "low"), "the low Job to start")
@@ -68,7 +68,7 @@ class TestAJobThatRan:
                                                   node_selector={"tier": "fast"}))
             h.wait(cluster, lambda: h.get_job(cluster, "low")["spec"]["suspend"] is True,
                    "the low Job to be suspended")
-            h.settle(0.5)
+            running.quiet()
             low = h.workload_of(cluster, "low")
             assert h.is_true(low, "Evicted") and h.is_true(low, "Preempted")
             assert h.is_true(low, "QuotaReserved")  # its pods still run: quota held
@@ -76,7 +76,7 @@ class TestAJobThatRan:
             assert selector(cluster, "low") == {"tier": "fast"}  # not restorable yet
 
             play_job_controller(cluster, "low", startTime=STARTED_AT, active=0, terminating=2)
-            h.settle(0.3)
+            running.quiet()
             assert not h.running(cluster, "high")  # terminating pods still use the nodes
             play_job_controller(cluster, "low", startTime=STARTED_AT, active=0, terminating=0)
 
@@ -130,7 +130,7 @@ class TestDeletingAJob:
             want_job_lingers: bool) -> None:
         cluster.apply(h.flavor("default"), h.cluster_queue("team", quotas={"default": {"cpu": 2}}),
                       h.local_queue("main", "team"))
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             call(cluster.url, "POST", JOBS, h.job("first", parallelism=2))
             h.wait(cluster, lambda: h.running(cluster, "first"), "the first Job to start")
             blocking_pod(cluster, "first", "first-0")
@@ -139,7 +139,7 @@ class TestDeletingAJob:
 
             assert call(cluster.url, "DELETE", f"{JOBS}/first{query}").status == 200
             h.wait(cluster, lambda: h.running(cluster, "second"), "the second Job to start")
-            h.settle(0.5)
+            running.quiet()
             assert h.workload_of(cluster, "first") is None
             orphans = [w for w in cluster.list(h.API, "Workload", "default")
                        if not w["metadata"].get("ownerReferences")]
@@ -147,7 +147,7 @@ class TestDeletingAJob:
             lingering = cluster.find("batch/v1", "Job", "first", "default")
             assert (lingering is not None) is want_job_lingers
             cluster.delete("v1", "Pod", "first-0", "default", grace_period=0)  # the kubelet
-            h.settle(0.3)
+            running.quiet()
             assert cluster.find("batch/v1", "Job", "first", "default") is None
             assert h.workload_of(cluster, "first") is None
 
@@ -198,7 +198,7 @@ class TestDyingPods:
                                       preemption={"withinClusterQueue": "LowerPriority"}),
                       h.local_queue("main", "team"), h.priority_class("low", 10),
                       h.priority_class("high", 1000))
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             for name in ("low-a", "low-b"):
                 call(cluster.url, "POST", PODS, group_pod(name, group="low",
                                                           priority_class="low"))
@@ -210,7 +210,7 @@ class TestDyingPods:
             h.wait(cluster, lambda: all(cluster.get("v1", "Pod", n, "default")["metadata"]
                                         .get("deletionTimestamp") for n in ("low-a", "low-b")),
                    "the low group's pods to be deleted")
-            h.settle(1.0)  # several syncs of both groups meanwhile
+            running.quiet()  # several syncs of both groups meanwhile
             assert gated(cluster, "high-a") and gated(cluster, "high-b")
             low = cluster.get(h.API, "Workload", "group-low", "default")
             assert h.is_true(low, "Evicted") and h.is_true(low, "QuotaReserved")
@@ -221,7 +221,7 @@ class TestDyingPods:
                 == [1, 1]
 
             release(cluster, "low-a")
-            h.settle(0.3)
+            running.quiet()
             assert gated(cluster, "high-a")  # low-b still runs
             release(cluster, "low-b")
             h.wait(cluster, lambda: not gated(cluster, "high-a") and not gated(cluster, "high-b"),
@@ -234,11 +234,11 @@ class TestDyingPods:
             self, cluster: Emulator, certs: pathlib.Path) -> None:
         cluster.apply(h.flavor("default"), h.cluster_queue("team", quotas={"default": {"cpu": 2}}),
                       h.local_queue("main", "team"))
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             call(cluster.url, "POST", PODS, group_pod("a"))
             call(cluster.url, "DELETE", f"{PODS}/a")  # held by its finalizer: terminating
             call(cluster.url, "POST", PODS, group_pod("b"))
-            h.settle(0.5)
+            running.quiet()
             assert cluster.find(h.API, "Workload", "group-g", "default") is None  # 1 of 2
             call(cluster.url, "POST", PODS, group_pod("c"))
             h.wait(cluster, lambda: not gated(cluster, "b") and not gated(cluster, "c"),

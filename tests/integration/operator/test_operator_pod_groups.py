@@ -38,11 +38,11 @@ class TestPodGroups:
         cluster.apply(h.flavor("fast", labels={"tier": "fast"}),
                       h.cluster_queue("team", quotas={"fast": {"cpu": 8}}),
                       h.local_queue("main", "team"))
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             first = call(cluster.url, "POST", PODS, pod("driver", cpu="2"))
             assert first.status == 201 and first.data["spec"]["schedulingGates"] == [GATE]
             call(cluster.url, "POST", PODS, pod("worker-1"))
-            h.settle(0.3)
+            running.quiet()
             assert group_workload(cluster) is None  # 2 of 3 pods: not a gang yet
             call(cluster.url, "POST", PODS, pod("worker-2"))
 

@@ -110,8 +110,8 @@ class TestRayClusters:
         cluster.apply(h.flavor("fast", labels={"tier": "fast"}),
                       h.cluster_queue("team", quotas={"fast": {"cpu": 8}}),
                       h.local_queue("main", "team"))
-        with h.Running(cluster, certs):
-            h.settle(0.3)  # leading, with no RayCluster served
+        with h.Running(cluster, certs) as running:
+            running.quiet()
             assert call(cluster.url, "POST", CRDS, raycluster_crd()).status == 201
             # (kopf's managed webhook configuration here lists only the kinds served when
             # it started, so this one is not suspended at creation; the shipped

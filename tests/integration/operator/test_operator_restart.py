@@ -59,9 +59,9 @@ class TestRestart:
         first_round = admitted_jobs(cluster)
         assert len(first_round) < 50, "the first operator was meant to stop mid-way"
 
-        with h.Running(cluster, certs, lease="kuota-operator", identity="second"):
+        with h.Running(cluster, certs, lease="kuota-operator", identity="second") as running:
             h.wait(cluster, lambda: len(admitted_jobs(cluster)) == 40, "the quota to fill")
-            h.settle(0.3)
+            running.quiet()
             assert len(admitted_jobs(cluster)) == 40  # never past the quota
             done = sorted(admitted_jobs(cluster))[:10]
             for name in done:
@@ -170,11 +170,11 @@ class TestUnfinishedStarts:
                            for t in ("QuotaReserved", "Admitted")]}
         cluster.create(manifest)
         cluster.create(dict(h.job("waiting"), spec=dict(h.job("waiting")["spec"], suspend=True)))
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             h.wait(cluster, lambda: h.running(cluster, "orphan"), "the orphan Job to start")
             assert h.get_job(cluster, "orphan")["spec"]["template"]["spec"]["nodeSelector"] == \
                 {"tier": "a"}
             h.wait(cluster, lambda: h.workload_of(cluster, "waiting"), "the other Workload")
-            h.settle(0.5)
+            running.quiet()
             assert not h.running(cluster, "waiting")  # the quota is the orphan's
         assert admissions_written(cluster) == {}  # nothing decided again

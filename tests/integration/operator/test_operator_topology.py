@@ -111,7 +111,7 @@ class TestTopology:
     def test_jobs_get_one_rack_each_and_their_pods_are_pinned_to_its_hosts(
             self, cluster: Emulator, certs: pathlib.Path) -> None:
         setup(cluster)
-        with h.Running(cluster, certs):
+        with h.Running(cluster, certs) as running:
             submit(cluster, tas_job("huge", 9))  # more than any rack holds (8 CPUs)
             submit(cluster, tas_job("first", 6))
             h.wait(cluster, lambda: h.running(cluster, "first"), "the first Job to start")
@@ -150,7 +150,7 @@ class TestTopology:
                      "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
             reply = call(cluster.url, "POST", PODS, stray)
             assert reply.data["spec"]["schedulingGates"] == [{"name": names.TOPOLOGY_GATE}]
-            h.settle(0.5)
+            running.quiet()
             assert pod_of(cluster, "huge-stray")["spec"]["schedulingGates"]
 
     def test_a_restarted_operator_counts_the_hosts_admitted_workloads_hold(

@@ -56,8 +56,20 @@ def test_dominant_resource_share(cpu: int, mem: int, weight: int,
     assert got[0] is want[0] and math.isclose(got[1], want[1])
 
 
-def test_zero_weight_share_sorts_after_every_finite_share() -> None:
-    assert (False, 1e9) < (True, 0.1)
+def test_a_zero_weight_borrower_sorts_after_every_finite_share() -> None:
+    cache = cache_with({"zero": 0, "busy": 1000}, pool_cpu=100)
+    use(cache, "zero", 1)   # borrows a little with weight 0: an infinite share
+    use(cache, "busy", 90)  # borrows much with a weight: a large, finite share
+    snapshot = cache.snapshot()
+    zero = fairsharing.share(snapshot, snapshot.tree.queues["zero"])
+    busy = fairsharing.share(snapshot, snapshot.tree.queues["busy"])
+    assert zero[0] is True and busy[0] is False and busy < zero
+    entries = [("zero", WorkloadBuilder("wz", queue="zero").pod_set(cpu=1).priority(9).obj()),
+               ("busy", WorkloadBuilder("wb", queue="busy").pod_set(cpu=1).obj())]
+    order = fairsharing.fair_order(snapshot, entries, cluster_queue=lambda e: e[0],
+                                   usage=lambda e: {CPU: 1000},
+                                   order=lambda e: (-e[1].priority, e[1].created, e[1].key))
+    assert [e[1].name for e in order] == ["wb", "wz"]  # whatever the priorities
 
 
 def test_tournament_prefers_the_lower_share_then_priority() -> None:

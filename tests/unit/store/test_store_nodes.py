@@ -83,6 +83,17 @@ def test_the_scheduler_expires_only_silent_nodes_and_only_while_leading() -> Non
     assert store.nodes.expire(holder, "a", timeout=0, now=1.0) == "state:Lost"
 
 
-def test_redis_time_moves() -> None:
+def test_the_store_clock_is_redis_time_with_its_fraction_and_moves() -> None:
     store = new_store()
-    assert store.nodes.time() > 1_600_000_000
+    first = store.nodes.time()
+    seconds, micros = store.redis.time()
+    # Redis's TIME, not this machine's (heartbeats from every machine are compared to it),
+    # with the microseconds kept: node intervals are compared at sub-second precision.
+    assert 0 <= int(seconds) + int(micros) / 1_000_000 - first < 1.0
+    readings = {first}
+    for _ in range(1000):  # (no sleep: polled until the clock has moved)
+        readings.add(store.nodes.time())
+        if len(readings) > 2:
+            break
+    assert len(readings) > 2 and min(readings) == first
+    assert any(r != int(r) for r in readings)
