@@ -122,7 +122,10 @@ class _Seen:
     running: bool = False
     evicted: bool = False
     finished: float | None = None
-    finishing: bool = False
+    #: Admissions seen so far: a finish timer belongs to the admission it was set for, and
+    #: does nothing once the Workload was evicted and admitted again (its clock restarts
+    #: at each admission, as in Kueue's runner).
+    admissions: int = 0
 
 
 @dataclass
@@ -244,26 +247,29 @@ class KuotaRunner:
         if evicted and not seen.evicted:  # counted as Kueue's recorder counts them
             self.evictions += 1
         seen.evicted = evicted
-        if admitted and not seen.running:
+        newly = admitted and not seen.running
+        if newly:
             seen.admitted = now
+            seen.admissions += 1
         seen.running = admitted
         if conditions.get("Finished") == "True":
             seen.finished = seen.finished or now
-        elif admitted and not seen.finishing:  # runs for its run time from this admission
-            seen.finishing = True
+        elif newly:  # runs for its run time from this admission
+            admission = seen.admissions
             asyncio.get_running_loop().call_later(
-                seen.runtime, lambda: asyncio.ensure_future(self._finish(key)))
+                seen.runtime, lambda: asyncio.ensure_future(self._finish(key, admission)))
 
-    async def _finish(self, key: str) -> None:
+    async def _finish(self, key: str, admission: int) -> None:
+        """Mark the Workload Finished, once its run time has passed since ``admission``
+        (the how-many-th admission it was seen to get) — if it still runs under that one."""
         seen = self.seen[key]
-        seen.finishing = False
         ns, name = key.split("/")
         path = f"/apis/{self.api}/namespaces/{ns}/workloads/{name}/status"
         # Retried a few times, as Kueue's runner retries its update: a Workload that is not
         # marked Finished keeps its quota, and the run would wait for it forever.
         for attempt in range(FINISH_TRIES):
-            if not seen.running:  # evicted meanwhile: it runs again from its next admission
-                return
+            if not seen.running or seen.admissions != admission or seen.finished is not None:
+                return  # evicted meanwhile (it runs again from its next admission), or ended
             patch = [{"op": "add", "path": "/status/conditions/-", "value": {
                 "type": "Finished", "status": "True", "reason": "ByTest",
                 "message": "By test runner", "lastTransitionTime":
