@@ -78,6 +78,9 @@ async def _create(writer: OwnerWrites, manifest: Body, owner: Body, work: str,
     namespace = manifest["metadata"]["namespace"]
     try:
         created = await writer.client.create(names.WORKLOADS, manifest, namespace)
+        # As Kueue: what a user describing the object sees first links it to its Workload.
+        writer.recorder.event(owner, "Normal", "CreatedWorkload",
+                              f"Created Workload: {namespace}/{manifest['metadata']['name']}")
     except ApiError as exc:
         if exc.status != 409:
             if writer.report(work, str(exc)):

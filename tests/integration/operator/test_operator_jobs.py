@@ -42,6 +42,13 @@ class TestLifecycle:
             assert wl is not None
             assert wl["spec"]["podSets"][0]["count"] == 2
             assert h.is_true(wl, "QuotaReserved") and h.is_true(wl, "Admitted")
+            # As Kueue: the Job names its Workload in an Event.
+            created_events = h.wait(cluster, lambda: [
+                e for e in cluster.list("v1", "Event", "default")
+                if e["reason"] == "CreatedWorkload" and e["involvedObject"]["name"] == "train"],
+                "the CreatedWorkload Event on the Job")
+            assert [(e["type"], e["message"]) for e in created_events] == [
+                ("Normal", f"Created Workload: default/{wl['metadata']['name']}")]
             assert wl["status"]["admission"] == {
                 "clusterQueue": "team",
                 "podSetAssignments": [{"name": "main", "flavors": {"cpu": "spot"}, "count": 2,
