@@ -13,7 +13,10 @@ What ``rq info`` and Slurm's ``sinfo`` tell their users, for a kuota deployment:
 * **workers**: each node, its state, pods and last heartbeat;
 * **workloads**: how many wait, run and have finished;
 * **the store**: which Redis (behind Sentinel: which master now), its version,
-  and whether it may lose writes it acknowledged — what a crash would cost.
+  and whether it may lose writes it acknowledged — what a crash would cost;
+* **quarantined records**: every record that did not parse (written around
+  kuota), each named with why — those the scheduler and workers set aside
+  (:mod:`queueing.store.quarantine`) and those this very read met.
 
 Exit status 0 when a live scheduler leads, 1 when none does (so a health
 check can run ``kuota status -o json >/dev/null``), 2 on invalid input.
@@ -22,9 +25,11 @@ check can run ``kuota status -o json >/dev/null``), 2 on invalid input.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections import Counter, defaultdict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kuota.commands import output
 from kuota.service import cli, presence
@@ -36,7 +41,9 @@ def register(subparsers: Any) -> None:
         "status",
         description="Schedulers (leader, lease age, standbys, the ones not responding), pools "
                     "with free/total per resource (like sinfo), workers and their heartbeats, "
-                    "and workload counts. Exit status 1 when no live scheduler holds the lease: "
+                    "workload counts, and every quarantined record (one that did not parse, "
+                    "written around kuota) with why. Exit status 1 when no live scheduler "
+                    "holds the lease: "
                     "nothing is admitted or placed then.")
     output.add_output_args(parser, choices=("table", "json", "yaml"))
     cli.add_store_args(parser)
@@ -68,11 +75,11 @@ def run(args: argparse.Namespace) -> int:
 def collect(store: Any) -> dict[str, Any]:
     """The status report, as plain data (what ``-o json`` prints)."""
     now = store.nodes.time()  # the server's clock: the heartbeats were written by it
-    holder = store.redis.get(store.keys.lease)
+    holder = _tolerant(lambda: store.redis.get(store.keys.lease))
     expires = store.redis.pttl(store.keys.lease) if holder else -2
     identity, _, token = str(holder or "").rpartition("|")
     schedulers = []
-    for p in presence.read(store):
+    for p in _tolerant(lambda: presence.read(store)) or []:
         state = "NotResponding" if p.dead(now) else "Leader" if p.identity == identity \
             else "Standby"
         schedulers.append({
@@ -90,13 +97,49 @@ def collect(store: Any) -> dict[str, Any]:
         leader = {"identity": identity, "token": int(token) if token.isdigit() else None,
                   "expiresInSeconds": round(expires / 1000, 1) if expires > 0 else None,
                   "announced": bool(live_leader)}
-    nodes, pools = _nodes_and_pools(store, now)
+    malformed: dict[str, str] = {}
+    nodes, pools = _tolerant(lambda: _nodes_and_pools(store, now, malformed)) or ([], [])
+    return {"leader": leader, "schedulers": schedulers, "pools": pools, "nodes": nodes,
+            "workloads": _tolerant(lambda: _workload_counts(store)),
+            "quarantined": quarantined(store, malformed)}
+
+
+T = TypeVar("T")
+
+
+def _tolerant(read: Callable[[], T]) -> T | None:
+    """``read()``, or None when a key it reads holds the wrong Redis type (written around
+    kuota): the report goes on, and names that key under ``quarantined``."""
+    import redis
+
+    try:
+        return read()
+    except redis.ResponseError as exc:
+        if "WRONGTYPE" not in str(exc):
+            raise
+        return None
+
+
+def _workload_counts(store: Any) -> dict[str, int]:
     # The finished ones are counted, not read: a pool may retain a week of them.
     unfinished = store.workloads.unfinished(spec=False)
     workloads = Counter(_bucket(w) for w in unfinished.values())
     workloads["finished"] = max(0, store.workloads.count() - len(unfinished))
-    return {"leader": leader, "schedulers": schedulers, "pools": pools, "nodes": nodes,
-            "workloads": {k: workloads.get(k, 0) for k in ("pending", "running", "finished")}}
+    return {k: workloads.get(k, 0) for k in ("pending", "running", "finished")}
+
+
+def quarantined(store: Any, found: dict[str, str]) -> dict[str, str]:
+    """Every malformed record -> why: those set aside (the quarantine hash), keys of the
+    wrong type not set aside yet, the queue objects and namespace labels that do not
+    parse, and what ``found`` met while reading."""
+    from queueing.store.objects import KINDS
+
+    problems = dict(found)
+    problems.update(store.quarantine.wrong_types())
+    _tolerant(lambda: store.objects.namespaces(problems))  # (of the wrong type: above)
+    for kind in KINDS:
+        _tolerant(functools.partial(store.objects.manifests, kind, problems))
+    return dict(sorted({**problems, **store.quarantine.all()}.items()))
 
 
 def store_report(conn: Any) -> dict[str, Any]:
@@ -123,13 +166,19 @@ def _bucket(record: Any) -> str:
     return {"Pending": "pending", "Finished": "finished"}.get(record.state.value, "running")
 
 
-def _nodes_and_pools(store: Any, now: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _nodes_and_pools(store: Any, now: float, malformed: dict[str, str] | None = None,
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The nodes and the pools; records that do not parse (a member of a pods set that is
+    no pod id, an unreadable pod) are left out and named in ``malformed``."""
     from quota.resources import format_amount
 
     records = store.nodes.all()
-    pod_ids = store.nodes.pod_ids(r.name for r in records)
+    pod_ids = store.nodes.pod_ids((r.name for r in records), bad=malformed)
     refs = {pid: PodRef.parse(pid) for ids in pod_ids.values() for pid in ids}
     pods = dict(zip(refs, store.pods.get_many(list(refs.values())), strict=True))
+    for pod in pods.values():
+        if pod is not None and pod.corrupt and malformed is not None:
+            malformed[store.keys.pod(pod.ref)] = pod.corrupt
     capacity: dict[str, Counter[str]] = defaultdict(Counter)
     used: dict[str, Counter[str]] = defaultdict(Counter)
     counts: dict[str, Counter[str]] = defaultdict(Counter)
@@ -190,7 +239,10 @@ def show(report: dict[str, Any]) -> None:
                        shrink=("reason",))
     w = report["workloads"]
     print(f"\nworkloads: {w['pending']} pending, {w['running']} admitted, "
-          f"{w['finished']} finished (kept)")
+          f"{w['finished']} finished (kept)" if w is not None else
+          "\nworkloads: unknown (a key of the wrong type, below)")
+    for what, why in report.get("quarantined", {}).items():
+        print(f"quarantined: {what}: {why}")
     store = report.get("store")
     if store is not None:
         where = store["url"] + (f", master {store['master']}" if store["master"] else "")

@@ -97,4 +97,7 @@ def run(args: argparse.Namespace) -> int:
         supervisor=SupervisorTiming(grace=args.grace, reconcile=args.reconcile))
     worker = PoolWorker(cli.connection(args), options)
     worker.run()
-    return 1 if worker.replaced else 0
+    if worker.fault:
+        print(f"error: node {worker.node}: {worker.fault}; the node was taken out (its "
+              "workloads are requeued)", file=sys.stderr)
+    return 1 if worker.replaced or worker.fault else 0

@@ -381,9 +381,19 @@ def history_rows(entries: Iterable[Mapping[str, object]]) -> tuple[HistoryRow, .
         at = entry.get("at")
         detail = ", ".join(f"{k}={_short(v)}" for k, v in entry.items()
                            if k not in ("at", "event") and v not in ("", None, [], {}))
-        rows.append(HistoryRow(float(at) if isinstance(at, int | float) else None,
-                               str(entry.get("event", "?")), detail))
+        rows.append(HistoryRow(_timestamp(at), str(entry.get("event", "?")), detail))
     return tuple(rows)
+
+
+#: 9999-12-31: a later time (from a history line written around kuota) has no date to show.
+_LAST_DATE = 253_402_300_799.0
+
+
+def _timestamp(at: object) -> float | None:
+    """A history entry's time, if it is one a date can be shown for."""
+    if isinstance(at, bool) or not isinstance(at, int | float):
+        return None
+    return float(at) if 0 <= at <= _LAST_DATE else None
 
 
 def _short(value: object) -> str:

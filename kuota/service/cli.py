@@ -131,6 +131,11 @@ def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argpar
                   "limited to a namespace reads and changes only that namespace's workloads: "
                   "`-n NAMESPACE`)", file=sys.stderr)
             return 1
+        except redis.ResponseError as exc:
+            if "WRONGTYPE" in str(exc) and _name_wrong_types(args):
+                return 1
+            print(f"error: Redis at {_where(args)} refused: {_first_line(exc)}", file=sys.stderr)
+            return 1
         except redis.RedisError as exc:  # a DB index out of range, a server that is not Redis
             print(f"error: Redis at {_where(args)} refused: {_first_line(exc)}", file=sys.stderr)
             return 1
@@ -143,6 +148,21 @@ def handles_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argpar
             return 0
 
     return wrapper
+
+
+def _name_wrong_types(args: argparse.Namespace) -> bool:
+    """After a ``WRONGTYPE`` answer: name the keys of the store that hold the wrong type
+    (written around kuota), one line each. False if none is found (or it cannot look)."""
+    if resolve_url(getattr(args, "redis", None)) == EMBEDDED:
+        return False  # a new embedded store is empty: nothing to find
+    try:
+        wrong = connection(args).store.quarantine.wrong_types()
+    except redis.RedisError:
+        return False
+    for key, found in wrong.items():
+        print(f"error: stored key {key} holds {found} (written around kuota): the scheduler "
+              "sets it aside and names it in `kuota status`", file=sys.stderr)
+    return bool(wrong)
 
 
 def _where(args: argparse.Namespace) -> str:

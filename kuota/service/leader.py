@@ -71,6 +71,7 @@ from kuota.service.resync import Resync
 from kuota.service.stopping import Stops
 from queueing.store import Fenced, NodeState, PodRef, WorkloadRecord
 from queueing.store.events import READ_COUNT, Event
+from queueing.store.objects import KINDS, problem_name
 from quota.config import EngineConfig
 from quota.lifecycle import HOLDS_QUOTA, State
 
@@ -217,6 +218,7 @@ class Leader:
         self.topology = topofeed.TopologyFeed(self.engine, loaded.configs.topologies)
         #: The stored queue objects the engine was given (see :meth:`reconfigure`).
         self.configs = configs = loaded.configs
+        self._name_config_problems()
         self.members: PoolMembers | None = (
             PoolMembers(self.engine, configs.members, configs.multicluster_configs)
             if wanted(configs.objects, configs.members, configs.multicluster_configs) else None)
@@ -313,9 +315,22 @@ class Leader:
             self.placer.flavors_changed()
             self.nodes.dirty = True  # (read again for topology-aware admission, if it is now)
         self.configs = configs
+        self._name_config_problems()
         self.intake.namespaces = sorted({key.partition("/")[0]
                                          for key in self.engine.cache.local_queues})
         log.info("queue objects changed: taken in place")
+
+    def _name_config_problems(self) -> None:
+        """Name the stored queue objects and namespace labels that do not parse (skipped)
+        in the quarantine hash, and forget those that read well again."""
+        k = self.store.keys
+        found = {}
+        for ref, why in self.configs.problems.items():
+            kind, _, name = ref.partition("/")
+            found[problem_name(k.namespaces if kind == "Namespace" else k.objects(kind),
+                               name)] = why
+        hashes = (k.namespaces, *(k.objects(kind) for kind in KINDS))
+        self.store.quarantine.sync(tuple(problem_name(key, "") for key in hashes), found)
 
     def _renew(self, now: float) -> None:
         lease = self.store.lease(self.holder.rpartition("|")[0], self.timing.lease_ttl)
@@ -462,9 +477,18 @@ class Leader:
         self.placer.resend_overdue(now)
         if self.store.events.missed(self.follower.last_event):
             raise NeedRebuild("events were trimmed before being read")
+        self._set_aside_wrong_types()
         if now >= self._resync_at and not self.resync.running:  # (one pass at a time)
             self._resync_at = now + self.timing.resync_every
             self.resync.begin()
+
+    def _set_aside_wrong_types(self) -> None:
+        """Keys of the wrong type that no step may read for a while (a namespace's request
+        stream or answers, the counters, a node's record): set aside and named at every
+        node check, not only when a step fails on one (module quarantine)."""
+        moved = self.store.quarantine.repair(workloads=False)
+        if moved:
+            raise NeedRebuild(f"keys of the wrong type set aside: {', '.join(sorted(moved))}")
 
     def _forget_lost_nodes(self, now: float) -> bool:
         """Forget the nodes Lost longer than ``Timing.forget_lost_nodes`` ago: what ran

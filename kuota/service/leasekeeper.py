@@ -69,3 +69,9 @@ class LeaseKeeper:
                     return
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 log.warning("lease renewal failed (%s); trying again", exc)
+            except redis.RedisError as exc:
+                # Refused (a lease key written around kuota): not ours any more. The main
+                # loop steps down, and its next acquire sets the bad key aside.
+                log.error("lease renewal refused (%s): stepping down", exc)
+                self.lost.set()
+                return

@@ -104,6 +104,6 @@ def read(store: Any) -> list[Presence]:
         try:
             fields = json.loads(text)
             out.append(Presence(**{**fields, "identity": str(identity)}))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             continue
     return out

@@ -59,13 +59,7 @@ class ParsedObjects:
         seen = self._seen.get((kind, name))
         if seen is not None and seen[0] == text:
             return seen[1]
-        try:
-            obj: object = api.parse_object(json.loads(text), source="redis")
-        except api.ObjectError as exc:
-            obj = str(exc)
-        if not isinstance(obj, str | api.WorkloadPriorityClass | api.Topology
-                          | api.MultiClusterConfig | api.MemberCluster):
-            obj = convert.config(obj)
+        obj = _parse_text(kind, name, text)
         self._seen[(kind, name)] = (text, obj)
         return obj
 
@@ -73,6 +67,34 @@ class ParsedObjects:
         """Forget the objects no longer stored."""
         for gone in self._seen.keys() - seen:
             del self._seen[gone]
+
+
+def _parse_text(kind: str, name: str, text: str) -> object:
+    """A stored manifest's text as the API object, or what is wrong with it (a manifest
+    written around kuota: truncated, not an object, failing the API's checks)."""
+    try:
+        manifest = json.loads(text)
+    except RecursionError:
+        return f"{kind} {name}: stored manifest is nested too deeply"
+    except ValueError as exc:
+        return f"{kind} {name}: stored manifest is not JSON: {exc}"
+    if not isinstance(manifest, dict):
+        return f"{kind} {name}: stored manifest is a JSON {type(manifest).__name__}, not an " \
+               "object"
+    return _parse_manifest(manifest)
+
+
+def _parse_manifest(manifest: dict[str, Any]) -> object:
+    """A stored manifest as the API object (a config converted for the engine), or what is
+    wrong with it."""
+    try:
+        obj: object = api.parse_object(manifest, source="redis")
+    except api.ObjectError as exc:
+        return str(exc)
+    if not isinstance(obj, api.WorkloadPriorityClass | api.Topology
+                      | api.MultiClusterConfig | api.MemberCluster):
+        obj = convert.config(obj)
+    return obj
 
 
 @dataclass
@@ -134,7 +156,12 @@ def load_configs(store: Store, parsed: ParsedObjects | None = None) -> Configs:
     """Queue objects as core configs, in dependency order (flavors first); with
     ``parsed`` (a previous read's), only the objects whose stored text changed are
     parsed again."""
-    configs = Configs(namespaces=store.objects.namespaces(), parsed=parsed or ParsedObjects())
+    unreadable: dict[str, str] = {}
+    configs = Configs(namespaces=store.objects.namespaces(unreadable),
+                      parsed=parsed or ParsedObjects())
+    for what, why in unreadable.items():  # (labels that are not JSON: the namespace has none)
+        configs.problems[f"Namespace/{what[len(store.keys.namespaces) + 1:]}"] = why
+        log.warning("skipping the stored labels of namespace %s", why)
     seen: set[tuple[str, str]] = set()
     for kind in KINDS:
         for name, text in store.objects.texts(kind).items():

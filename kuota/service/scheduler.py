@@ -156,22 +156,49 @@ class SchedulerService:
             # One workload broke the step: set it aside, rebuild without it, go on.
             self.leader = None
             self._quarantine(exc)
-        except redis.RedisError as exc:
-            log.error("redis refused a request (%s); rebuilding in %.1fs", exc, self._backoff)
-            self.failures += 1
+        except redis.ResponseError as exc:
             self.leader = None
-            wait(self._backoff)
-            self._backoff = min(self._backoff * 2, 2.0)
+            if "WRONGTYPE" not in str(exc) or not self._set_aside_wrong_types():
+                self._refused(exc, wait)
+        except redis.RedisError as exc:
+            self.leader = None
+            self._refused(exc, wait)
         except Exception:
             # Not traceable to one workload: a long-running scheduler must not die of it (its
             # standbys would die of the same thing). Drop all state — Redis is the truth —
             # and rebuild after a pause, so a persistent fault shows in the log, not in a spin.
+            # (A key of the wrong type that a client library reports in its own way is set
+            # aside first: then the rebuild goes without it, at once.)
+            self.leader = None
+            if self._set_aside_wrong_types():
+                return
             log.exception("scheduling step failed; rebuilding from Redis in %.1fs",
                           self._backoff)
             self.failures += 1
-            self.leader = None
             wait(self._backoff)
             self._backoff = min(self._backoff * 2, 2.0)
+
+    def _refused(self, exc: redis.RedisError, wait: Callable[[float], object]) -> None:
+        log.error("redis refused a request (%s); rebuilding in %.1fs", exc, self._backoff)
+        self.failures += 1
+        wait(self._backoff)
+        self._backoff = min(self._backoff * 2, 2.0)
+
+    def _set_aside_wrong_types(self) -> bool:
+        """A step failed: if keys of the store hold the wrong type (written around kuota),
+        move them aside and name them (:mod:`queueing.store.quarantine`), to rebuild at
+        once without them. False: nothing was wrong with the keys."""
+        try:
+            moved = self.conn.store.quarantine.repair()
+        except redis.RedisError as exc:
+            log.warning("cannot check the store's keys for the wrong type: %s", exc)
+            return False
+        for key, why in moved.items():
+            log.error("stored key %s set aside (%s): it held %s", key,
+                      self.conn.store.keys.quarantined(key), why)
+        if moved:
+            self.warm.drop()  # (read from the keys as they were)
+        return bool(moved)
 
     def _stepped(self, seconds: float, laps: StepLaps) -> None:
         self.steps += 1

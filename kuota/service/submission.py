@@ -183,13 +183,34 @@ class StoredRules:
 
     @classmethod
     def read(cls, store: Any) -> StoredRules:
-        return cls({name: int(m.get("value", 0)) for name, m in
-                    store.objects.manifests("WorkloadPriorityClass").items()},
-                   {key: dict(m.get("spec", {}).get("defaultRequests") or {}) for key, m in
-                    store.objects.manifests("LocalQueue").items()})
+        """The rules as stored. A stored object that does not read (written around kuota:
+        not JSON, a list, a value of the wrong type) is left out, as if it were not there:
+        a submission to another queue is not refused for it, and one that names it is
+        refused as naming nothing."""
+        priorities = {name: value for name, m in
+                      store.objects.manifests("WorkloadPriorityClass").items()
+                      if (value := _priority_value(m)) is not None}
+        defaults = {key: requests for key, m in store.objects.manifests("LocalQueue").items()
+                    if (requests := _default_requests(m)) is not None}
+        return cls(priorities, defaults)
 
     def check(self, manifest: Mapping[str, Any], *, queue: str | None = None,
               source: str = SOURCE) -> Submission:
         """:func:`check` against these rules."""
         return check(manifest, self.priority_classes, queue=queue, source=source,
                      default_requests=self.default_requests)
+
+
+def _priority_value(manifest: Mapping[str, Any]) -> int | None:
+    """A stored WorkloadPriorityClass's value, or None when it is no whole number."""
+    value = manifest.get("value", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _default_requests(manifest: Mapping[str, Any]) -> dict[str, str] | None:
+    """A stored LocalQueue's ``spec.defaultRequests``, or None when the spec is malformed."""
+    spec = manifest.get("spec", {})
+    requests = spec.get("defaultRequests") or {} if isinstance(spec, dict) else None
+    if not isinstance(requests, dict):
+        return None
+    return {str(k): str(v) for k, v in requests.items()}

@@ -153,8 +153,13 @@ class PodSupervisor:
                  devices: Sequence[str], log_dir: Path,
                  timing: SupervisorTiming | None = None,
                  clock: Callable[[], float] = time.time,
-                 pod_users: PodUsers | None = None) -> None:
+                 pod_users: PodUsers | None = None,
+                 on_death: Callable[[str], None] | None = None) -> None:
         self.store = store
+        #: Told, from the pod thread as it dies, why (the worker takes its node out).
+        self.on_death = on_death
+        #: Why the pod thread died, once it did ("" while it runs or ended as asked).
+        self.died = ""
         self.pod_users = pod_users
         self.node = node
         self._epoch = epoch
@@ -172,7 +177,8 @@ class PodSupervisor:
         self._kill_before = 0.0
         #: Set when there is a start request, so the loop does not sleep through it.
         self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"pods-{node}", daemon=True)
+        self._thread = threading.Thread(target=self._guarded_loop, name=f"pods-{node}",
+                                        daemon=True)
         self._last_stop_check = 0.0
         self._last_log_ship = 0.0
         self._last_reconcile = 0.0
@@ -189,8 +195,8 @@ class PodSupervisor:
 
     def submit_many(self, jobs: Sequence[PodJob], timeout: float = 60.0) -> list[str]:
         """Ask for pods to start; returns the store's answer for each (``ok``, ``stopped``, …)."""
-        if self._stopping.is_set():
-            raise RuntimeError(f"node {self.node}: worker is shutting down")
+        if self._stopping.is_set() or self.died:
+            raise RuntimeError(self.died or f"node {self.node}: worker is shutting down")
         requests = [_StartRequest(job) for job in jobs]
         for request in requests:
             self._requests.put(request)
@@ -216,7 +222,35 @@ class PodSupervisor:
         self._kill_before = time.monotonic()
         self._kill.set()
 
+    @property
+    def alive(self) -> bool:
+        """Is the pod thread running (False before :meth:`start` and after it ended)?"""
+        return self._thread.is_alive()
+
     # -- the thread ----------------------------------------------------------------
+    def _guarded_loop(self) -> None:
+        """The pod thread. It must never end unnoticed: its processes die with it (their
+        parent-death signal), and a node whose pod thread is gone runs nothing while its
+        worker heartbeats on. An error nothing foresaw is logged with its traceback, kept
+        in :attr:`died`, and told to :attr:`on_death` before the thread ends."""
+        try:
+            self._loop()
+        except Exception as exc:
+            self.died = f"the pod thread of node {self.node} died: {type(exc).__name__}: {exc}"
+            log.exception("node %s: %s", self.node, self.died)
+            self._refuse_requests()
+            if self.on_death is not None:
+                self.on_death(self.died)
+
+    def _refuse_requests(self) -> None:
+        """Answer the start requests left waiting with the reason the thread died."""
+        while True:
+            try:
+                request = self._requests.get_nowait()
+            except queue.Empty:
+                return
+            request.answer.set_exception(RuntimeError(self.died))
+
     def _loop(self) -> None:
         while True:
             stopping = self._stopping.is_set()
@@ -455,17 +489,23 @@ class PodSupervisor:
                 if (record is None or record.state is not PodPhase.RUNNING
                         or record.node != self.node or record.epoch != epoch):
                     continue  # placed and not started yet, or not this incarnation's
-                report = self._exits.get(ref.id)
-                if report is None:
-                    workload = self.store.workloads.get(ref.workload)
-                    report = _Exit(len(workload.pod_refs()), LOST_EXIT_CODE, False,
-                                   f"pod {ref.index}: node {self.node} runs no process for it "
-                                   "(its exit report was lost)", 0)
+                report = self._exits.get(ref.id) or self._lost_exit(ref)
                 log.warning("node %s: the store lost the exit of pod %s; reporting it again",
                             self.node, ref.id)
                 self._send_exit(ref, report, now)
         except redis.RedisError as exc:  # compared again at the next round
             log.warning("node %s: cannot compare pods with the store: %s", self.node, exc)
+
+    def _lost_exit(self, ref: PodRef) -> _Exit:
+        """The exit reported for a pod the store runs here with no process and no record of
+        its end. Its gang's size comes from the workload's record; a record gone or
+        unreadable (written around kuota) counts the gang up to this pod."""
+        workload = self.store.workloads.find(ref.workload)
+        pods = len(workload.pod_refs()) if workload is not None and not workload.corrupt \
+            else 0
+        return _Exit(max(pods, ref.index + 1), LOST_EXIT_CODE, False,
+                     f"pod {ref.index}: node {self.node} runs no process for it (its exit "
+                     "report was lost)", 0)
 
     def _persist(self, write: Callable[[], T]) -> T:
         delay = 0.1

@@ -20,6 +20,16 @@ newer incarnation (the supervisor checks each job's epoch against its own). A
 clean stop terminates the pods and takes the node out, so the scheduler
 requeues its workloads at once instead of waiting for the timeout.
 
+No thread of a worker ends unnoticed. A node whose pod thread died runs nothing
+(its pods die with that thread) while its heartbeat says Ready: its workloads
+would hold their quota for good. A worker thread that dies of an error nothing
+foresaw — the pod thread, the heartbeat — is logged with its traceback and
+stops the worker, which takes its node out with the error as the node's reason
+(``kuota get nodes`` shows it; the scheduler requeues what ran there at once)
+and exits with status 1, for its service manager to start it again. A
+malformed record is no such error: it is set aside and named
+(:mod:`queueing.store.quarantine`), and the node goes on.
+
 Inside one process (the embedded mode, tests) several workers run as
 threads; rq then gets a timer-based job timeout, since signals only reach
 the main thread.
@@ -144,10 +154,14 @@ class PoolWorker:
         #: Set when another worker registered the same node name.
         self.replaced = False
         self._log_dir = options.log_dir or Path(tempfile.mkdtemp(prefix=f"kuota-{options.node}-"))
+        #: Why a thread of this worker died, stopping it ("" if none did).
+        self.fault = ""
+        self._stop = threading.Event()
         self.supervisor = PodSupervisor(conn.store, options.node, epoch=lambda: self.epoch,
                                         devices=options.gpu_devices(), log_dir=self._log_dir,
                                         timing=options.supervisor, clock=options.clock,
-                                        pod_users=options.pod_users)
+                                        pod_users=options.pod_users,
+                                        on_death=self._thread_died)
         self._rq: NodeWorker | None = None
         #: rq runs in the main thread (``kuota worker``): only a signal stops it promptly.
         self._in_main_thread = False
@@ -171,7 +185,7 @@ class PoolWorker:
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Serve until ``stop`` is set (or rq is asked to stop by a signal)."""
-        stop = stop or threading.Event()
+        stop = self._stop = stop or threading.Event()
         if self.epoch == 0:
             self._retry(self.register, stop)
         prefix = self.conn.prefix
@@ -179,8 +193,8 @@ class PoolWorker:
         pod.register(prefix, self.node, self.supervisor)
         # Heartbeats go on until the node is out, so a slow shutdown is not taken for a death.
         beating = threading.Event()
-        beat = threading.Thread(target=self._heartbeats, args=(beating, stop), daemon=True,
-                                name=f"heartbeat-{self.node}")
+        beat = threading.Thread(target=self._guarded, args=(self._heartbeats, beating, stop),
+                                daemon=True, name=f"heartbeat-{self.node}")
         beat.start()
         try:
             while not stop.is_set() and not self.replaced:
@@ -258,6 +272,24 @@ class PoolWorker:
             except redis.RedisError as exc:
                 log.warning("node %s: heartbeat failed: %s", self.node, exc)
 
+    def _guarded(self, loop: Callable[..., None], *args: Any) -> None:
+        """Run a worker thread's loop; if it dies of an error, the worker stops."""
+        try:
+            loop(*args)
+        except Exception as exc:
+            log.exception("node %s: thread %s died", self.node, threading.current_thread().name)
+            self._thread_died(f"the {threading.current_thread().name} thread died: "
+                              f"{type(exc).__name__}: {exc}")
+
+    def _thread_died(self, why: str) -> None:
+        """A thread of this worker died: stop the worker, which takes the node out with
+        ``why`` as the reason (see the module's docstring)."""
+        if self.fault or self._stop.is_set():
+            return  # stopping already: the node is taken out with the first reason
+        self.fault = why
+        self._stop.set()
+        self._stop_rq()
+
     def _stop_rq(self) -> None:
         """Stop taking jobs. In a process, rq's own SIGTERM handling asks for a warm stop
         (the same as ``kill``), and a no-op job wakes it from its blocking wait (at worst
@@ -277,8 +309,9 @@ class PoolWorker:
     def _leave(self) -> None:
         if self.replaced:
             return
+        reason = f"WorkerFault: {self.fault}" if self.fault else "WorkerStopped"
         try:
-            self.conn.store.nodes.leave(self.node, self.epoch, reason="WorkerStopped",
+            self.conn.store.nodes.leave(self.node, self.epoch, reason=reason,
                                         now=self.options.clock())
         except redis.RedisError as exc:
             log.warning("node %s: could not deregister: %s", self.node, exc)

@@ -21,6 +21,8 @@ them only through ``KEYS[]``. Shapes (``P`` is the prefix)::
     P:scheduler:lease                string holder|token, with a TTL
     P:scheduler:fence                string the last fencing token handed out
     P:schedulers                     hash   scheduler identity -> presence JSON (status)
+    P:quarantine                     hash   a malformed record's name -> why it was set aside
+    P:quarantined:<key>              any    a key of the wrong type, moved out of the way
 
 rq keeps its own keys under ``rq:``; the store chooses only the *names* of
 the per-node rq queues (``P:node:<name>``, so rq's key is ``rq:queue:P:node:<name>``)
@@ -78,6 +80,14 @@ class PodRef:
         if not (sep1 and sep2 and "/" in workload and attempt.isdigit() and index.isdigit()):
             raise BadKey(f"{pod_id!r} is not a pod id (namespace/name:attempt:index)")
         return cls(workload, int(attempt), int(index))
+
+    @classmethod
+    def parse_or_none(cls, pod_id: str) -> PodRef | None:
+        """:meth:`parse`, or None for what is not a pod id (a record written around kuota)."""
+        try:
+            return cls.parse(pod_id)
+        except ValueError:  # BadKey, or digits int() does not read ("²")
+            return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +224,17 @@ class Keys:
     @property
     def schedulers(self) -> str:
         return f"{self.prefix}:schedulers"
+
+    # -- malformed records (module quarantine) ------------------------------------
+    @property
+    def quarantine(self) -> str:
+        """What was set aside as malformed: the record's name (a key, or ``key field``
+        for one field or member of it) -> why."""
+        return f"{self.prefix}:quarantine"
+
+    def quarantined(self, key: str) -> str:
+        """Where a key of the wrong type is moved, so that the store can go on without it."""
+        return f"{self.prefix}:quarantined:{key}"
 
     def pattern(self) -> str:
         """SCAN pattern for every key of this prefix (tests and ``reset``)."""

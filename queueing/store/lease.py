@@ -10,6 +10,11 @@ TTL (GC, swapped out, a slow disk) wakes up believing it still leads. Every
 scheduler write therefore carries the holder value and the store script
 compares it with the lease key in the same atomic step (*fencing*): a
 deposed leader's writes are refused, and it learns so from the answer.
+
+Both keys recover from garbage written around kuota: taking the lease sets a
+malformed lease or fence aside and names it (:mod:`queueing.store.quarantine`);
+a fence that is no counter starts again from Redis's clock in seconds, above
+any count of reigns, so no token is handed out twice.
 """
 
 from __future__ import annotations
@@ -40,8 +45,12 @@ class Lease:
     def acquire(self) -> bool:
         """Take the lease if free (keeping our token if we already hold it). Another
         process with the same identity does not count as us: it waits for the TTL."""
-        status = self._scripts.run("lease_acquire", [self._keys.lease, self._keys.fence],
-                                   [self.identity, self._ms, self.holder or ""])
+        k = self._keys
+        status = self._scripts.run(
+            "lease_acquire",
+            [k.lease, k.fence, k.quarantine, k.quarantined(k.quarantine),
+             k.quarantined(k.lease), k.quarantined(k.fence)],
+            [self.identity, self._ms, self.holder or ""])
         self.holder = status[3:] if status.startswith("ok:") else None
         return self.holder is not None
 

@@ -55,6 +55,7 @@ from queueing.store.lua_nodes import (
 )
 from queueing.store.lua_pods import POD_EXIT, POD_START
 from queueing.store.lua_prologue import needed
+from queueing.store.lua_quarantine import DROP_MEMBER, NOTE, SET_ASIDE
 
 #: The fields the submit script sets itself, never among the submission's own.
 SUBMIT_SETS: Final = frozenset({"key", "state", "attempt", "submission", "created",
@@ -556,6 +557,7 @@ SCRIPTS: Final = {
     "purge_finished": PURGE_FINISHED, "index_workloads": INDEX_WORKLOADS,
     "lease_acquire": LEASE_ACQUIRE, "lease_renew": LEASE_RENEW, "lease_release": LEASE_RELEASE,
     "read_many": READ_MANY,
+    "set_aside": SET_ASIDE, "drop_member": DROP_MEMBER, "note": NOTE,
 }
 
 

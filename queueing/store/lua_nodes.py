@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from queueing.store.lua_quarantine import NOTE_QUARANTINED as _NOTE
+
 #: What registering a node again and declaring it lost share: the pods of the node's
 #: incarnation that is gone died with it.
 _LOSE_PODS: Final = r"""
@@ -142,11 +144,52 @@ emit(KEYS[5], ARGV[4], "kind", "node", "node", ARGV[2])
 return "ok"
 """
 
-LEASE_ACQUIRE: Final = r"""
+LEASE_ACQUIRE: Final = _NOTE + r"""
 -- Take the scheduler lease if free (or already held by this very caller); a new holder
 -- gets a new fencing token. The same identity is not enough: two processes started
 -- with one --identity must not both lead, so only the exact holder value re-takes it.
--- KEYS[1] lease  KEYS[2] fence  ARGV[1] identity  ARGV[2] ttl ms  ARGV[3] our holder or ""
+-- KEYS[1] lease  KEYS[2] fence  KEYS[3] quarantine hash  KEYS[4] where a quarantine hash
+-- of the wrong type goes  KEYS[5], KEYS[6] where a malformed lease, fence goes
+-- ARGV[1] identity  ARGV[2] ttl ms  ARGV[3] our holder or ""
+--
+-- Garbage in either key (written around kuota) would stop every scheduler for good: a
+-- lease that is no `identity|token`, or never expires, is set aside (named, moved to
+-- KEYS[5]) and the lease is free; a fence that is no counter is set aside (KEYS[6]) and
+-- starts again from Redis's clock in seconds — above any count of reigns, so a token
+-- is never handed out twice.
+local function lease_problem()
+  local t = redis.call("TYPE", KEYS[1]).ok
+  if t == "none" then return nil end
+  if t ~= "string" then return "a " .. t .. ", not a string" end
+  local value = redis.call("GET", KEYS[1])
+  if not string.match(value, "^[^|]+|%d+$") then
+    return "not identity|token: " .. string.sub(value, 1, 80)
+  end
+  if redis.call("PTTL", KEYS[1]) < 0 then return "it never expires" end
+  return nil
+end
+local function fence_problem()
+  local t = redis.call("TYPE", KEYS[2]).ok
+  if t == "none" then return nil end
+  if t ~= "string" then return "a " .. t .. ", not a string" end
+  local value = redis.call("GET", KEYS[2])
+  if not string.match(value, "^%d+$") or #value > 15 then
+    return "not a whole number: " .. string.sub(value, 1, 80)
+  end
+  return nil
+end
+local bad = lease_problem()
+if bad then
+  redis.call("RENAME", KEYS[1], KEYS[5])
+  note_quarantined(KEYS[1], "scheduler lease: " .. bad .. ": moved to " .. KEYS[5])
+end
+bad = fence_problem()
+if bad then
+  redis.call("RENAME", KEYS[2], KEYS[6])
+  note_quarantined(KEYS[2], "fencing token: " .. bad .. ": moved to " .. KEYS[6]
+                   .. ", counting again from Redis's clock")
+  redis.call("SET", KEYS[2], redis.call("TIME")[1])
+end
 local current = redis.call("GET", KEYS[1])
 if current then
   if current ~= ARGV[3] then return "held:" .. current end
@@ -160,8 +203,10 @@ return "ok:" .. value
 """
 
 LEASE_RENEW: Final = r"""
--- Extend the lease if the caller still holds it.
+-- Extend the lease if the caller still holds it (a lease key of another type is no
+-- holder's: the next acquire sets it aside).
 -- KEYS[1] lease  ARGV[1] holder value  ARGV[2] ttl ms
+if redis.call("TYPE", KEYS[1]).ok ~= "string" then return "lost" end
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then return "lost" end
 redis.call("PEXPIRE", KEYS[1], ARGV[2])
 return "ok"

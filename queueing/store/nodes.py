@@ -26,6 +26,7 @@ from typing import Any
 from queueing.store.errors import Conflict, NodeInUse, NotFound, outcome
 from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.keys import Keys, PodRef, check_node_name
+from queueing.store.quarantine import Quarantine
 from queueing.store.records import NodeRecord, vector_to_json
 from queueing.store.scripts import Scripts
 from quota.resources import ResourceVector
@@ -38,6 +39,7 @@ class NodeStore:
         self._r = redis
         self._keys = keys
         self._scripts = scripts
+        self._quarantine = Quarantine(redis, keys, scripts)
 
     def register(self, name: str, *, pool: str, capacity: ResourceVector,
                  labels: Mapping[str, str], devices: Sequence[str], now: float,
@@ -56,7 +58,7 @@ class NodeStore:
             raise ValueError(f"node {name}: pool must not be empty")
         k = self._keys
         for _ in range(_RETRIES):
-            pods = sorted(self.pod_ids([name])[name])
+            pods = sorted(self.pod_ids([name], quarantine=True)[name])
             status = self._scripts.run(
                 "register_node",
                 [k.nodes, k.node(name), k.node_pods(name), k.events,
@@ -117,7 +119,7 @@ class NodeStore:
                now: float) -> str:
         k = self._keys
         for _ in range(_RETRIES):
-            pods = sorted(self.pod_ids([name])[name])
+            pods = sorted(self.pod_ids([name], quarantine=True)[name])
             status = self._scripts.run(
                 "node_leave",
                 [k.lease, k.node(name), k.node_pods(name), k.events,
@@ -145,14 +147,42 @@ class NodeStore:
         return [NodeRecord.from_hash(name, h)
                 for name, h in zip(names, pipe.execute(), strict=True) if h]
 
-    def pod_ids(self, names: Iterable[str]) -> dict[str, set[str]]:
-        """Ids of the pods holding each node's capacity."""
+    def pod_ids(self, names: Iterable[str], *, quarantine: bool = False,
+                bad: dict[str, str] | None = None) -> dict[str, set[str]]:
+        """Ids of the pods holding each node's capacity. A member that is no pod id (written
+        around kuota) is left out: named in ``bad`` (``set key member`` -> why), and with
+        ``quarantine`` taken out of the set and named in the quarantine hash — what the
+        scripts that read the set whole need (registering, leaving)."""
         names = list(names)
         pipe = self._r.pipeline(transaction=False)
         for name in names:
             pipe.smembers(self._keys.node_pods(name))
-        return {name: {str(p) for p in members}
-                for name, members in zip(names, pipe.execute(), strict=True)}
+        ids: dict[str, set[str]] = {}
+        for name, members in zip(names, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(members, Exception):  # WRONGTYPE: the key is no set
+                ids[name] = set()
+                self._not_a_set(name, quarantine, bad)
+                continue
+            ids[name] = {str(p) for p in members if PodRef.parse_or_none(str(p)) is not None}
+            for member in sorted(set(members) - ids[name]):
+                self._malformed(name, str(member), quarantine, bad)
+        return ids
+
+    def _not_a_set(self, name: str, quarantine: bool, bad: dict[str, str] | None) -> None:
+        set_key = self._keys.node_pods(name)
+        if bad is not None:
+            bad[set_key] = f"node {name}: its pods set is a {self._r.type(set_key)}, not a set"
+        if quarantine:
+            self._quarantine.set_aside(set_key, "set")
+
+    def _malformed(self, name: str, member: str, quarantine: bool,
+                   bad: dict[str, str] | None) -> None:
+        set_key = self._keys.node_pods(name)
+        reason = f"node {name}: {member[:100]!r} is not a pod id (namespace/name:attempt:index)"
+        if bad is not None:
+            bad[f"{set_key} {member}"] = reason
+        if quarantine:
+            self._quarantine.drop_member(set_key, member, reason)
 
     def time(self) -> float:
         """Redis's clock (what heartbeats are stamped with)."""

@@ -73,22 +73,71 @@ class ObjectStore:
         if not removed:
             raise NotFound(f"{kind} {name}: not found")
 
-    def manifests(self, kind: str) -> dict[str, dict[str, Any]]:
-        return {name: json.loads(text) for name, text in self.texts(kind).items()}
+    def manifests(self, kind: str,
+                  problems: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+        """The stored manifests of ``kind`` that are JSON objects, by name; the others
+        (written around kuota) are left out and named in ``problems``
+        (:meth:`problem_name` -> why)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, text in self.texts(kind).items():
+            manifest = self._object(self._keys.objects(kind), name, text, problems)
+            if manifest is not None:
+                out[name] = manifest
+        return out
 
     def texts(self, kind: str) -> dict[str, str]:
         """The stored manifests of ``kind`` as their JSON text, by name (sorted)."""
         raw: dict[str, str] = self._r.hgetall(self._keys.objects(kind))
         return dict(sorted(raw.items()))
 
-    def namespaces(self) -> dict[str, dict[str, str]]:
+    def namespaces(self, problems: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+        """Each namespace's labels; labels that are not a JSON object of strings (written
+        around kuota) are left out and named in ``problems``."""
         raw: dict[str, str] = self._r.hgetall(self._keys.namespaces)
-        return {name: json.loads(text) for name, text in sorted(raw.items())}
+        out: dict[str, dict[str, str]] = {}
+        for name, text in sorted(raw.items()):
+            labels = self._object(self._keys.namespaces, name, text, problems)
+            if labels is None:
+                continue
+            if not all(isinstance(v, str) for v in labels.values()):
+                _note(problems, self._keys.namespaces, name, "labels must be strings")
+                continue
+            out[name] = labels
+        return out
+
+    @staticmethod
+    def _object(key: str, name: str, text: str,
+                problems: dict[str, str] | None) -> dict[str, Any] | None:
+        """``text`` as a JSON object, or None (the problem noted)."""
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            _note(problems, key, name, "not JSON: nested too deeply")
+            return None
+        except ValueError as exc:
+            _note(problems, key, name, f"not JSON: {exc}")
+            return None
+        if not isinstance(value, dict):
+            _note(problems, key, name, f"a JSON {type(value).__name__}, not an object")
+            return None
+        return value
 
     def generation(self) -> int:
-        return int(self._r.get(self._keys.config_generation) or 0)
+        """The config generation; -1 while the counter holds no whole number (written
+        around kuota: the scheduler sets it aside, and applies count again from 1)."""
+        text = self._r.get(self._keys.config_generation) or "0"
+        return int(text) if text.isascii() and text.isdigit() else -1
 
     def _bump(self, pipe: Any) -> None:
         pipe.incr(self._keys.config_generation)
         pipe.xadd(self._keys.events, {"kind": "config"}, maxlen=EVENTS_MAXLEN, approximate=True)
 
+
+def problem_name(key: str, field: str) -> str:
+    """How a malformed field of a stored hash is named (in the quarantine hash too)."""
+    return f"{key} {field}"
+
+
+def _note(problems: dict[str, str] | None, key: str, field: str, why: str) -> None:
+    if problems is not None:
+        problems[problem_name(key, field)] = f"{field}: {why}"

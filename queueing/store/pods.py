@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from queueing.store.events import EVENTS_MAXLEN
 from queueing.store.keys import Keys, PodRef
+from queueing.store.nodes import NodeStore
 from queueing.store.records import PodPhase, PodRecord
 from queueing.store.scripts import Scripts
 
@@ -62,6 +63,7 @@ class PodStore:
         self._r = redis
         self._keys = keys
         self._scripts = scripts
+        self._nodes = NodeStore(redis, keys, scripts)
 
     def start(self, ref: PodRef, *, node: str, epoch: int, devices: str, now: float,
               running: bool = False) -> str:
@@ -102,8 +104,11 @@ class PodStore:
             for e in exits])
 
     def on_node(self, node: str) -> list[PodRef]:
-        """The pods holding ``node``'s capacity (placed or running there)."""
-        return [PodRef.parse(pod_id) for pod_id in self._r.smembers(self._keys.node_pods(node))]
+        """The pods holding ``node``'s capacity (placed or running there). A member that is
+        no pod id (written around kuota) is taken out of the set and named in the
+        quarantine hash (:meth:`~queueing.store.nodes.NodeStore.pod_ids`), not returned."""
+        return [PodRef.parse(pod_id) for pod_id in
+                self._nodes.pod_ids([node], quarantine=True)[node]]
 
     def get(self, ref: PodRef) -> PodRecord | None:
         h: dict[str, str] = self._r.hgetall(self._keys.pod(ref))

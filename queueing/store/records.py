@@ -290,9 +290,22 @@ class PodRecord:
     started_at: float | None = None
     finished_at: float | None = None
     devices: str = ""
+    #: Why the stored hash could not be read (written around kuota): the record then reads
+    #: as a Lost pod that holds nothing, and says so.
+    corrupt: str = ""
 
     @classmethod
     def from_hash(cls, ref: PodRef, h: Mapping[str, str]) -> PodRecord:
+        """The record; never raises — an unreadable hash gives a :attr:`corrupt` record."""
+        try:
+            return cls._parse(ref, h)
+        except (ValueError, TypeError, AttributeError, ArithmeticError, RecursionError) as exc:
+            return cls(ref=ref, state=PodPhase.LOST, node=str(h.get("node", "")),
+                       corrupt=f"unreadable pod record: {type(exc).__name__}: "
+                               f"{str(exc)[:200]}")
+
+    @classmethod
+    def _parse(cls, ref: PodRef, h: Mapping[str, str]) -> PodRecord:
         code = h.get("exit_code")
         return cls(ref=ref, state=PodPhase(h.get("state") or PodPhase.PLACED),
                    node=h.get("node", ""), epoch=_int(h, "epoch"), pod_set=h.get("pod_set", ""),

@@ -20,6 +20,7 @@ from queueing.store.lease import Lease
 from queueing.store.nodes import NodeStore
 from queueing.store.objects import ObjectStore
 from queueing.store.pods import PodStore
+from queueing.store.quarantine import Quarantine
 from queueing.store.requests import RequestStream
 from queueing.store.scripts import Scripts
 from queueing.store.workloads import WorkloadStore
@@ -40,6 +41,8 @@ class Store:
         self.pods = PodStore(redis, self.keys, self.scripts)
         self.events = EventStream(redis, self.keys)
         self.requests = RequestStream(redis, self.keys)
+        #: Malformed records, set aside and named (module quarantine).
+        self.quarantine = Quarantine(redis, self.keys, self.scripts)
 
     @classmethod
     def from_url(cls, url: str, prefix: str = DEFAULT_PREFIX) -> Store:

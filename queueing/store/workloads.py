@@ -356,7 +356,11 @@ class WorkloadStore:
         return int(self._r.zcard(self._keys.workloads))
 
     def history(self, key: str) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self._r.lrange(self._keys.history(key), 0, -1)]
+        """The workload's history entries, oldest first. A line that is no JSON object
+        (written around kuota) reads as an ``Unreadable`` entry saying so, in its place."""
+        history = self._keys.history(key)
+        return [_history_entry(history, i, line)
+                for i, line in enumerate(self._r.lrange(history, 0, -1))]
 
     # -- the scheduler (fenced) ----------------------------------------------------
     def admit_many(self, holder: str, requests: Sequence[AdmitRequest],
@@ -609,3 +613,16 @@ def _spec_pods(record: WorkloadRecord) -> int:
         return sum(int(ps.get("count", 1)) for ps in pod_sets if isinstance(ps, dict))
     except (ValueError, TypeError, AttributeError):
         return 0
+
+
+def _history_entry(history: str, index: int, line: str) -> dict[str, Any]:
+    """One history line as its entry, or an ``Unreadable`` entry naming the line and why."""
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        why = f"not JSON: {exc}" if isinstance(exc, ValueError) else "nested too deeply"
+    else:
+        if isinstance(entry, dict):
+            return entry
+        why = f"a JSON {type(entry).__name__}, not an object"
+    return {"event": "Unreadable", "reason": f"{history} line {index}: {why}"}

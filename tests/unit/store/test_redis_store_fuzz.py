@@ -6,13 +6,21 @@ submissions. After a few scheduling steps the valid workloads are admitted, noth
 malformed holds quota, usage stays within the quota, and no step failed for a reason the
 scheduler could not pin on one workload (issue 12: one bad record stopped every scheduler).
 
-The default run keeps the example count small; ``-m slow`` runs 10,000 examples.
+The second property writes raw records to every key the store owns while a scheduler, a
+worker and the dashboard run (issue 42): the jobs finish, no thread dies, and every bad
+record is named (below).
+
+The default runs keep the example counts small; ``-m slow`` runs 10,000 examples of each.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -145,3 +153,157 @@ def test_the_scheduler_serves_valid_workloads_whatever_else_is_stored(
 def test_the_scheduler_survives_ten_thousand_random_stores(
         writes: list[tuple[str, Any]]) -> None:
     _serves_the_valid_ones(writes)
+
+
+# -- raw records at every key the store owns, while a scheduler, a worker and the dashboard
+# run (issue 42, scope 3) ---------------------------------------------------------------------
+#
+# Each example writes raw records into the store of a running pool (one scheduler and one
+# worker as threads, on the embedded store) and then runs jobs through it, reading the
+# dashboard and `kuota status` meanwhile. A key the store owns is replaced by any Redis
+# type holding garbage; the keys the pool runs on (its ClusterQueue, LocalQueue and flavor,
+# the node set, the workload indexes) get garbage beside what they hold, of their own type:
+# replaced, what they held would be gone. Required: the jobs finish, nothing is left
+# unfinished, no thread died, the dashboard answers, and every bad record is named — in the
+# quarantine hash or by `kuota status`.
+
+#: Keys (after the prefix) replaced by any type, and the type the store keeps there.
+_REPLACED: Final = {
+    "objects:Cohort": "hash", "objects:Topology": "hash", "objects:AdmissionCheck": "hash",
+    "objects:WorkloadPriorityClass": "hash", "objects:MultiClusterConfig": "hash",
+    "objects:MemberCluster": "hash", "namespaces": "hash", "config:generation": "string",
+    "workloads-finished": "zset", "events": "stream", "scheduler:lease": "string",
+    "scheduler:fence": "string", "schedulers": "hash", "quarantine": "hash",
+    "node:n1": "hash", "node:n1:pods": "set", "requests:default": "stream",
+    "answers:default": "zset", "purged:default": "zset", "workloads:default": "zset"}
+#: Keys given a garbage field or member beside what they hold.
+_BESIDE: Final = ("objects:ClusterQueue", "objects:LocalQueue", "objects:ResourceFlavor",
+                  "namespaces", "node:n1:pods")
+#: Of those, the ones whose garbage must be named (the others' readers tolerate garbage:
+#: presence records, events, answers).
+_PARSED: Final = ("objects:", "namespaces", "node:n1:pods", "config:generation",
+                  "scheduler:fence", "scheduler:lease")
+_TYPES = st.sampled_from(["string", "hash", "list", "set", "zset", "stream"])
+#: Garbage: never a JSON object, a pod id, a node name or a whole number.
+_GARBAGE = st.text(min_size=0, max_size=8).map(lambda text: "~" + text)
+
+
+@st.composite
+def _raw_records(draw: st.DrawFn) -> list[tuple[str, str, list[str]]]:
+    """(key after the prefix, Redis type, values) to write, in order."""
+    writes = []
+    for _ in range(draw(st.integers(1, 4))):
+        if draw(st.booleans()):
+            key = draw(st.sampled_from(sorted(_REPLACED)))
+            kind = draw(st.one_of(_TYPES, st.just(_REPLACED[key])))
+        else:
+            key = draw(st.sampled_from(_BESIDE))
+            kind = "set" if key == "node:n1:pods" else "hash"
+        writes.append((key, kind, draw(st.lists(_GARBAGE, min_size=2, max_size=4))))
+    return writes
+
+
+def _write_raw(r: Any, key: str, kind: str, values: list[str], *, replace: bool) -> None:
+    if replace or r.type(key) not in ("none", kind):
+        r.delete(key)
+    pairs = dict(zip(values[::2], values[1::2], strict=False)) or {values[0]: values[0]}
+    if kind == "string":
+        r.set(key, values[0])
+    elif kind == "hash":
+        r.hset(key, mapping=pairs)
+    elif kind == "list":
+        r.rpush(key, *values)
+    elif kind == "set":
+        r.sadd(key, *values)
+    elif kind == "zset":
+        r.zadd(key, {v: i for i, v in enumerate(values)})
+    else:
+        r.xadd(key, pairs)
+
+
+def _named(key: str, names: Mapping[str, str]) -> bool:
+    return any(name == key or name.startswith(f"{key} ") for name in names)
+
+
+def _runs_on_whatever_is_stored(writes: list[tuple[str, str, list[str]]]) -> None:
+    from kuota.commands import status
+    from kuota.dashboard.redis_source import RedisSource
+    from tests.integration.redis.harness import CQ, local_cluster, node, queues
+
+    worker_options = node("pool", "n1", "cpu=4")
+    worker_options = dataclasses.replace(worker_options, supervisor=dataclasses.replace(
+        worker_options.supervisor, reconcile=0.2))
+    prefix = f"f{uuid.uuid4().hex[:8]}"  # (the embedded server is the process's)
+    with local_cluster("embedded", prefix, [worker_options]) as cluster:
+        client = cluster.client()
+        client.apply(queues(CQ("cq", {"cpu": 4})))
+        first = client.submit(["true"], queue="default/lq-cq", requests={"cpu": 1})
+        assert first.wait(30).succeeded
+        r, prefix = client.store.redis, f"{prefix}:"
+        for key, kind, values in writes:
+            _write_raw(r, prefix + key, kind, values, replace=key in _REPLACED
+                       and not (key in _BESIDE and kind == _REPLACED[key]))
+        runs = [_submit_through_faults(client) for _ in range(2)]
+        outcomes = [run.wait(45).outcome for run in runs]
+        pages = _dashboard_pages(RedisSource(cluster.connection), runs[0].key)
+        worker, _, worker_thread = cluster.workers["n1"]
+        threads = (worker_thread.is_alive(), worker.supervisor.alive, worker.fault,
+                   [t.is_alive() for t in cluster._threads])
+        report = status.collect(client.store)
+        stuck = client.store.workloads.unfinished(spec=False)
+    assert outcomes == ["Succeeded", "Succeeded"], (writes, report["quarantined"])
+    assert not stuck, stuck
+    assert threads == (True, True, "", [True]), "no thread died"
+    assert pages == [200, 200], "the dashboard answers"
+    for key, kind in {key: kind for key, kind, _ in writes}.items():  # (the last of each)
+        must = key.startswith(_PARSED) or (key in _REPLACED and kind != _REPLACED[key])
+        if must and not _named(prefix + key, report["quarantined"]):
+            pytest.fail(f"{prefix}{key} ({kind}) is not named: {report['quarantined']}")
+
+
+def _dashboard_pages(source: Any, key: str) -> list[int]:
+    """The dashboard's answers to its overview and to the workload's page."""
+    import asyncio
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from kuota.dashboard.server import Dashboard, application
+
+    async def read() -> list[int]:
+        dashboard = Dashboard(source, interval=0.05)
+        async with TestClient(TestServer(application(dashboard))) as http:
+            await dashboard.refresh()
+            return [(await http.get(path)).status for path in ("/", f"/workloads/{key}")]
+
+    return asyncio.run(read())
+
+
+def _submit_through_faults(client: Any) -> Any:
+    """Submit once the scheduler has set aside what a submission writes to (the events
+    stream, the namespace's index): until then Redis refuses it (WRONGTYPE)."""
+    import redis
+
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return client.submit(["true"], queue="default/lq-cq", requests={"cpu": 1})
+        except redis.ResponseError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@settings(max_examples=4, **_SETTINGS)
+@given(_raw_records())
+def test_a_running_pool_serves_its_jobs_whatever_is_stored_and_names_it(
+        writes: list[tuple[str, str, list[str]]]) -> None:
+    _runs_on_whatever_is_stored(writes)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * 3600)  # 10,000 pools started and run: about an hour and a half
+@settings(max_examples=10_000, **_SETTINGS)
+@given(_raw_records())
+def test_a_running_pool_survives_ten_thousand_random_stores(
+        writes: list[tuple[str, str, list[str]]]) -> None:
+    _runs_on_whatever_is_stored(writes)
