@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-real cluster-bins helm-bin controllers lint bench crds clean setup image
+.PHONY: demo test test-fast test-real cluster-bins helm-bin controllers sandbox lint bench crds clean setup image
 
 setup: $(STAMP)
 
@@ -34,6 +34,13 @@ test-real: $(STAMP) cluster-bins
 # Go modules into ~/.cache/kuota (KUOTA_CACHE); idempotent, cold 20-45 min per version.
 cluster-bins:
 	bash hack/cluster/build-bins.sh
+
+# kuota on a local Kubernetes control plane with kwok nodes (hack/sandbox/sandbox.py): builds
+# or reuses the binaries (cluster-bins, helm-bin), installs the chart, runs the operator out of
+# cluster, prints `export KUBECONFIG=...`; Ctrl-C stops it all. ~30-60 s with the binaries
+# built. SANDBOX_ARGS: e.g. --version v1.34.4, --workdir DIR, --ready-file PATH.
+sandbox: $(STAMP)
+	$(BIN)/python hack/sandbox/sandbox.py $(SANDBOX_ARGS)
 
 # helm built from its Go module into ~/.cache/kuota/helm (KUOTA_CACHE), for the chart's
 # tests (tests/packaging/test_helm_chart.py, tests/real/test_real_helm.py); cold ~2 min.

@@ -5,26 +5,42 @@ Typical use, inside the cluster (see ``manifests/operator/``)::
     kuota operator --webhook-listen 0.0.0.0:9443 --webhook-cert-dir /certs \\
         --probes 0.0.0.0:8080 --lease kuota-system/kuota-operator
 
-Credentials come from the pod's service account, else ``$KUBECONFIG`` /
-``~/.kube/config``. ``--namespace`` (repeatable) limits the Jobs and
-Workloads managed; without it the operator is cluster-wide. Exit status 2
-for invalid options.
+Outside the cluster (a workstation, ``make sandbox``)::
+
+    kuota operator --kubeconfig ~/.kube/config --context dev --lease none \
+        --webhook-listen 127.0.0.1:9443 --webhook-secret kuota-system/kuota-webhook-tls \
+        --visibility-listen 127.0.0.1:8082
+
+Credentials come from ``--kubeconfig``/``--context`` when given
+(:mod:`kuota.operator.kubeconfig`), else the pod's service account, else
+``$KUBECONFIG`` / ``~/.kube/config``. ``--webhook-secret`` reads the serving
+certificate from the chart's Secret and follows its renewals
+(:mod:`kuota.operator.secretcerts`) instead of a mounted directory.
+``--namespace`` (repeatable) limits the Jobs and Workloads managed; without it
+the operator is cluster-wide. Exit status 2 for invalid options, naming the
+flag.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import math
 import os
 import pathlib
-from collections.abc import Callable
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import kopf
 
 from kuota import gctuning
+from kuota.operator import kubeconfig, secretcerts
 from kuota.operator.handlers import VisibilityOptions, WebhookOptions, build_registry
 from kuota.operator.loop import Operator
 from kuota.operator.settings import Options
@@ -64,6 +80,13 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def _file(text: str) -> str:
+    """An argparse type: a file that exists."""
+    if not pathlib.Path(text).expanduser().is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    return str(pathlib.Path(text).expanduser())
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "operator",
@@ -73,6 +96,11 @@ def register(subparsers: Any) -> None:
                         help="manage Jobs and Workloads only in NS (repeatable; default: all)")
     parser.add_argument("--default-queue", action="store_true",
                         help="submit unlabelled Jobs to the namespace's LocalQueue 'default'")
+    parser.add_argument("--kubeconfig", type=_file, metavar="PATH",
+                        help="log in with this kubeconfig (outside the cluster); default: the "
+                             "pod's service account, else $KUBECONFIG or ~/.kube/config")
+    parser.add_argument("--context", metavar="NAME",
+                        help="the kubeconfig's context to use (default: its current context)")
     parser.add_argument("--lease", default="kuota-system/kuota-operator", metavar="NS/NAME",
                         help="Lease for leader election (default %(default)s); 'none' to "
                              "run as the only replica")
@@ -82,6 +110,12 @@ def register(subparsers: Any) -> None:
                         help="directory with tls.crt and tls.key, and optionally ca.crt (e.g. "
                              "a mounted cert-manager Secret); renewals are taken up without "
                              "a restart")
+    parser.add_argument("--webhook-secret", type=secretcerts.reference,
+                        metavar="NAMESPACE/NAME",
+                        help="read tls.crt, tls.key and ca.crt from this Secret (e.g. the "
+                             "chart's kuota-system/kuota-webhook-tls) instead of "
+                             "--webhook-cert-dir, and again every 10 s, so renewals are taken "
+                             "up: for an operator outside the cluster")
     parser.add_argument("--webhook-managed", metavar="NAME",
                         help="let kopf keep the webhook configuration NAME up to date "
                              "(instead of the one in manifests/)")
@@ -92,7 +126,8 @@ def register(subparsers: Any) -> None:
                              "the APIService v1beta2.visibility.kuota.dev) over HTTPS here")
     parser.add_argument("--visibility-cert-dir", type=pathlib.Path, metavar="DIR",
                         help="directory with the visibility server's tls.crt and tls.key "
-                             "(default: --webhook-cert-dir); renewals are taken up")
+                             "(default: those of --webhook-cert-dir or --webhook-secret); "
+                             "renewals are taken up")
     parser.add_argument("--probes", type=_address, metavar="HOST:PORT",
                         help="serve /healthz, /readyz and /metrics here")
     parser.add_argument("--pods-ready-timeout", type=float, metavar="SECONDS",
@@ -158,40 +193,111 @@ def _own_pod() -> tuple[str, str] | None:
     return (namespace, name) if namespace and name else None
 
 
+class _Usage(ValueError):
+    """Options that cannot work together (exit status 2); the message names the flags."""
+
+
+def _webhook_options(args: argparse.Namespace) -> WebhookOptions | None:
+    """The webhook server's options, or :class:`_Usage` naming what is missing."""
+    if args.webhook_listen is None:
+        return None
+    cert = key = ca = None
+    if args.webhook_cert_dir is not None:
+        cert, key = args.webhook_cert_dir / "tls.crt", args.webhook_cert_dir / "tls.key"
+        if not cert.exists() or not key.exists():
+            raise _Usage(f"--webhook-cert-dir {args.webhook_cert_dir} needs tls.crt and tls.key")
+        if (args.webhook_cert_dir / "ca.crt").exists():
+            ca = args.webhook_cert_dir / "ca.crt"
+    addr, port = args.webhook_listen
+    return WebhookOptions(addr=addr, port=port, certfile=str(cert) if cert else None,
+                          pkeyfile=str(key) if key else None,
+                          cafile=str(ca) if ca else None, host=args.webhook_host,
+                          managed=args.webhook_managed)
+
+
+def _visibility_options(args: argparse.Namespace) -> VisibilityOptions | None:
+    if args.visibility_listen is None:
+        return None
+    cert_dir = args.visibility_cert_dir or args.webhook_cert_dir
+    if cert_dir is None or not (cert_dir / "tls.crt").exists() \
+            or not (cert_dir / "tls.key").exists():
+        raise _Usage("--visibility-listen needs --visibility-cert-dir (or --webhook-cert-dir, "
+                     "or --webhook-secret) with tls.crt and tls.key")
+    addr, port = args.visibility_listen
+    return VisibilityOptions(addr, port, str(cert_dir / "tls.crt"), str(cert_dir / "tls.key"))
+
+
+def _login_source(args: argparse.Namespace) -> kubeconfig.Source | None:
+    """Where to log in from when ``--kubeconfig``/``--context`` are given; read once now, so
+    a missing file or context is a usage error at start."""
+    if args.kubeconfig is None and args.context is None:
+        return None
+    source = kubeconfig.Source(args.kubeconfig, args.context)
+    try:
+        kubeconfig.connection(source)
+    except kubeconfig.KubeconfigError as exc:
+        raise _Usage(str(exc)) from None
+    return source
+
+
+@contextmanager
+def _secret_certificates(args: argparse.Namespace,
+                         source: kubeconfig.Source | None) -> Iterator[None]:
+    """With ``--webhook-secret``: the Secret mirrored into a private directory, which
+    becomes ``--webhook-cert-dir`` while the operator runs (removed afterwards)."""
+    if args.webhook_secret is None:
+        yield
+        return
+    if args.webhook_cert_dir is not None:
+        raise _Usage("--webhook-secret and --webhook-cert-dir: give one of them")
+    if args.webhook_listen is None and args.visibility_listen is None:
+        raise _Usage("--webhook-secret needs --webhook-listen or --visibility-listen")
+    namespace, name = args.webhook_secret
+    try:
+        api = kubeconfig.api_client(source)
+    except kubeconfig.KubeconfigError as exc:
+        raise secretcerts.SecretError(f"no credentials to read it with: {exc}") from None
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="kuota-webhook-"))
+    mirror = secretcerts.SecretMirror(secretcerts.secret_reader(api, namespace, name),
+                                      f"{namespace}/{name}", directory)
+    try:
+        mirror.refresh()
+        args.webhook_cert_dir = directory
+        mirror.start()
+        yield
+    finally:
+        mirror.stop()
+        api.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"kuota operator: {message}", file=sys.stderr)
+    return status
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     gctuning.tune()
-    webhook = None
-    if args.webhook_listen is not None:
-        cert = key = ca = None
-        if args.webhook_cert_dir is not None:
-            cert, key = args.webhook_cert_dir / "tls.crt", args.webhook_cert_dir / "tls.key"
-            if not cert.exists() or not key.exists():
-                print(f"kuota operator: {args.webhook_cert_dir} needs tls.crt and tls.key")
-                return 2
-            if (args.webhook_cert_dir / "ca.crt").exists():
-                ca = args.webhook_cert_dir / "ca.crt"
-        addr, port = args.webhook_listen
-        webhook = WebhookOptions(addr=addr, port=port, certfile=str(cert) if cert else None,
-                                 pkeyfile=str(key) if key else None,
-                                 cafile=str(ca) if ca else None, host=args.webhook_host,
-                                 managed=args.webhook_managed)
-    visibility = None
-    if args.visibility_listen is not None:
-        cert_dir = args.visibility_cert_dir or args.webhook_cert_dir
-        if cert_dir is None or not (cert_dir / "tls.crt").exists() \
-                or not (cert_dir / "tls.key").exists():
-            print("kuota operator: --visibility-listen needs --visibility-cert-dir (or "
-                  "--webhook-cert-dir) with tls.crt and tls.key")
-            return 2
-        addr, port = args.visibility_listen
-        visibility = VisibilityOptions(addr, port, str(cert_dir / "tls.crt"),
-                                       str(cert_dir / "tls.key"))
+    try:
+        source = _login_source(args)
+        with _secret_certificates(args, source):
+            webhook, visibility = _webhook_options(args), _visibility_options(args)
+            _run_operator(args, source, webhook, visibility)
+    except _Usage as exc:
+        return _fail(str(exc), 2)
+    except secretcerts.SecretError as exc:
+        return _fail(f"--webhook-secret: {exc}", 1)
+    return 0
+
+
+def _run_operator(args: argparse.Namespace, source: kubeconfig.Source | None,
+                  webhook: WebhookOptions | None, visibility: VisibilityOptions | None) -> None:
     operator = Operator(options_from(args))
+    login = functools.partial(kubeconfig.connection, source) if source is not None else None
     registry = build_registry(operator, webhook=webhook, probe_addr=args.probes,
-                              visibility=visibility)
+                              visibility=visibility, login_with=login)
     namespaces = list(args.namespace)
     asyncio.run(kopf.operator(registry=registry, standalone=True,
                               clusterwide=not namespaces, namespaces=namespaces))
-    return 0

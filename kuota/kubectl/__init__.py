@@ -278,10 +278,62 @@ def _get_raw(api_client: Any, path: str, query: dict[str, Any] | None = None) ->
     return api_client.response_deserialize(answer, {"200": "object"}).data
 
 
+class VisibilityUnavailable(Exception):
+    """The visibility API answered nothing useful; the message says why and what to do."""
+
+
+#: What the API server answers when no APIService serves the group, and when one does but
+#: nobody answers behind it.
+NOT_INSTALLED = ("pending positions are not served by this cluster: the API "
+                 "visibility.kuota.dev/v1beta2 is not installed (no APIService "
+                 "v1beta2.visibility.kuota.dev). Install kuota with the chart's "
+                 "visibility.enabled=true (the default) or apply "
+                 "manifests/operator/visibility.yaml (docs/operator.md, \"Pending positions\")")
+NOT_ANSWERING = ("pending positions are unavailable: the APIService "
+                 "v1beta2.visibility.kuota.dev is installed but its server did not answer "
+                 "({status}): is the operator running with --visibility-listen, and is its "
+                 "Service kuota-visibility reaching it? (kubectl get apiservice "
+                 "v1beta2.visibility.kuota.dev shows why)")
+
+
+def _pending_summary(api_client: Any, path: str, query: dict[str, Any]) -> Any:
+    """GET a pending-workloads path; :class:`VisibilityUnavailable` where the API is not
+    installed (a 404 whose group is unknown, not a queue that does not exist) or not
+    answering (503)."""
+    from kubernetes.client import ApiException
+
+    try:
+        return _get_raw(api_client, path, query)
+    except ApiException as exc:
+        if exc.status == 503:
+            raise VisibilityUnavailable(NOT_ANSWERING.format(
+                status=f"{exc.status} {_message(exc)}")) from None
+        if exc.status == 404 and not _visibility_installed(api_client):
+            raise VisibilityUnavailable(NOT_INSTALLED) from None
+        raise
+
+
+def _visibility_installed(api_client: Any) -> bool:
+    """Whether the API server knows the group version (discovery, as kubectl asks)."""
+    from kubernetes.client import ApiException
+
+    try:
+        _get_raw(api_client, VISIBILITY)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
 def _pending(api_client: Any, plural: str, name: str, namespace: str,
              args: argparse.Namespace) -> int:
-    summary = _get_raw(api_client, pending_path(plural, name, namespace),
-                       {"offset": args.offset, "limit": args.limit})
+    try:
+        summary = _pending_summary(api_client, pending_path(plural, name, namespace),
+                                   {"offset": args.offset, "limit": args.limit})
+    except VisibilityUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return conventions.FAILED
     table = pending_rows(summary, local=plural == "localqueues")
     if len(table) == 1:
         where = name if plural == "clusterqueues" else f"{namespace}/{name}"
@@ -318,8 +370,10 @@ def _position_line(api_client: Any, name: str, namespace: str, queue: str) -> st
     from kubernetes.client import ApiException
 
     try:
-        summary = _get_raw(api_client, pending_path("localqueues", queue, namespace),
-                           {"limit": 100_000})
+        summary = _pending_summary(api_client, pending_path("localqueues", queue, namespace),
+                                   {"limit": 100_000})
+    except VisibilityUnavailable as exc:
+        return f"Position: unknown ({exc})"
     except ApiException as exc:
         return f"Position: unknown (pending positions unavailable: {exc.status} {_message(exc)})"
     for item in summary.get("items") or []:

@@ -99,7 +99,11 @@ def webhook_server(options: WebhookOptions) -> kopf.WebhookServer:
 def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = None, *,
                    webhook: WebhookOptions | None = None,
                    probe_addr: tuple[str, int] | None = None,
-                   visibility: VisibilityOptions | None = None) -> kopf.OperatorRegistry:
+                   visibility: VisibilityOptions | None = None,
+                   login_with: Callable[[], kopf.ConnectionInfo | None] | None = None
+                   ) -> kopf.OperatorRegistry:
+    """``login_with``: how to log in instead of the service account, then ``$KUBECONFIG`` (the
+    kubeconfig and context given on the command line, :mod:`kuota.operator.kubeconfig`)."""
     registry = kopf.OperatorRegistry()
     controller = operator.controller
     state: dict[str, Any] = {}
@@ -108,6 +112,8 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
         # Read anew at every call: kopf logs in again after a 401 and so does our client
         # (kuota.operator.client), and either needs the token file as it is now — the
         # kubelet replaces a projected service-account token long before it expires.
+        if connection is None and login_with is not None:
+            return login_with()
         return connection or kopf.login_with_service_account(settings=settings) \
             or kopf.login_with_kubeconfig(settings=settings)
 

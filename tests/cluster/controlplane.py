@@ -50,6 +50,17 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 FAKE_NODE = {"kwok.x-k8s.io/node": "fake"}
 
 
+#: kube-controller-manager's controllers for the tests: what an emulator lacks, and no
+#: more (fewer controllers start faster).
+TEST_CONTROLLERS = (
+    "job,garbage-collector-controller,namespace-controller,"
+    "serviceaccount-controller,serviceaccount-token-controller,"
+    "root-ca-certificate-publisher-controller,pod-garbage-collector-controller,"
+    "node-lifecycle-controller,replicaset-controller,deployment-controller,"
+    "statefulset-controller,cronjob-controller,"
+    "ttl-after-finished-controller,clusterrole-aggregation-controller")
+
+
 class StartError(RuntimeError):
     """A control-plane process did not come up; the message carries its log's tail."""
 
@@ -137,13 +148,17 @@ class ControlPlane:
     extender`` (the shipped scheduler configuration's urlPrefix is rewritten
     to it), and ``extender_tls`` the files of its ``tlsConfig`` (the shipped
     ones are paths on a control-plane node); the extender is ignorable, so the
-    scheduler works without one.
+    scheduler works without one. ``controllers`` is kube-controller-manager's
+    ``--controllers`` (default: only what the tests need, :data:`TEST_CONTROLLERS`;
+    ``"*"``: every controller on by default, as on a real cluster).
     """
 
     def __init__(self, binaries: Binaries, workdir: pathlib.Path, *,
                  extender_url: str | None = None,
-                 extender_tls: dict[str, str] | None = None) -> None:
+                 extender_tls: dict[str, str] | None = None,
+                 controllers: str | None = None) -> None:
         self.binaries = binaries
+        self.controllers = controllers or TEST_CONTROLLERS
         self.workdir = workdir
         self.extender_url = extender_url
         self.extender_tls = extender_tls
@@ -287,13 +302,7 @@ class ControlPlane:
             f"--service-account-private-key-file={private}",
             f"--root-ca-file={self.ca.cert}",
             "--use-service-account-credentials=false",
-            # What an emulator lacks, and no more: fewer controllers start faster.
-            "--controllers=job,garbage-collector-controller,namespace-controller,"
-            "serviceaccount-controller,serviceaccount-token-controller,"
-            "root-ca-certificate-publisher-controller,pod-garbage-collector-controller,"
-            "node-lifecycle-controller,replicaset-controller,deployment-controller,"
-            "statefulset-controller,cronjob-controller,"
-            "ttl-after-finished-controller,clusterrole-aggregation-controller"])
+            f"--controllers={self.controllers}"])
 
     def _scheduler_config(self) -> pathlib.Path:
         """The shipped KubeSchedulerConfiguration, rewritten only where a host path is named."""

@@ -227,6 +227,30 @@ class TestChartMadeCertificate:
         tls = objects[("Secret", NAMESPACE, "kuota-webhook-tls")]["data"]
         assert "IP Address:127.0.0.1" in _openssl_text(_pem(tls["tls.crt"]))
 
+    @pytest.mark.parametrize(("host", "want_san"), [
+        ("127.0.0.1", "IP Address:127.0.0.1"), ("dev.example", "DNS:dev.example")])
+    def test_out_of_cluster_wires_the_webhook_and_the_visibility_api_to_one_host(
+            self, helm: str, host: str, want_san: str) -> None:
+        objects = render(helm, {"outOfCluster.host": host, "webhook.port": "19443",
+                                "visibility.port": "18082"})
+        hooks = objects[("MutatingWebhookConfiguration", "", "kuota")]["webhooks"]
+        assert {h["clientConfig"]["url"].rsplit("/", 1)[0] for h in hooks} == {
+            f"https://{host}:19443"}
+        # The aggregation layer dials the ExternalName Service's host at the APIService's
+        # port, and checks the Service's name in the certificate.
+        service = objects[("Service", NAMESPACE, "kuota-visibility")]["spec"]
+        assert service == {"type": "ExternalName", "externalName": host,
+                           "ports": [{"name": "https", "port": 18082}]}
+        api = objects[("APIService", "", "v1beta2.visibility.kuota.dev")]["spec"]
+        assert api["service"] == {"name": "kuota-visibility", "namespace": NAMESPACE,
+                                  "port": 18082}
+        tls = objects[("Secret", NAMESPACE, "kuota-webhook-tls")]["data"]
+        text = _openssl_text(_pem(tls["tls.crt"]))
+        assert want_san in text and "DNS:kuota-visibility.kuota-system.svc" in text
+        assert api["caBundle"] == tls["ca.crt"]
+        assert ("Deployment", NAMESPACE, "kuota-operator") not in objects, \
+            "the operator runs outside: no Deployment to fake-run on the nodes"
+
 
 class TestExtenderTLS:
     """Without cert-manager the chart makes the extender's CA, serving and client
@@ -488,6 +512,8 @@ class BadValues:
               "at '/operator/replicas': got string, want integer"),
     BadValues("webhook-url-not-https", {"webhook.url": "http://127.0.0.1:9443"},
               "at '/webhook/url'"),
+    BadValues("out-of-cluster-host-a-url", {"outOfCluster.host": "https://127.0.0.1"},
+              "at '/outOfCluster/host'"),
 ], ids=lambda c: c.id)
 def test_values_that_cannot_work_are_refused_with_one_clear_line(
         helm: str, case: BadValues) -> None:

@@ -85,7 +85,31 @@ affinity:
 {{- /* The visibility API server serves the same certificate (the API server checks this name). */}}
 {{- $names = append $names (printf "kuota-visibility.%s.svc" .Release.Namespace) }}
 {{- end }}
+{{- $host := .Values.outOfCluster.host }}
+{{- if and $host (not (regexMatch "^[0-9.]+$" $host)) }}
+{{- $names = append $names $host }}
+{{- end }}
 {{- concat $names .Values.webhook.certificate.dnsNames | toJson }}
+{{- end }}
+
+{{/* Addresses in the serving certificate: those asked for, and an out-of-cluster host's. */}}
+{{- define "kuota.webhookIPAddresses" -}}
+{{- $ips := .Values.webhook.certificate.ipAddresses }}
+{{- $host := .Values.outOfCluster.host }}
+{{- if and $host (regexMatch "^[0-9.]+$" $host) }}
+{{- $ips = append $ips $host | uniq }}
+{{- end }}
+{{- $ips | toJson }}
+{{- end }}
+
+{{/* Where the API server calls the webhook: webhook.url, else the out-of-cluster host's
+URL, else "" (the Service kuota-webhook). */}}
+{{- define "kuota.webhookURL" -}}
+{{- if .Values.webhook.url }}
+{{- trimSuffix "/" .Values.webhook.url }}
+{{- else if .Values.outOfCluster.host }}
+{{- printf "https://%s:%d" .Values.outOfCluster.host (int .Values.webhook.port) }}
+{{- end }}
 {{- end }}
 
 {{/*

@@ -148,3 +148,54 @@ def test_create_localqueue(flags: list[str], want_error: str | None,
         "apiVersion": "kuota.dev/v1alpha1", "kind": "LocalQueue",
         "metadata": {"name": "main", "namespace": "team-a"},
         "spec": {"clusterQueue": "research"}}
+
+
+class TestPendingWhereTheVisibilityApiIsMissing:
+    """``kubectl kuota pending`` says why positions are unavailable instead of a bare
+    ``404 Not Found``: the API not installed (discovery does not know the group), or
+    installed with nobody answering (503); a queue the API does not know stays a 404."""
+
+    @staticmethod
+    def answers(monkeypatch: pytest.MonkeyPatch, *, discovery: int, pending: int) -> None:
+        from kubernetes.client import ApiException
+
+        import kuota.kubectl as plugin
+
+        def get_raw(api_client: Any, path: str, query: Any = None) -> Any:
+            status = discovery if path == plugin.VISIBILITY else pending
+            if status != 200:
+                raise ApiException(status=status, reason={404: "Not Found",
+                                                          503: "Service Unavailable"}[status])
+            return {"items": []}
+
+        monkeypatch.setattr(plugin, "_get_raw", get_raw)
+
+    @staticmethod
+    def pending() -> int:
+        import argparse
+
+        import kuota.kubectl as plugin
+
+        args = argparse.Namespace(offset=0, limit=10)
+        return plugin._pending(None, "clusterqueues", "research", "default", args)
+
+    @pytest.mark.parametrize(("answer", "want"), [
+        (404, ["the API visibility.kuota.dev/v1beta2 is not installed", "visibility.enabled=true"]),
+        (503, ["is installed but its server did not answer (503", "--visibility-listen"]),
+    ], ids=["not-installed", "not-answering"])
+    def test_why_positions_are_unavailable(self, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str], answer: int,
+                                           want: list[str]) -> None:
+        self.answers(monkeypatch, discovery=answer, pending=answer)
+        status, err = self.pending(), capsys.readouterr().err
+        assert status == 1
+        assert all(text in err for text in want), err
+        assert "Not Found" not in err
+
+    def test_an_unknown_queue_is_still_a_404(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from kubernetes.client import ApiException
+
+        self.answers(monkeypatch, discovery=200, pending=404)
+        with pytest.raises(ApiException) as raised:
+            self.pending()
+        assert raised.value.status == 404
