@@ -13,9 +13,11 @@ numbered script Kueue's scheduler follows:
    for the next cycle.
 2. **Order** the nominated. Classically (Kueue's classical iterator): a
    preemptor still waiting for its victims first; then by *borrowing
-   height* — 0 for a workload that fits in its ClusterQueue's own quota, 1 if
-   it must borrow from its cohort, 2 from the cohort's parent, and so on —
-   then higher priority, then the older queue-order timestamp (creation, or
+   height* — 0 for a workload that fits in its ClusterQueue's own quota,
+   else the height of the lowest cohort subtree that holds it (a cohort of
+   ClusterQueues only is 1, each level of cohorts below adds one; Kueue's
+   rule, so a queue directly under a deep root borrows "from far") — then
+   higher priority, then the older queue-order timestamp (creation, or
    the eviction that sent it to the back of its queue). The height ranks a
    workload that reclaims what its own subtree lent ahead of one that borrows
    from far away, so the closer owner wins contested quota. With fair

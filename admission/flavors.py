@@ -11,9 +11,13 @@ in the order the ClusterQueue lists them:
    key that only another flavor of the group sets says nothing about this
    flavor's nodes, and the rest is left to the node scheduler.
 2. Each covered resource is checked against quota: above what the
-   ClusterQueue could *ever* get (potential available) is ``ExceedsMaxQuota``;
-   within what is free now is a fit, with a *borrowing height* (0 = within
-   the ClusterQueue's own quota, 1 = borrows from its cohort, ...); anything
+   ClusterQueue could *ever* get (potential available) is ``ExceedsMaxQuota``,
+   and so is a request too large to count (a pod's request saturated at
+   :data:`~quota.resources.MAX_AMOUNT`, or pod sets adding up past it: Kueue's
+   saturating arithmetic);
+   within what is free now is a fit, with Kueue's *borrowing height* (0 =
+   within the ClusterQueue's own quota, else the height of the lowest cohort
+   subtree holding the request, :func:`quota.tree.borrowing_height`); anything
    else waits for quota (or, with preemption, asks the preemption oracle).
 3. ``flavorFungibility`` decides whether to stop at this flavor:
    ``whenCanBorrow: MayStopSearch`` takes a borrowing fit, ``TryNextFlavor``
@@ -22,6 +26,8 @@ in the order the ClusterQueue lists them:
    the best one seen wins: by Kueue's preemption modes (a fit, then reclaiming
    quota other queues borrow, then preempting in the own queue), then less
    borrowing — or borrowing first with ``preference: PreemptionOverBorrowing``.
+   Either way a flavor that needs preemption but has no candidate ranks below
+   every flavor that could admit now, a borrowing fit included.
 
 A ClusterQueue that covers the ``pods`` resource charges one per pod, so a
 quota on ``pods`` caps how many pods it runs at once.
@@ -43,6 +49,7 @@ from quota import tree as qt
 from quota.cache import Snapshot
 from quota.config import ClusterQueueConfig, FlavorConfig, ResourceGroupConfig
 from quota.resources import (
+    MAX_AMOUNT,
     Amount,
     FlavorResource,
     FRVector,
@@ -140,7 +147,7 @@ def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
     for ps in info.pod_sets:
         count = ps.count if counts is None else counts.get(ps.name, ps.count)
         flavors: dict[str, str] = {}
-        ps_usage = _charged(cq, ps.total(count), count)
+        ps_usage = _charged(cq, ps, count)
         placed: DomainAssignment | None = None
         for group in _groups_needed(cq, ps_usage, result):
             if result.mode is Mode.NO_FIT:
@@ -154,8 +161,9 @@ def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
             for resource in group.covered:
                 if resource in ps_usage:
                     flavors[resource] = name
-                    fr = FlavorResource(name, resource)
-                    usage[fr] = usage.get(fr, 0) + ps_usage[resource]
+                    if ps_usage[resource]:
+                        fr = FlavorResource(name, resource)
+                        usage[fr] = usage.get(fr, 0) + ps_usage[resource]
             result.mode = min(result.mode, choice.mode)
             result.borrow = max(result.borrow, choice.borrow)
             result.contested |= choice.contested
@@ -168,12 +176,15 @@ def assign(info: WorkloadInfo, cq: ClusterQueueConfig, snapshot: Snapshot, *,
     return result
 
 
-def _charged(cq: ClusterQueueConfig, requests: ResourceVector, count: int) -> ResourceVector:
-    """What a pod set is charged in ``cq``: its requests, less the zero ones no resource
-    group covers (nothing to account them against), plus one ``pods`` per pod when the
-    ClusterQueue covers ``pods``. A zero request of a covered resource stays: it still
-    gets a flavor, so the admission says where those pods go for that resource."""
-    charged = {r: a for r, a in requests.items() if a or cq.group_for(r) is not None}
+def _charged(cq: ClusterQueueConfig, ps: PodSetInfo, count: int) -> ResourceVector:
+    """What ``count`` pods of ``ps`` are charged in ``cq``: their requests, plus one
+    ``pods`` per pod when the ClusterQueue covers ``pods``. A zero request of a covered
+    resource is charged zero: it still gets a flavor, so the admission says where those
+    pods go for that resource (Kueue's rule); a zero request of a resource no group
+    covers is dropped (nothing to account it against)."""
+    charged: ResourceVector = {r: 0 for r in ps.zero_requests if cq.group_for(r) is not None}
+    charged.update({r: a for r, a in ps.total(count).items()
+                    if a or cq.group_for(r) is not None})
     if cq.group_for(PODS) is not None:
         charged[PODS] = count * parse_amount(1)
     return charged
@@ -252,6 +263,11 @@ def _fit_cell(info: WorkloadInfo, cq: ClusterQueueConfig, node: qt.QuotaNode,
     """How ``amount`` of ``fr`` fits: mode, borrowing height, why not (reason, message),
     and for PREEMPT whether only other queues' workloads would go."""
     most = qt.potential_available(node, fr)
+    if amount >= MAX_AMOUNT:
+        return Mode.NO_FIT, 0, (EXCEEDS_MAX_QUOTA, (
+            f"{fr.resource} in flavor {fr.flavor}: request is too large to count (at least "
+            f"{format_amount(MAX_AMOUNT, fr.resource)}), more than ClusterQueue {cq.name} "
+            f"can ever get ({format_amount(most, fr.resource)})")), False
     if amount > most:
         return Mode.NO_FIT, 0, (EXCEEDS_MAX_QUOTA, (
             f"{fr.resource} in flavor {fr.flavor}: request {format_amount(amount, fr.resource)} "
@@ -304,7 +320,12 @@ def _try_next(choice: FlavorChoice, cq: ClusterQueueConfig) -> bool:
 
 
 def _preferred(a: FlavorChoice, b: FlavorChoice, cq: ClusterQueueConfig) -> bool:
-    """Whether ``a`` beats ``b`` when the search ran on past both."""
+    """Whether ``a`` beats ``b`` when the search ran on past both.
+
+    A flavor that needs preemption but found no candidate admits nothing this cycle: it
+    ranks below every other (the preference only orders the viable ones)."""
+    if (a.mode is Mode.NO_CANDIDATES) != (b.mode is Mode.NO_CANDIDATES):
+        return b.mode is Mode.NO_CANDIDATES
     if cq.preference == "PreemptionOverBorrowing":
         if a.borrow != b.borrow:
             return a.borrow < b.borrow

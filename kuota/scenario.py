@@ -78,7 +78,7 @@ class ScenarioPodSet(_Model):
     name: str = "main"
     count: int = Field(default=1, ge=0)
     min_count: int | None = Field(default=None, ge=1)
-    requests: dict[str, api.Quantity] = Field(default_factory=dict)
+    requests: dict[str, api.RequestQuantity] = Field(default_factory=dict)
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[api.Toleration] = Field(default_factory=list)
     #: Pod-template annotations, e.g. kuota.dev/podset-required-topology.

@@ -146,7 +146,8 @@ def pod_set(ps: api.PodSet) -> PodSetInfo:
         elif ps.topology_request.preferred:
             topology = ("preferred", ps.topology_request.preferred)
     return PodSetInfo(
-        name=ps.name, count=ps.count, requests=ps.pod_requests(), min_count=ps.min_count,
+        name=ps.name, count=ps.count, requests=ps.pod_requests(),
+        zero_requests=ps.zero_requests(), min_count=ps.min_count,
         node_selector=dict(pod.node_selector), affinity_terms=tuple(terms),
         tolerations=tuple(pod.tolerations), topology=topology)
 

@@ -71,11 +71,34 @@ def parse_amount(value: str | int | float | Decimal) -> Amount:
     >>> parse_amount("500m"), parse_amount("2"), parse_amount("1Ki")
     (500, 2000, 1024000)
     """
+    units = _parse_units(value, Decimal(MAX_AMOUNT) / MILLI)
+    return math.ceil(units * MILLI)
+
+
+def parse_request(value: str | int | float | Decimal) -> Amount:
+    """Parse a pod's request: as :func:`parse_amount`, except that a quantity Kubernetes
+    holds (at most :data:`MAX_AMOUNT` units) but kuota cannot count in milli-units is
+    saturated at :data:`MAX_AMOUNT`, as Kueue saturates such a request. No quota is that
+    large (:func:`parse_amount` refuses it), so the workload is refused with
+    ``ExceedsMaxQuota`` rather than its whole manifest with a parse error. Larger
+    quantities are refused as absurd.
+
+    >>> parse_request("9223372036854776") == MAX_AMOUNT
+    True
+    """
+    units = _parse_units(value, Decimal(MAX_AMOUNT))
+    if units > Decimal(MAX_AMOUNT) / MILLI:
+        return MAX_AMOUNT
+    return math.ceil(units * MILLI)
+
+
+def _parse_units(value: str | int | float | Decimal, most: Decimal) -> Decimal:
+    """The quantity ``value`` in units, refused unless finite and within ``[0, most]``."""
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     shown = short_repr(value)
-    if isinstance(value, int) and abs(value) > MAX_AMOUNT:  # before any text conversion
-        raise QuantityError(f"{shown} is too large (at most {MAX_AMOUNT // MILLI})")
+    if isinstance(value, int) and abs(value) > most:  # before any text conversion
+        raise QuantityError(f"{shown} is too large (at most {int(most)})")
     try:
         parsed = Decimal(_parse_quantity()(value))
     except (ValueError, TypeError, ArithmeticError) as exc:
@@ -84,9 +107,9 @@ def parse_amount(value: str | int | float | Decimal) -> Amount:
         raise QuantityError(f"{shown} is not a finite quantity")
     if parsed < 0:
         raise QuantityError(f"{shown} must not be negative")
-    if parsed > Decimal(MAX_AMOUNT) / MILLI:
-        raise QuantityError(f"{shown} is too large (at most {MAX_AMOUNT // MILLI})")
-    return math.ceil(parsed * MILLI)
+    if parsed > most:
+        raise QuantityError(f"{shown} is too large (at most {int(most)})")
+    return parsed
 
 
 @cache

@@ -65,6 +65,10 @@ class QuotaNode:
     #: and :meth:`QuotaTree.remove`: an answer computed from the subtree's usage holds
     #: while this is unchanged (the fair-sharing tournament keeps its winners so).
     stamp: int = 0
+    #: A cohort's height: the longest way down to a leaf (0 without children, 1 with only
+    #: ClusterQueues below it, one more per level of cohorts). The tree's shape is fixed
+    #: between builds, so it is computed with the subtree quota.
+    height: int = 0
 
     def __post_init__(self) -> None:
         self.lending = _lending(self.quotas)
@@ -167,21 +171,23 @@ def _track(node: QuotaNode, fr: FlavorResource) -> None:
 
 
 def borrowing_height(node: QuotaNode, fr: FlavorResource, request: Amount) -> int:
-    """How many levels up the tree ``request`` more of ``fr`` must borrow: 0 = none.
+    """Kueue's borrowing height of ``request`` more of ``fr``: 0 when the ClusterQueue's own
+    quota holds it, else the :attr:`~QuotaNode.height` of the lowest cohort whose subtree
+    quota holds it (of the root when none does).
 
-    Walks up until a subtree holds the request within its own quota; each
-    level's free local part absorbs some of it on the way.
+    Walks up until a subtree holds the request within its own quota; each level's free
+    local part absorbs some of it on the way. The height is the subtree's, not the number
+    of levels climbed: a queue hanging directly under a deep root borrows "from far" even
+    one level up, and ranks after a queue whose own small cohort holds its request.
     """
     if node.parent is None or node.usage.get(fr, 0) + request <= node.subtree.get(fr, 0):
         return 0
     remaining = request - node.local_available(fr)
-    height = 0
     for ancestor in node.ancestors():
-        height += 1
         if ancestor.usage.get(fr, 0) + remaining <= ancestor.subtree.get(fr, 0):
-            return height
+            return ancestor.height
         remaining -= ancestor.local_available(fr)
-    return height
+    return node.root().height
 
 
 def fits_below_root(node: QuotaNode, fr: FlavorResource, request: Amount) -> bool:
@@ -290,7 +296,7 @@ class QuotaTree:
             for original in reversed(missing):  # the topmost first: parents before children
                 copy = twins[id(original)] = QuotaNode(
                     original.name, original.is_cohort, original.quotas, None, [],
-                    original.subtree, dict(original.usage))
+                    original.subtree, dict(original.usage), height=original.height)
                 if original.parent is not None:
                     copy.parent = twins[id(original.parent)]
                     copy.parent.children.append(copy)
@@ -387,8 +393,11 @@ def _recompute_subtree(node: QuotaNode) -> None:
     node.subtree = {fr: cell.nominal for fr, cell in node.quotas.items()}
     node.usage = {}
     node.borrowers = {}
+    node.height = 1 if node.children else 0
     for child in node.children:
         _recompute_subtree(child)
+        if child.is_cohort:
+            node.height = max(node.height, child.height + 1)
         for fr, amount in child.subtree.items():
             offered = amount - child.local(fr)
             node.subtree[fr] = node.subtree.get(fr, 0) + offered

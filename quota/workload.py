@@ -63,6 +63,8 @@ class PodSetInfo:
     tolerations: tuple[Any, ...] = ()
     #: Topology request: ("required" | "preferred", level label) or None.
     topology: tuple[str, str] | None = None
+    #: Resources a pod asks for at zero (not in ``requests``): no quota, but a flavor.
+    zero_requests: tuple[str, ...] = ()
 
     #: Hash of what makes two pod sets ask the same (computed once: the pod sets of a job
     #: array's workloads are one object, shared).
@@ -72,7 +74,7 @@ class PodSetInfo:
         object.__setattr__(self, "shape_hash", hash((
             self.name, self.count, self.min_count, tuple(sorted(self.requests.items())),
             tuple(sorted(self.node_selector.items())), self.affinity_terms,
-            tuple(repr(t) for t in self.tolerations), self.topology)))
+            tuple(repr(t) for t in self.tolerations), self.topology, self.zero_requests)))
 
     def total(self, count: int | None = None) -> ResourceVector:
         n = self.count if count is None else count
@@ -144,6 +146,8 @@ class Admission:
         total: dict[FlavorResource, Amount] = {}
         for ps in self.pod_sets:
             for resource, amount in ps.usage.items():
+                if not amount:  # a zero request: its flavor is recorded, it takes nothing
+                    continue
                 fr = FlavorResource(ps.flavors[resource], resource)
                 total[fr] = total.get(fr, 0) + amount
         object.__setattr__(self, "_usage", total)

@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     )
     from quota.api.priorityclass import WorkloadPriorityClass
     from quota.api.problems import ObjectError, Problem
-    from quota.api.quantity import Quantity, amount, amounts
+    from quota.api.quantity import Quantity, RequestQuantity, amount, amounts
     from quota.api.quotas import (
         FairSharing,
         FairSharingStatus,
@@ -159,6 +159,7 @@ _WHERE: dict[str, str] = {
     'PriorityClassRef': 'workload',
     'Problem': 'problems',
     'Quantity': 'quantity',
+    'RequestQuantity': 'quantity',
     'RequeueState': 'workload_status',
     'ResourceFlavor': 'resourceflavor',
     'ResourceFlavorSpec': 'resourceflavor',
@@ -257,6 +258,7 @@ __all__ = [
     "PriorityClassRef",
     "Problem",
     "Quantity",
+    "RequestQuantity",
     "RequeueState",
     "ResourceFlavor",
     "ResourceFlavorSpec",

@@ -20,7 +20,8 @@ the same):
    ``resources`` replace that figure for the resources they name; then the
    runtime class ``overhead`` is added.
 
-Resources whose effective request is zero are left out.
+Resources whose effective request is zero are left out (asked for, they
+still get a flavor: :meth:`quota.api.PodSet.zero_requests`).
 """
 
 from __future__ import annotations
@@ -32,24 +33,24 @@ from pydantic import Field
 
 from quota.api.base import OpenModel
 from quota.api.meta import ObjectMeta, Toleration
-from quota.api.quantity import Quantity, amounts
+from quota.api.quantity import Quantity, RequestQuantity, amounts, request_amounts
 from quota.resources import Amount, ResourceVector
 
 
 class ResourceRequirements(OpenModel):
     """Requests and limits of a container (or of the whole pod)."""
 
-    requests: dict[str, Quantity] = Field(
+    requests: dict[str, RequestQuantity] = Field(
         default_factory=dict, description="Amount reserved per resource."
     )
-    limits: dict[str, Quantity] = Field(
+    limits: dict[str, RequestQuantity] = Field(
         default_factory=dict,
         description="Maximum per resource; also the request when none is given.",
     )
 
     def effective_requests(self) -> ResourceVector:
         """Requests, with limits standing in for absent requests."""
-        return amounts({**self.limits, **self.requests})
+        return request_amounts({**self.limits, **self.requests})
 
 
 class EnvVar(OpenModel):
@@ -198,8 +199,9 @@ def _max(vectors: Iterable[Mapping[str, Amount]]) -> ResourceVector:
     return out
 
 
-def pod_requests(spec: PodSpec) -> ResourceVector:
-    """Effective per-pod request (see the module docstring for the rule)."""
+def pod_requests(spec: PodSpec, *, keep_zero: bool = False) -> ResourceVector:
+    """Effective per-pod request (see the module docstring for the rule); with
+    ``keep_zero``, the resources asked for at zero stay, at zero."""
     running: ResourceVector = {}
     for container in spec.containers:
         _add(running, container.resources.effective_requests())
@@ -219,4 +221,4 @@ def pod_requests(spec: PodSpec) -> ResourceVector:
     if spec.resources is not None:
         total.update(spec.resources.effective_requests())
     _add(total, amounts(spec.overhead))
-    return {name: value for name, value in total.items() if value}
+    return total if keep_zero else {name: value for name, value in total.items() if value}

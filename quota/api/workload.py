@@ -174,6 +174,13 @@ class PodSet(ApiModel):
         """Effective request of one pod, in milli-units (see :mod:`quota.api.podtemplate`)."""
         return dict(self._requests)
 
+    def zero_requests(self) -> tuple[str, ...]:
+        """The resources a pod asks for at zero (sorted): they take no quota, but Kueue
+        still gives each one its ClusterQueue covers a flavor in the admission."""
+        return tuple(sorted(name for name, value in
+                            pod_requests(self.template.spec, keep_zero=True).items()
+                            if not value))
+
     def total_requests(self, count: int | None = None) -> ResourceVector:
         """Requests of ``count`` pods (default: the podSet's count)."""
         return scale(self._requests, self.count if count is None else count)

@@ -116,6 +116,28 @@ def test_borrowing_height(usage: int, request_: int, want_height: int) -> None:
     assert borrowing_height(tree.queues["a"], FR, request_) == want_height
 
 
+# Kueue's height (FindHeightOfLowestSubtreeThatFits): of the lowest cohort whose subtree holds
+# the request, not the levels climbed. "c" hangs directly under org, next to the cohort team:
+# one level up is org, of height 2; "a" one level up is team, of height 1.
+@pytest.mark.parametrize(("queue", "usage", "request_", "want_height"), [
+    ("c", {}, 6, 0),                    # its own quota
+    ("c", {}, 7, 2),                    # one level up, but org's height is 2
+    ("a", {}, 6, 1),                    # fits in team (4 + 2)
+    ("a", {}, 7, 2),                    # only org holds it
+    ("a", {"b": 2}, 5, 2),              # team is full: org, though a climbs two levels
+    ("c", {"a": 4, "b": 2}, 7, 2),      # fits nowhere: the root's height
+])
+def test_borrowing_height_is_the_lowest_fitting_subtree_height(
+        queue: str, usage: dict[str, int], request_: int, want_height: int) -> None:
+    tree = QuotaTree.build(queues={"a": ("team", cell(4)), "b": ("team", cell(2)),
+                                   "c": ("org", cell(6))},
+                           cohorts={"team": ("org", {}), "org": (None, {})})
+    for name, amount in usage.items():
+        tree.add(name, {FR: amount})
+    assert borrowing_height(tree.queues[queue], FR, request_) == want_height
+    assert borrowing_height(tree.clone().queues[queue], FR, request_) == want_height
+
+
 def test_parent_loop_is_reported_and_isolated() -> None:
     tree = QuotaTree.build(queues={"a": ("x", cell(4)), "ok": ("z", cell(1))},
                            cohorts={"x": ("y", {}), "y": ("x", {}), "z": (None, {})})
