@@ -317,3 +317,22 @@ class TestFailures:
             assert active("team")["status"] == "True"
             running.quiet()
             assert not h.running(cluster, "stuck")
+
+
+class TestUnrepresentableRequests:
+    def test_a_request_overflowing_int64_milli_units_is_told_and_stops_nobody(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        """As Kueue: a Job whose request saturates int64 milli-units gets a Workload that
+        says it exceeds the maximum quota; the other Jobs run."""
+        setup_queues(cluster)
+        with h.Running(cluster, certs):
+            assert call(cluster.url, "POST", JOBS,
+                        h.job("huge", cpu="9223372036854776")).status == 201
+            call(cluster.url, "POST", JOBS, h.job("fine", cpu="1"))
+            h.wait(cluster, lambda: h.running(cluster, "fine"), "the other Job to run")
+            reserved = h.wait(cluster, lambda: (c := h.condition(
+                h.workload_of(cluster, "huge"), "QuotaReserved")) and c.get("reason") != "Pending"
+                and c, "the huge Job's Workload to say why")
+            assert (reserved["status"], reserved["reason"]) == ("False", "ExceedsMaxQuota")
+            assert "too large to count" in reserved["message"]
+            assert not h.running(cluster, "huge")
