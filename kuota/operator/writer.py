@@ -382,9 +382,19 @@ class Writer:
             event = WorkloadEvent(event.at, key, event.kind, reason, event.detail,
                                   event.message, event.admission)
 
+        ended = False
+
         def build(body: Body) -> Body | None:
-            nonlocal reads
+            nonlocal reads, ended
             reads += 1
+            if event.kind is Kind.EVICTING and status.is_true(body, "Finished"):
+                # It ended while its eviction waited to be written (its runner or Job marked
+                # it Finished; the controller has finished it in the engine, so its quota is
+                # free): nothing is left to evict. Kueue's eviction is a patch guarded by the
+                # version its cache held, and fails on such a change instead of marking a
+                # finished Workload Evicted (counted as an eviction of work that had ended).
+                ended = True
+                return None
             stored = (body.get("status") or {}).get("admission")
             if reads > 1 and holds and event.admission is not None and stored \
                     and stored != status.admission_status(event.admission, placed):
@@ -410,6 +420,9 @@ class Writer:
                 log.warning("status of Workload %s not written: %s", key, exc)
         if holds and not ok:
             self._forget(event)
+            return
+        if ended:
+            self.persisted.pop(key, None)
             return
         if event.kind is Kind.ADMITTED and event.admission is not None:
             self.persisted[key] = event.admission
