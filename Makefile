@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-real cluster-bins helm-bin controllers sandbox lint bench crds clean setup image
+.PHONY: demo test test-fast test-slow test-real cluster-bins helm-bin controllers sandbox lint bench crds clean setup image
 
 setup: $(STAMP)
 
@@ -26,6 +26,12 @@ test: $(STAMP) lint
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 -m 'not slow and not cluster' tests
+
+# The slow-marked checks, which `make test` leaves out: the 1,000-job chaos run and the two
+# raw-record fuzzes. CI runs them after the suite with KUOTA_FUZZ_EXAMPLES=300 (a few
+# minutes); unset, each fuzz runs its 10,000 examples (the pool one about an hour and a half).
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m slow tests
 
 test-real: $(STAMP) cluster-bins
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m cluster tests/real

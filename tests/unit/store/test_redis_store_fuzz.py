@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -138,6 +139,11 @@ _SETTINGS: dict[str, Any] = {"deadline": None, "derandomize": False,
                              "suppress_health_check": [HealthCheck.too_slow,
                                                        HealthCheck.data_too_large]}
 
+#: Examples of the slow-marked runs: 10,000 as the issue asks (half an hour and an hour and
+#: a half); CI runs fewer of each (KUOTA_FUZZ_EXAMPLES, `make test-slow`) to stay in its time.
+SLOW_EXAMPLES: Final = int(os.environ.get("KUOTA_FUZZ_EXAMPLES") or 10_000)
+
+
 
 @settings(max_examples=60, **_SETTINGS)
 @given(_writes())
@@ -148,7 +154,7 @@ def test_the_scheduler_serves_valid_workloads_whatever_else_is_stored(
 
 @pytest.mark.slow
 @pytest.mark.timeout(7200)  # 10,000 schedulers built and stepped: about half an hour
-@settings(max_examples=10_000, **_SETTINGS)
+@settings(max_examples=SLOW_EXAMPLES, **_SETTINGS)
 @given(_writes())
 def test_the_scheduler_survives_ten_thousand_random_stores(
         writes: list[tuple[str, Any]]) -> None:
@@ -302,7 +308,7 @@ def test_a_running_pool_serves_its_jobs_whatever_is_stored_and_names_it(
 
 @pytest.mark.slow
 @pytest.mark.timeout(4 * 3600)  # 10,000 pools started and run: about an hour and a half
-@settings(max_examples=10_000, **_SETTINGS)
+@settings(max_examples=SLOW_EXAMPLES, **_SETTINGS)
 @given(_raw_records())
 def test_a_running_pool_survives_ten_thousand_random_stores(
         writes: list[tuple[str, str, list[str]]]) -> None:
