@@ -185,8 +185,18 @@ class TestRay:
                                       for p in pods)
 
         preempt(kube, namespace, cpu="500m")
-        stopped = kube.wait_for(state("suspended"), what="the RayCluster suspended")
-        assert stopped["spec"]["headGroupSpec"]["template"]["spec"].get("nodeSelector") is None
+        kube.wait_for(state("suspended"), what="the RayCluster suspended")
+
+        def restored() -> Body | None:
+            # (written once KubeRay reports its pods gone: a moment after "suspended")
+            cluster = kube.get(RAY_API, "RayCluster", "rc", namespace)
+            spec = cluster["spec"]
+            templates = [spec["headGroupSpec"]["template"],
+                         *(g["template"] for g in spec.get("workerGroupSpecs") or [])]
+            return cluster if all(t["spec"].get("nodeSelector") is None
+                                  for t in templates) else None
+
+        kube.wait_for(restored, what="the RayCluster's templates restored")
         wait_preemptor(kube, namespace)
         kube.wait_for(state("ready"), what="the RayCluster admitted and ready again",
                       timeout=120)
