@@ -15,6 +15,8 @@ import asyncio
 import copy
 from typing import Any
 
+import pytest
+
 from admission.events import Kind
 from kuota.operator.client import ApiError
 from kuota.operator.metrics import Metrics
@@ -68,8 +70,21 @@ def _conditions(body: dict[str, Any]) -> dict[str, str]:
     return {c["type"]: c["status"] for c in (body.get("status") or {}).get("conditions") or []}
 
 
-def test_a_victim_that_finished_before_its_eviction_was_written_is_not_marked_evicted(
-        ) -> None:
+def _touched(body: dict[str, Any]) -> dict[str, Any]:
+    body["metadata"].setdefault("labels", {})["touched"] = "yes"
+    return body
+
+
+@pytest.mark.parametrize(("change", "want_evicted", "want_low", "want_high"), [
+    # The runner marks it Finished before the eviction is written (its watch event has not
+    # reached the operator yet): read again on the conflict, it is seen finished, nothing
+    # is written, and its quota is free for the preemptor.
+    (_finished, False, State.FINISHED, State.ADMITTED),
+    # Changed, but not finished: the eviction still lands.
+    (_touched, True, State.PENDING, State.ADMITTED),  # (evicted and queued again)
+], ids=["finished-meanwhile", "changed-meanwhile"])
+def test_an_eviction_written_after_a_conflict(
+        change: Any, want_evicted: bool, want_low: State, want_high: State) -> None:
     objects = queues("4")
     objects[2][1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
     low = workload("low", 4, admitted=True)
@@ -85,41 +100,13 @@ def test_a_victim_that_finished_before_its_eviction_was_written_is_not_marked_ev
         engine.run_until_idle(1000)
         events = engine.drain_outbox()
         assert [(e.key, e.kind) for e in events] == [("ns/low", Kind.EVICTING)]
-        # The runner marks it Finished before the eviction is written (its watch event
-        # has not reached the operator yet).
-        _finished(server.bodies["low"])
+        change(server.bodies["low"])
         server.bump("low")
         writer.persist(events)
         await writer.drain()
 
     asyncio.run(run())
-    assert "Evicted" not in _conditions(server.bodies["low"])
-    assert [name for name, _ in server.patches] == []
-    # Read again on the conflict, it was seen finished: its quota is free for the preemptor.
-    assert engine.records["ns/low"].state is State.FINISHED
+    assert (_conditions(server.bodies["low"]).get("Evicted") == "True") is want_evicted
+    assert engine.records["ns/low"].state is want_low
     engine.run_until_idle(1001)
-    assert engine.records["ns/high"].state is State.ADMITTED
-
-
-def test_a_victim_still_running_is_marked_evicted_after_a_conflict() -> None:
-    objects = queues("4")
-    objects[2][1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
-    low = workload("low", 4, admitted=True)
-    high = workload("high", 4)
-    high["spec"]["priority"] = 100
-    controller, _ = leading(*objects, ("Workload", low), ("Workload", high))
-    engine = controller.engine
-    assert engine is not None
-    server = Server([low, high])
-
-    async def run() -> None:
-        writer = Writer(controller, server, Metrics())  # type: ignore[arg-type]
-        engine.run_until_idle(1000)
-        events = engine.drain_outbox()
-        server.bodies["low"]["metadata"].setdefault("labels", {})["touched"] = "yes"
-        server.bump("low")  # changed, but not finished: the eviction still lands
-        writer.persist(events)
-        await writer.drain()
-
-    asyncio.run(run())
-    assert _conditions(server.bodies["low"]).get("Evicted") == "True"
+    assert engine.records["ns/high"].state is want_high
