@@ -227,11 +227,18 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                 if not controller.manages(namespace):
                     return
                 old = kwargs.get("old")  # (given on UPDATE)
-                problem = pods.refusal(dict(body)) or (
-                    pods.scaling_error(dict(old), dict(body)) if old is not None else None)
+                obj = dict(body)
+                queue = pods.default_queue(
+                    obj, enabled=old is None and operator.options.default_queue,
+                    queue_exists=controller.owners.queue_exists)
+                if queue is not None:  # labelled as its user would: everything follows
+                    patch.meta.setdefault("labels", {})[names.QUEUE_LABELS[0]] = queue
+                    obj = pods.with_queue(obj, queue)
+                problem = pods.refusal(obj) or (
+                    pods.scaling_error(dict(old), obj) if old is not None else None)
                 if problem is not None:
                     raise kopf.AdmissionError(problem, code=422)
-                spec_patch = pods.template_patch(dict(body))
+                spec_patch = pods.template_patch(obj)
                 if spec_patch is not None:  # its pods are queued: they carry what says how
                     _merge(patch.setdefault("spec", {}), spec_patch)
 

@@ -227,6 +227,20 @@ class TestChartMadeCertificate:
         tls = objects[("Secret", NAMESPACE, "kuota-webhook-tls")]["data"]
         assert "IP Address:127.0.0.1" in _openssl_text(_pem(tls["tls.crt"]))
 
+    def test_with_the_default_queue_every_templated_object_is_seen(self, helm: str) -> None:
+        objects = render(helm, {"operator.defaultQueue": "true"})
+        hooks = objects[("MutatingWebhookConfiguration", "", "kuota")]["webhooks"]
+        queued = [h for h in hooks if h["name"].startswith("queue-")]
+        assert [(h["name"], h.get("objectSelector")) for h in queued] == [
+            (f"queue-{plural}.kuota.dev", None)
+            for plural in ("deployments", "statefulsets", "leaderworkersets")]
+        args = objects[("Deployment", NAMESPACE, "kuota-operator")]["spec"]["template"][
+            "spec"]["containers"][0]["args"]
+        assert "--default-queue" in args
+        default = render(helm, {})
+        assert "--default-queue" not in default[("Deployment", NAMESPACE, "kuota-operator")][
+            "spec"]["template"]["spec"]["containers"][0]["args"]
+
     @pytest.mark.parametrize(("host", "want_san"), [
         ("127.0.0.1", "IP Address:127.0.0.1"), ("dev.example", "DNS:dev.example")])
     def test_out_of_cluster_wires_the_webhook_and_the_visibility_api_to_one_host(

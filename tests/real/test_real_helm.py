@@ -197,6 +197,46 @@ def test_the_chart_installs_an_operator_that_admits_jobs_upgrades_and_uninstalls
     assert unheld["spec"].get("suspend") is not True, "no webhook holds Jobs any more"
 
 
+def test_with_the_default_queue_an_unlabelled_deployment_runs_under_quota(
+        control_plane: ControlPlane, kube: Kube, namespace: str, installation: op.Installation,
+        helm: Helm, tmp_path: pathlib.Path) -> None:
+    """operator.defaultQueue: the webhook sees unlabelled Deployments and labels one whose
+    namespace has a LocalQueue "default"; its pods are gated, admitted within the quota
+    and run on the flavor's node."""
+    port = installation.webhook_port
+    helm("install", "kuota", str(CHART), "--namespace", NS, *chart_values(port),
+         "--set", "operator.defaultQueue=true")
+    args = operator_args(kube)
+    assert "--default-queue" in args
+    certificate_files(kube, tmp_path / "certs")
+    pool = f"{namespace}-pool"
+    control_plane.add_nodes(node(f"{namespace}-n1", cpu="8", labels={"pool": pool}))
+    rf, cq = f"{namespace}-rf", f"{namespace}-cq"
+    kube.apply(b.flavor(rf, labels={"pool": pool}), b.cluster_queue(cq, quotas={rf: {"cpu": 1}}),
+               b.local_queue("default", cq, namespace))
+    with op.OperatorProcess(installation, tmp_path, *args, cert_dir=tmp_path / "certs"):
+        created = kube.create({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                         "containers": [{"name": "c", "image": "registry.example/fake:1",
+                                         "resources": {"requests": {"cpu": "400m"}}}]}}}})
+        assert created["metadata"]["labels"] == {"kuota.dev/queue-name": "default"}
+
+        def pods(phase: str) -> list[dict]:
+            return [p for p in kube.list("v1", "Pod", namespace, label_selector="app=web")
+                    if (p.get("status") or {}).get("phase") == phase]
+
+        # 1 cpu of quota: two replicas of 400m run, the third waits gated.
+        running = kube.wait_for(lambda: len(pods("Running")) == 2 and pods("Running"),
+                                what="two replicas admitted and running", timeout=90)
+        assert {p["spec"]["nodeName"] for p in running} == {f"{namespace}-n1"}
+        waiting = pods("Pending")
+        assert len(waiting) == 1 and [g["name"] for g in waiting[0]["spec"][
+            "schedulingGates"]] == ["kuota.dev/admission"]
+
+
 # Not kuota-binpack: the session's kube-scheduler has that profile and would claim the pod.
 SECOND = "kuota-second"
 

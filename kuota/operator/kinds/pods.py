@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kuota.operator import names
@@ -180,6 +180,28 @@ def leader_worker_marks(pod: Body) -> tuple[dict[str, str], dict[str, str]] | No
         sum(int(c) for c in declared.replace(",", "=").split("=")[1::2]))
     return ({names.POD_GROUP_LABELS[0]: group_name(f"lws-{lws}-{index}", "")},
             {names.POD_GROUP_COUNT_ANNOTATIONS[0]: size, names.POD_SET_ANNOTATION: role})
+
+
+def default_queue(obj: Body, *, enabled: bool,
+                  queue_exists: Callable[[str, str], bool]) -> str | None:
+    """The queue a new Deployment, StatefulSet or LeaderWorkerSet without a queue label is
+    given when the operator runs with ``--default-queue`` (Kueue's
+    ``manageJobsWithoutQueueName``): LocalQueue ``default`` of its namespace, if there is
+    one — and only for an object nothing controls (a LeaderWorkerSet's own StatefulSets
+    are its, not queued apart). None: it stays as it is."""
+    meta = obj.get("metadata") or {}
+    if not enabled or names.first_of(meta.get("labels"), names.QUEUE_LABELS) is not None \
+            or any(r.get("controller") for r in meta.get("ownerReferences") or []):
+        return None
+    namespace = meta.get("namespace") or "default"
+    return names.DEFAULT_QUEUE if queue_exists(namespace, names.DEFAULT_QUEUE) else None
+
+
+def with_queue(obj: Body, queue: str) -> Body:
+    """``obj`` labelled with ``queue`` (what the webhook writes onto it)."""
+    meta = dict(obj.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), names.QUEUE_LABELS[0]: queue}
+    return {**obj, "metadata": meta}
 
 
 def refusal(obj: Body) -> str | None:

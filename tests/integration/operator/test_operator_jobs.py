@@ -181,6 +181,31 @@ class TestDefaultQueue:
         assert other.data["spec"]["suspend"] is False  # no LocalQueue "default" there
         assert h.workload_of(cluster, "other", "elsewhere") is None
 
+    def test_unlabelled_deployments_are_labelled_for_the_default_local_queue(
+            self, cluster: Emulator, certs: pathlib.Path) -> None:
+        setup_queues(cluster)
+        h.namespace(cluster, "elsewhere")
+        cluster.apply(h.local_queue("default", "team"))
+
+        def deployment(namespace: str) -> dict:
+            return {"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "web", "namespace": namespace},
+                    "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                                 "containers": [{"name": "c", "image": "x"}]}}}}
+
+        with h.Running(cluster, certs, default_queue=True):
+            mine = call(cluster.url, "POST", "/apis/apps/v1/namespaces/default/deployments",
+                        deployment("default"))
+            other = call(cluster.url, "POST",
+                         "/apis/apps/v1/namespaces/elsewhere/deployments",
+                         deployment("elsewhere"))
+        assert mine.status == 201, mine.data
+        assert mine.data["metadata"]["labels"] == {"kuota.dev/queue-name": "default"}
+        assert mine.data["spec"]["template"]["metadata"]["labels"] == {
+            "app": "web", "kuota.dev/queue-name": "default"}  # its pods are queued
+        assert "labels" not in other.data["metadata"]  # no LocalQueue "default" there
+
 
 class TestPartialAdmission:
     def test_a_job_with_min_parallelism_starts_smaller_and_is_restored(

@@ -113,6 +113,44 @@ class TestTemplates:
             assert got.startswith("spec.replicas:")
 
 
+class TestDefaultQueue:
+    """--default-queue (Kueue's manageJobsWithoutQueueName) for the pod-based kinds."""
+
+    @staticmethod
+    def controlled(body: Body) -> Body:
+        body["metadata"]["ownerReferences"] = [{"apiVersion": "leaderworkerset.x-k8s.io/v1",
+                                                "kind": "LeaderWorkerSet", "name": "lws",
+                                                "uid": "u", "controller": True}]
+        return body
+
+    @pytest.mark.parametrize(("body", "enabled", "has_default", "want"), [
+        (owner("Deployment", labels={}), True, True, "default"),
+        (owner("StatefulSet", labels={}), True, True, "default"),
+        (owner("Deployment", labels={}), False, True, None),  # the flag is off
+        (owner("Deployment", labels={}), True, False, None),  # no LocalQueue default there
+        (owner("Deployment"), True, True, None),  # its own queue label wins
+        (controlled(owner("StatefulSet", labels={})), True, True, None),  # an LWS's own
+    ])
+    def test_default_queue(self, body: Body, enabled: bool, has_default: bool,
+                           want: str | None) -> None:
+        asked: list[tuple[str, str]] = []
+
+        def exists(namespace: str, name: str) -> bool:
+            asked.append((namespace, name))
+            return has_default
+
+        assert pods.default_queue(body, enabled=enabled, queue_exists=exists) == want
+        assert asked in ([], [("ns", "default")])
+
+    def test_a_defaulted_object_is_queued_as_a_labelled_one(self) -> None:
+        labelled = pods.with_queue(owner("Deployment", labels={"app": "web"}), "default")
+        assert labelled["metadata"]["labels"] == {"app": "web",
+                                                  "kuota.dev/queue-name": "default"}
+        got = pods.template_patch(labelled)
+        assert got == {"template": {"metadata": {"labels": {
+            "kuota.dev/queue-name": "default"}}}}
+
+
 class TestServingGroups:
     def sts_pod(self, name: str, phase: str | None = None) -> Body:
         marks = (pods.template_patch(owner("StatefulSet")) or {})["template"]["metadata"]
