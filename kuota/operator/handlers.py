@@ -201,6 +201,11 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                 _guard(operator, kwargs, guard.pod_update_refusal)
                 return
             pod = dict(body)
+            queue = pods.default_queue(pod, enabled=operator.options.default_queue,
+                                       queue_exists=controller.owners.queue_exists)
+            if queue is not None:  # a bare Pod: labelled as its user would
+                patch.meta.setdefault("labels", {})[names.QUEUE_LABELS[0]] = queue
+                pod = pods.with_queue(pod, queue)
             # A LeaderWorkerSet's pod joins its group; a queued single Pod (a Deployment's
             # too) is a group of one.
             marks = pods.leader_worker_marks(pod) or pods.single_pod_marks(pod)

@@ -227,13 +227,15 @@ class TestChartMadeCertificate:
         tls = objects[("Secret", NAMESPACE, "kuota-webhook-tls")]["data"]
         assert "IP Address:127.0.0.1" in _openssl_text(_pem(tls["tls.crt"]))
 
-    def test_with_the_default_queue_every_templated_object_is_seen(self, helm: str) -> None:
+    def test_with_the_default_queue_every_pod_and_templated_object_is_seen(
+            self, helm: str) -> None:
         objects = render(helm, {"operator.defaultQueue": "true"})
         hooks = objects[("MutatingWebhookConfiguration", "", "kuota")]["webhooks"]
-        queued = [h for h in hooks if h["name"].startswith("queue-")]
-        assert [(h["name"], h.get("objectSelector")) for h in queued] == [
-            (f"queue-{plural}.kuota.dev", None)
-            for plural in ("deployments", "statefulsets", "leaderworkersets")]
+        seen = [h for h in hooks if h["name"].startswith(("queue-", "gate-"))]
+        assert [(h["name"], h.get("objectSelector")) for h in seen] == [
+            ("gate-pods.kuota.dev", None),
+            *((f"queue-{plural}.kuota.dev", None)
+              for plural in ("deployments", "statefulsets", "leaderworkersets"))]
         args = objects[("Deployment", NAMESPACE, "kuota-operator")]["spec"]["template"][
             "spec"]["containers"][0]["args"]
         assert "--default-queue" in args

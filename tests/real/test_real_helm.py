@@ -200,9 +200,9 @@ def test_the_chart_installs_an_operator_that_admits_jobs_upgrades_and_uninstalls
 def test_with_the_default_queue_an_unlabelled_deployment_runs_under_quota(
         control_plane: ControlPlane, kube: Kube, namespace: str, installation: op.Installation,
         helm: Helm, tmp_path: pathlib.Path) -> None:
-    """operator.defaultQueue: the webhook sees unlabelled Deployments and labels one whose
-    namespace has a LocalQueue "default"; its pods are gated, admitted within the quota
-    and run on the flavor's node."""
+    """operator.defaultQueue: the webhook sees unlabelled Deployments and Pods and labels
+    those whose namespace has a LocalQueue "default"; their pods are gated, admitted within
+    the quota and run on the flavor's node."""
     port = installation.webhook_port
     helm("install", "kuota", str(CHART), "--namespace", NS, *chart_values(port),
          "--set", "operator.defaultQueue=true")
@@ -235,6 +235,17 @@ def test_with_the_default_queue_an_unlabelled_deployment_runs_under_quota(
         waiting = pods("Pending")
         assert len(waiting) == 1 and [g["name"] for g in waiting[0]["spec"][
             "schedulingGates"]] == ["kuota.dev/admission"]
+
+        # A bare Pod: labelled and gated too, a group of one, admitted in what is left.
+        bare = kube.create({"apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": "bare", "namespace": namespace},
+                            "spec": {"containers": [{
+                                "name": "c", "image": "registry.example/fake:1",
+                                "resources": {"requests": {"cpu": "100m"}}}]}})
+        assert bare["metadata"]["labels"]["kuota.dev/queue-name"] == "default"
+        assert "kuota.dev/admission" in [g["name"] for g in bare["spec"]["schedulingGates"]]
+        kube.wait_for(lambda: (kube.get("v1", "Pod", "bare", namespace).get("status") or {})
+                      .get("phase") == "Running", what="the bare Pod admitted and running")
 
 
 # Not kuota-binpack: the session's kube-scheduler has that profile and would claim the pod.

@@ -130,6 +130,8 @@ class TestDefaultQueue:
         (owner("Deployment", labels={}), True, False, None),  # no LocalQueue default there
         (owner("Deployment"), True, True, None),  # its own queue label wins
         (controlled(owner("StatefulSet", labels={})), True, True, None),  # an LWS's own
+        (pod(labels={"app": "x"}), True, True, "default"),  # a bare Pod
+        (controlled(pod(labels={"app": "x"})), True, True, None),  # a controlled one's
     ])
     def test_default_queue(self, body: Body, enabled: bool, has_default: bool,
                            want: str | None) -> None:
