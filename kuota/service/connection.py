@@ -165,13 +165,29 @@ def may_lose_writes(conn: Connection) -> str | None:
         return "a Sentinel promotion may lose the master's last writes (replication is " \
                "asynchronous)"
     try:
-        config = conn.text.config_get("append*")
+        config = {**conn.text.config_get("append*"), **conn.text.config_get("save")}
     except redis.ResponseError as exc:  # CONFIG renamed or refused (managed services, ACLs)
         return f"its persistence settings cannot be read (CONFIG GET refused: {exc})"
-    if config.get("appendonly") != "yes" or config.get("appendfsync") != "always":
-        return (f"it runs appendonly {config.get('appendonly', '?')}, appendfsync "
-                f"{config.get('appendfsync', '?')}: a crash loses what it acknowledged last")
-    return None
+    return persistence_loss(config)
+
+
+def persistence_loss(config: dict[str, str]) -> str | None:
+    """What a crash or restart loses, said plainly, from ``appendonly``, ``appendfsync``
+    and ``save``: with no AOF, everything since the last RDB snapshot (everything, when it
+    takes none); with an AOF not synced at every write, its last second (``everysec``) or
+    what the OS had not written yet (``no``)."""
+    aof, fsync, save = config.get("appendonly"), config.get("appendfsync"), config.get("save")
+    if aof != "yes":
+        if not (save or "").strip():
+            return "it runs appendonly no and save \"\": no persistence, a restart loses " \
+                   "everything"
+        return f"it runs appendonly no (RDB snapshots only, save {save!r}): a restart " \
+               f"loses everything written since the last snapshot"
+    if fsync == "always":
+        return None
+    lost = "about the last second of writes" if fsync == "everysec" else \
+        "the writes the operating system had not flushed yet"
+    return f"it runs appendonly yes, appendfsync {fsync}: a crash loses {lost}"
 
 
 #: The systemd credential (``LoadCredential=redis-password:…``) read for the password.
