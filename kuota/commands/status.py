@@ -235,8 +235,7 @@ def show(report: dict[str, Any]) -> None:
     print()
     output.print_table([{**n, "heartbeat": f"{n['heartbeatSecondsAgo']}s ago"}
                         for n in report["nodes"]],
-                       ("name", "pool", "state", "pods", "heartbeat", "reason"),
-                       shrink=("reason",))
+                       ("name", "pool", "state", "pods", "heartbeat", "reason"))
     w = report["workloads"]
     print(f"\nworkloads: {w['pending']} pending, {w['running']} admitted, "
           f"{w['finished']} finished (kept)" if w is not None else
