@@ -10,7 +10,7 @@ import pytest
 
 from admission.engine import Engine
 from kuota.operator.metrics import Metrics
-from quota.config import AdmissionCheckConfig, CohortConfig, EngineConfig
+from quota.config import AdmissionCheckConfig, CohortConfig, EngineConfig, PreemptionConfig
 from tests.builders import ClusterQueueBuilder, WorkloadBuilder, flavor, local_queue
 
 
@@ -147,3 +147,29 @@ class TestSeriesThatGo:
         assert series(m) == set()
         m.observe_queues(Controller(e))
         assert sample(m, "kueue_cluster_queue_nominal_quota", **CELL) == 4.0
+
+
+class TestEvictedRunTime:
+    """kuota_evicted_run_seconds_total: the run time evictions throw away (issue 43)."""
+
+    def test_an_eviction_counts_what_ran_since_the_admission_once(self) -> None:
+        e = Engine(config=EngineConfig(), rng=random.Random(1), wait_for_stop=True)
+        e.apply(flavor("f"))
+        e.apply(ClusterQueueBuilder("cq").flavor("f", {"cpu": 4}).set(
+            preemption=PreemptionConfig(within_cluster_queue="LowerPriority")).obj())
+        e.apply(local_queue("cq", name="lq"))
+        low = e.submit(WorkloadBuilder("low").pod_set(count=4, cpu=1).created(0).obj())
+        e.run_until_idle(0)
+        e.submit(WorkloadBuilder("high").pod_set(count=4, cpu=1).priority(5).created(90)
+                 .obj())
+        e.run_until_idle(90)
+        m = Metrics()
+        for event in e.drain_outbox():  # (the operator observes each round's events)
+            m.observe_event(event, Controller(e))
+        e.stopped(low.info.key, 95)  # its pods gone: Evicted now, counted already
+        for event in e.drain_outbox():
+            m.observe_event(event, Controller(e))
+        assert sample(m, "kuota_evicted_run_seconds_total", cluster_queue="cq",
+                      reason="Preempted") == 90.0
+        assert sample(m, "kueue_evicted_workloads_total", cluster_queue="cq",
+                      reason="Preempted") == 1.0
