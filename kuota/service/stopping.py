@@ -25,18 +25,56 @@ until the final event (:mod:`kuota.service.decisions`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from admission.errors import blame
 from queueing.store import WorkloadRecord
 from quota.lifecycle import State
 
 if TYPE_CHECKING:
-    from kuota.service.leader import Leader
+    from admission.engine import Engine
+    from queueing.store import Store
+
+
+class Placement(Protocol):
+    """What the leader knows of a workload's pods (its ``Tracked``)."""
+
+    placed: tuple[tuple[str, int], ...]
+    pods: int
+
+
+class Copies(Protocol):
+    @property
+    def copies(self) -> Mapping[str, object]:
+        """The dispatched copies this pool runs for other managers, by workload."""
+
+
+class StopsHost(Protocol):
+    """What completing stops needs of the leader (:class:`kuota.service.leader.Leader`):
+    an interface owned here, so that this module does not import the leader."""
+
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def holder(self) -> str: ...
+    @property
+    def tracked(self) -> Mapping[str, Placement]: ...
+    @property
+    def unplaced(self) -> dict[str, None]: ...
+    @property
+    def recheck(self) -> set[str]: ...
+    @property
+    def dispatched(self) -> Copies: ...
+
+    def _check(self, status: str, what: str) -> None: ...
+    def _forget(self, key: str) -> None: ...
 
 
 class Stops:
-    def __init__(self, leader: Leader) -> None:
+    def __init__(self, leader: StopsHost) -> None:
         self.leader = leader
         #: Workloads Evicting in the store -> (attempt, pods of the attempt).
         self.waiting: dict[str, tuple[int, int]] = {}
