@@ -28,12 +28,53 @@ what the engine holds at the step that reads it, so slicing changes no outcome.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from quota.lifecycle import State
 
 if TYPE_CHECKING:
-    from kuota.service.leader import Leader
+    from admission.engine import Engine
+    from queueing.store import Store
+
+
+class Attempted(Protocol):
+    """What the leader knows was stored of a workload (its ``Tracked``): the attempt."""
+
+    @property
+    def attempt(self) -> int: ...
+
+
+class Dispatched(Protocol):
+    """The copies this pool runs for other managers (:mod:`kuota.service.dispatched`)."""
+
+    @property
+    def copies(self) -> Mapping[str, object]: ...
+
+    def knows(self, key: str, state: str | None, attempt: str | None) -> bool: ...
+
+
+class ResyncTiming(Protocol):
+    @property
+    def resync_window(self) -> int: ...
+
+
+class ResyncHost(Protocol):
+    """What a resync pass reads of the leader (:class:`kuota.service.leader.Leader`): an
+    interface owned here, so that this module does not import the leader."""
+
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def tracked(self) -> Mapping[str, Attempted]: ...
+    @property
+    def dispatched(self) -> Dispatched: ...
+    @property
+    def timing(self) -> ResyncTiming: ...
+    @property
+    def recheck(self) -> set[str]: ...
 
 log = logging.getLogger("kuota.service.leader")
 
@@ -43,7 +84,7 @@ RESYNC_SLICE = 5_000
 
 
 class Resync:
-    def __init__(self, leader: Leader) -> None:
+    def __init__(self, leader: ResyncHost) -> None:
         self.leader = leader
         #: The live workloads of the pass under way, and how many of them are compared.
         self._live: list[str] = []
