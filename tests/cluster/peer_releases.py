@@ -110,6 +110,17 @@ from tests.cluster.controlplane import ControlPlane
 Scope = Literal["session", "package", "module", "class", "function"]
 
 
+def _configured(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: pathlib.Path,
+                config: dict[str, Any], *flags: str) -> list[str]:
+    """A controller-runtime manager's command line with its Configuration file written
+    into ``workdir``. Flags would override the file: only the kubeconfig is given
+    (controller-runtime's --kubeconfig, else it would look for in-cluster credentials),
+    and ``flags``."""
+    path = workdir / "controller_manager_config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return [str(build.manager), f"--kubeconfig={kubeconfig}", f"--config={path}", *flags]
+
+
 def _jobset_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: pathlib.Path,
                  ports: Ports, cert_dir: pathlib.Path) -> list[str]:
     # JobSet's Configuration (api/config/v1alpha1): every listener on 127.0.0.1; the
@@ -123,11 +134,7 @@ def _jobset_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: path
         "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}", "certDir": str(cert_dir)},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}"},
     }
-    path = workdir / "controller_manager_config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    # Flags would override the file; only the kubeconfig is given (controller-runtime's
-    # --kubeconfig, else it would look for in-cluster credentials).
-    return [str(build.manager), f"--kubeconfig={kubeconfig}", f"--config={path}"]
+    return _configured(build, workdir, kubeconfig, config)
 
 
 #: Where webhook probes are sent (server-side dry runs: nothing is stored). Not a test
@@ -369,12 +376,9 @@ def _lws_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: pathlib
         "metrics": {"bindAddress": f"127.0.0.1:{ports.metrics}"},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}"},
     }
-    path = workdir / "controller_manager_config.yaml"
-    path.write_text(yaml.safe_dump(config))
     # As config/default's Deployment: --config and --zap-log-level=2 (its pod webhook logs
     # each pod it defaults at that level). ENABLE_WEBHOOKS is not set: webhooks on.
-    return [str(build.manager), f"--kubeconfig={kubeconfig}", f"--config={path}",
-            "--zap-log-level=2"]
+    return _configured(build, workdir, kubeconfig, config, "--zap-log-level=2")
 
 
 def _lws_probe(name: str) -> dict[str, Any]:
@@ -447,9 +451,7 @@ def _trainer_argv(build: ControllerBuild, workdir: pathlib.Path, kubeconfig: pat
         "health": {"healthProbeBindAddress": f"127.0.0.1:{ports.health}",
                    "readinessEndpointName": "readyz", "livenessEndpointName": "healthz"},
     }
-    path = workdir / "controller_manager_config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return [str(build.manager), f"--kubeconfig={kubeconfig}", f"--config={path}"]
+    return _configured(build, workdir, kubeconfig, config)
 
 
 def _trainer_environment(controller: PeerController) -> dict[str, str]:
