@@ -271,10 +271,11 @@ def rendered() -> dict[str, str]:
     return {file_name(cls): render(cls) for _, cls in sorted(KINDS.items())}
 
 
-def write(directory: Path) -> list[Path]:
+def write(directory: Path, files: Mapping[str, str] | None = None) -> list[Path]:
+    """Write ``files`` (default: :func:`rendered`) into ``directory``; the paths changed."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in rendered().items():
+    for name, text in (rendered() if files is None else files).items():
         path = directory / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
@@ -282,18 +283,19 @@ def write(directory: Path) -> list[Path]:
     return written
 
 
-def drift(directory: Path) -> list[str]:
-    """One line per generated file that is missing or differs, and per stray CRD file."""
+def drift(directory: Path, files: Mapping[str, str] | None = None, *, group: str = GROUP,
+          command: str = "kuota crds --write") -> list[str]:
+    """One line per generated file (``files``, default: :func:`rendered`) that is missing
+    or differs, and per stray CRD file of ``group``."""
     problems = []
-    expected = rendered()
+    expected = rendered() if files is None else files
     for name, text in expected.items():
         path = directory / name
         if not path.exists():
-            problems.append(f"{path}: missing (run `kuota crds --write {directory}`)")
+            problems.append(f"{path}: missing (run `{command} {directory}`)")
         elif path.read_text(encoding="utf-8") != text:
-            problems.append(f"{path}: differs from the models (run `kuota crds --write "
-                            f"{directory}`)")
-    for path in sorted(directory.glob(f"*.{GROUP}.yaml")):
+            problems.append(f"{path}: differs from the models (run `{command} {directory}`)")
+    for path in sorted(directory.glob(f"*.{group}.yaml")):
         if path.name not in expected:
             problems.append(f"{path}: no kind generates this file (remove it)")
     return problems

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kuota import crds
+from kuota import crds, kueuecrds
+from quota.api import GROUP
 
 
 def register(subparsers: Any) -> None:
@@ -21,6 +22,10 @@ def register(subparsers: Any) -> None:
                       help="exit 1 if a CRD in DIR is missing or differs from the models")
     mode.add_argument("--print", action="store_true", dest="print_all",
                       help="print every CRD to stdout as one multi-document YAML")
+    parser.add_argument("--kueue", action="store_true",
+                        help="the CRDs of Kueue's group (<plural>.kueue.x-k8s.io.yaml, v1beta2 "
+                             "stored and v1beta1 served through kuota's conversion webhook) "
+                             "that `kuota operator --api kueue` serves, e.g. into manifests/kueue")
     parser.add_argument("--docs", metavar="FILE", type=Path,
                         help="also write (or check) the API reference page, e.g. "
                              "docs/reference/api.md")
@@ -28,11 +33,16 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kueue and args.docs is not None:
+        print("kuota crds: --docs documents kuota.dev's CRDs; not with --kueue",
+              file=sys.stderr)
+        return 2
+    files = kueuecrds.rendered() if args.kueue else crds.rendered()
     if args.print_all:
-        sys.stdout.write("---\n".join(crds.rendered().values()))
+        sys.stdout.write("---\n".join(files.values()))
         return 0
     if args.write is not None:
-        for path in crds.write(args.write):
+        for path in crds.write(args.write, files):
             print(f"wrote {path}")
         if args.docs is not None:
             text = crds.reference()
@@ -41,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
                 args.docs.write_text(text, encoding="utf-8")
                 print(f"wrote {args.docs}")
         return 0
-    problems = crds.drift(args.check)
+    problems = crds.drift(args.check, files, group=kueuecrds.GROUP if args.kueue else GROUP,
+                          command="kuota crds --kueue --write" if args.kueue
+                          else "kuota crds --write")
     if args.docs is not None:
         if not args.docs.exists():
             problems.append(f"{args.docs}: missing (run `kuota crds --write DIR --docs "
@@ -53,5 +65,5 @@ def run(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     if problems:
         return 1
-    print(f"{len(crds.rendered())} CRDs up to date in {args.check}")
+    print(f"{len(files)} CRDs up to date in {args.check}")
     return 0

@@ -40,7 +40,7 @@ from typing import Any
 import kopf
 
 from kuota import gctuning
-from kuota.operator import kubeconfig, secretcerts
+from kuota.operator import kubeconfig, names, secretcerts
 from kuota.operator.handlers import VisibilityOptions, WebhookOptions, build_registry
 from kuota.operator.loop import Operator
 from kuota.operator.settings import Options
@@ -96,6 +96,11 @@ def register(subparsers: Any) -> None:
                         help="manage Jobs and Workloads only in NS (repeatable; default: all)")
     parser.add_argument("--default-queue", action="store_true",
                         help="submit unlabelled Jobs to the namespace's LocalQueue 'default'")
+    parser.add_argument("--api", choices=("kuota", "kueue"), default="kuota",
+                        help="the API group of the queue objects and Workloads: kuota "
+                             "(kuota.dev/v1alpha1, the default) or kueue (Kueue's own "
+                             "kueue.x-k8s.io/v1beta2, with the CRDs of manifests/kueue; "
+                             "refuses to start where Kueue runs)")
     parser.add_argument("--kubeconfig", type=_file, metavar="PATH",
                         help="log in with this kubeconfig (outside the cluster); default: the "
                              "pod's service account, else $KUBECONFIG or ~/.kube/config")
@@ -294,6 +299,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_operator(args: argparse.Namespace, source: kubeconfig.Source | None,
                   webhook: WebhookOptions | None, visibility: VisibilityOptions | None) -> None:
+    names.serve(args.api)
     operator = Operator(options_from(args))
     login = functools.partial(kubeconfig.connection, source) if source is not None else None
     registry = build_registry(operator, webhook=webhook, probe_addr=args.probes,

@@ -13,18 +13,18 @@ one), so tests can run several operators in one process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
 from kuota.federation import managed_by
-from kuota.operator import guard, kinds, names, probes, webhooks
+from kuota.operator import conversion, guard, kinds, names, probes, webhooks
 from kuota.operator import visibility as visibility_server
 from kuota.operator.certs import ReloadingWebhookServer, ServingCertificate
 from kuota.operator.kinds import pods
-from kuota.operator.loop import Operator
+from kuota.operator.loop import Operator, Refused
 
 
 @dataclass(frozen=True)
@@ -83,17 +83,24 @@ def _guard(operator: Operator, review: dict[str, Any],
         raise kopf.AdmissionError(problem, code=403)
 
 
-def webhook_server(options: WebhookOptions) -> kopf.WebhookServer:
-    """kopf's HTTPS server for the webhooks; with certificate files, one that takes up
-    their renewals without a restart (:mod:`kuota.operator.certs`)."""
+def webhook_server(options: WebhookOptions) -> kopf.WebhookServerProtocol:
+    """kopf's HTTPS server for the webhooks, also answering CRD conversion reviews
+    (``/convert``, :mod:`kuota.operator.conversion`); with certificate files, one that
+    takes up their renewals without a restart (:mod:`kuota.operator.certs`)."""
+    server: kopf.WebhookServer
     if options.certfile and options.pkeyfile and not options.insecure:
         certificate = ServingCertificate(options.certfile, options.pkeyfile, options.cafile)
-        return ReloadingWebhookServer(certificate, interval=options.reload_interval,
-                                      trust_delay=options.trust_delay, addr=options.addr,
-                                      port=options.port, host=options.host)
-    return kopf.WebhookServer(addr=options.addr, port=options.port, host=options.host,
-                              certfile=options.certfile, pkeyfile=options.pkeyfile,
-                              insecure=options.insecure)
+        server = ReloadingWebhookServer(certificate, interval=options.reload_interval,
+                                        trust_delay=options.trust_delay, addr=options.addr,
+                                        port=options.port, host=options.host)
+    else:
+        server = kopf.WebhookServer(addr=options.addr, port=options.port, host=options.host,
+                                    certfile=options.certfile, pkeyfile=options.pkeyfile,
+                                    insecure=options.insecure)
+
+    def serve(fn: kopf.WebhookFn) -> AsyncIterator[kopf.WebhookClientConfig]:
+        return server(cast(kopf.WebhookFn, conversion.answering_conversions(fn)))
+    return serve
 
 
 def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = None, *,
@@ -134,7 +141,10 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
         info = credentials(settings)
         if info is None:
             raise kopf.PermanentError("no credentials: no service account and no kubeconfig")
-        await operator.start(info, login=lambda: credentials(settings))
+        try:
+            await operator.start(info, login=lambda: credentials(settings))
+        except Refused as exc:
+            raise kopf.PermanentError(str(exc)) from None
         if probe_addr is not None:
             state["probes"] = await probes.serve(
                 operator, *probe_addr,

@@ -33,7 +33,7 @@ import kopf
 
 from admission.engine import Engine
 from kuota.federation.federation import Federation
-from kuota.operator import informer, kinds, names
+from kuota.operator import informer, kinds, kueue_api, names
 from kuota.operator.client import ApiError, Client
 from kuota.operator.controller import Controller
 from kuota.operator.leader import Elector, label_own_pod
@@ -42,6 +42,10 @@ from kuota.operator.settings import Options
 from kuota.operator.writer import Writer
 
 log = logging.getLogger(__name__)
+
+
+class Refused(RuntimeError):
+    """The operator must not run here (the message says why and what to do)."""
 
 #: The longest the cycle loop sleeps with nothing to do (a safety net, not a timer).
 IDLE_WAKEUP = 5.0
@@ -86,6 +90,10 @@ class Operator:
             # nothing from users then (and says so) rather than refuse kuota's.
             log.warning("who am I? %s: the webhook does not guard queued objects' updates",
                         exc)
+        if names.SERVED == "kueue":
+            problem = await kueue_api.refusal(self.client, time.time())
+            if problem is not None:
+                raise Refused(problem)
         self._wake = asyncio.Event()
         wake = self._wake
         self.controller.on_change = wake.set

@@ -40,18 +40,12 @@ class Res:
         return base
 
 
-def _kuota(plural: str, kind: str, namespaced: bool = False) -> Res:
-    return Res(GROUP, VERSION, plural, kind, namespaced)
+KUEUE: Final = "kueue.x-k8s.io"
+#: The API kuota serves its queue objects and Workloads under (``kuota operator --api``):
+#: its own group, or Kueue's (``kueue.x-k8s.io/v1beta2``, Kueue's manifests and tools
+#: unchanged). Both are serialisations of the same models (:mod:`quota.api.kueue`).
+APIS: Final = {"kuota": (GROUP, VERSION), "kueue": (KUEUE, "v1beta2")}
 
-
-RESOURCE_FLAVORS: Final = _kuota("resourceflavors", "ResourceFlavor")
-COHORTS: Final = _kuota("cohorts", "Cohort")
-CLUSTER_QUEUES: Final = _kuota("clusterqueues", "ClusterQueue")
-LOCAL_QUEUES: Final = _kuota("localqueues", "LocalQueue", namespaced=True)
-ADMISSION_CHECKS: Final = _kuota("admissionchecks", "AdmissionCheck")
-TOPOLOGIES: Final = _kuota("topologies", "Topology")
-PRIORITY_CLASSES: Final = _kuota("workloadpriorityclasses", "WorkloadPriorityClass")
-WORKLOADS: Final = _kuota("workloads", "Workload", namespaced=True)
 JOBS: Final = Res("batch", "v1", "jobs", "Job", True)
 PODS: Final = Res("", "v1", "pods", "Pod", True)
 NODES: Final = Res("", "v1", "nodes", "Node", False)
@@ -59,18 +53,9 @@ NAMESPACES: Final = Res("", "v1", "namespaces", "Namespace", False)
 EVENTS: Final = Res("", "v1", "events", "Event", True)
 LEASES: Final = Res("coordination.k8s.io", "v1", "leases", "Lease", True)
 SECRETS: Final = Res("", "v1", "secrets", "Secret", True)
-MEMBER_CLUSTERS: Final = _kuota("memberclusters", "MemberCluster")
-MULTICLUSTER_CONFIGS: Final = _kuota("multiclusterconfigs", "MultiClusterConfig")
-
-#: Queue objects, in the order a rebuild feeds them to the engine.
-CONFIG_RESOURCES: Final = (RESOURCE_FLAVORS, ADMISSION_CHECKS, COHORTS, CLUSTER_QUEUES,
-                           LOCAL_QUEUES)
-#: Watched through kopf handlers (few objects, few changes), by kind.
-KOPF_WATCHED: Final = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, TOPOLOGIES,
-                                            *CONFIG_RESOURCES, MEMBER_CLUSTERS,
-                                            MULTICLUSTER_CONFIGS)}
-
-KUEUE: Final = "kueue.x-k8s.io"
+MEMBER_CLUSTERS: Final = Res(GROUP, VERSION, "memberclusters", "MemberCluster", False)
+MULTICLUSTER_CONFIGS: Final = Res(GROUP, VERSION, "multiclusterconfigs", "MultiClusterConfig",
+                                  False)
 
 #: The LocalQueue a Job or pod group is submitted to.
 QUEUE_LABELS: Final = (f"{GROUP}/queue-name", f"{KUEUE}/queue-name")
@@ -98,12 +83,61 @@ ROLES_ANNOTATION: Final = f"{GROUP}/pod-group-roles"
 #: On a pod kuota pins to topology domains (it carries :data:`TOPOLOGY_GATE` at creation);
 #: set on the pod template of a started Job that asks for topology, and by the webhook.
 TOPOLOGY_LABEL: Final = f"{GROUP}/tas"
+
+# The queue objects and Workloads, under the API served (set by :func:`serve`).
+SERVED: str
+RESOURCE_FLAVORS: Res
+COHORTS: Res
+CLUSTER_QUEUES: Res
+LOCAL_QUEUES: Res
+ADMISSION_CHECKS: Res
+TOPOLOGIES: Res
+PRIORITY_CLASSES: Res
+WORKLOADS: Res
+#: The group of the WorkloadPriorityClass a Workload's ``priorityClassRef`` names.
+PRIORITY_CLASS_GROUP: str
+#: Queue objects, in the order a rebuild feeds them to the engine.
+CONFIG_RESOURCES: tuple[Res, ...]
+#: Watched through kopf handlers (few objects, few changes), by kind.
+KOPF_WATCHED: dict[str, Res]
 #: Watched by kuota's own informers (many objects, many changes; see ``informer``):
 #: (resource, label key the objects must carry, or None for all).
 #: (The kinds kuota queues, Jobs among them, are watched too: ``kuota.operator.kinds``.)
-INFORMED: Final = ((WORKLOADS, None),
-                   *((PODS, label) for label in POD_GROUP_LABELS),
-                   (PODS, TOPOLOGY_LABEL), (NODES, None))
+INFORMED: tuple[tuple[Res, str | None], ...]
+
+
+def serve(api: str) -> None:
+    """Read and write the queue objects and Workloads under ``api`` (a key of
+    :data:`APIS`) from now on. The operator calls it once, before it starts; every
+    module reads these names at call time (``names.WORKLOADS``), never binds them."""
+    global SERVED, RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, ADMISSION_CHECKS
+    global TOPOLOGIES, PRIORITY_CLASSES, WORKLOADS, PRIORITY_CLASS_GROUP, CONFIG_RESOURCES
+    global KOPF_WATCHED, INFORMED
+    group, version = APIS[api]
+
+    def res(plural: str, kind: str, namespaced: bool = False) -> Res:
+        return Res(group, version, plural, kind, namespaced)
+
+    SERVED = api
+    RESOURCE_FLAVORS = res("resourceflavors", "ResourceFlavor")
+    COHORTS = res("cohorts", "Cohort")
+    CLUSTER_QUEUES = res("clusterqueues", "ClusterQueue")
+    LOCAL_QUEUES = res("localqueues", "LocalQueue", namespaced=True)
+    ADMISSION_CHECKS = res("admissionchecks", "AdmissionCheck")
+    TOPOLOGIES = res("topologies", "Topology")
+    PRIORITY_CLASSES = res("workloadpriorityclasses", "WorkloadPriorityClass")
+    WORKLOADS = res("workloads", "Workload", namespaced=True)
+    PRIORITY_CLASS_GROUP = group
+    CONFIG_RESOURCES = (RESOURCE_FLAVORS, ADMISSION_CHECKS, COHORTS, CLUSTER_QUEUES,
+                        LOCAL_QUEUES)
+    KOPF_WATCHED = {r.kind: r for r in (NAMESPACES, PRIORITY_CLASSES, TOPOLOGIES,
+                                        *CONFIG_RESOURCES, MEMBER_CLUSTERS,
+                                        MULTICLUSTER_CONFIGS)}
+    INFORMED = ((WORKLOADS, None), *((PODS, label) for label in POD_GROUP_LABELS),
+                (PODS, TOPOLOGY_LABEL), (NODES, None))
+
+
+serve("kuota")
 #: Scheduling gate held on a pod group's pods until the group is admitted.
 ADMISSION_GATE: Final = f"{GROUP}/admission"
 #: Scheduling gate held on a pod that asks for topology until it is given its domain.

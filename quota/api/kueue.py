@@ -20,6 +20,15 @@ performs (``apis/kueue/v1beta1/*_conversion.go``):
 Conversion works on plain mappings and returns a new one; the input is not
 changed. A conflict (both spellings given with different values) is reported
 as ``(field, message)`` problems.
+
+:func:`to_kueue` goes the other way (kuota's API, or either Kueue version, to
+Kueue's ``v1beta2`` or ``v1beta1``). With the operator serving Kueue's own
+group (``kuota operator --api kueue``), the API server calls it through the
+conversion webhook (:mod:`kuota.operator.conversion`): ``v1beta2`` is stored,
+``v1beta1`` is served by converting each object on its way in and out, as
+Kueue's own conversion webhook does. A ``v1beta2`` field ``v1beta1`` lacks is
+kept as it is (Kueue's ``v1beta1`` has every field kuota writes, under the
+names above).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from quota.api.base import API_VERSION, GROUP
+from quota.api.workload_status import TopologyAssignment
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 KUEUE_V1BETA1: Final = f"{KUEUE_GROUP}/v1beta1"
@@ -46,19 +56,46 @@ def to_kuota(doc: Mapping[str, Any]) -> tuple[Doc, list[tuple[str, str]]]:
     copy (not converted, so not deep-copied: that was a third of a scheduler's rebuild);
     a Kueue one as a converted deep copy. The input is never changed."""
     problems: list[tuple[str, str]] = []
-    if doc.get("apiVersion") not in (KUEUE_V1BETA1, KUEUE_V1BETA2):
+    version = doc.get("apiVersion")
+    if version == KUEUE_V1BETA2:
+        # Only the apiVersion and a priority class's group change: a shallow copy is enough,
+        # and every Workload an operator serving Kueue's group reads comes this way.
+        return _regrouped(doc, API_VERSION, KUEUE_GROUP, GROUP), problems
+    if version != KUEUE_V1BETA1:
         return dict(doc), problems
     out: Doc = copy.deepcopy(dict(doc))
-    version = out.get("apiVersion")
-    if version == KUEUE_V1BETA1:
-        _v1beta1_to_v1beta2(out, problems)
-        version = KUEUE_V1BETA2
-    if version == KUEUE_V1BETA2:
-        out["apiVersion"] = API_VERSION
-        ref = _dig(out, "spec", "priorityClassRef")
-        if out.get("kind") == "Workload" and ref is not None and ref.get("group") == KUEUE_GROUP:
-            ref["group"] = GROUP
+    _v1beta1_to_v1beta2(out, problems)
+    return _regrouped(out, API_VERSION, KUEUE_GROUP, GROUP), problems
+
+
+def to_kueue(doc: Mapping[str, Any], api_version: str = KUEUE_V1BETA2
+             ) -> tuple[Doc, list[tuple[str, str]]]:
+    """Convert a kuota or Kueue manifest to Kueue's ``api_version`` (``v1beta2`` or
+    ``v1beta1``); the input is never changed. Problems as in :func:`to_kuota`."""
+    if api_version not in (KUEUE_V1BETA1, KUEUE_V1BETA2):
+        raise ValueError(f"not a Kueue apiVersion: {api_version!r}")
+    if doc.get("apiVersion") == api_version:
+        return dict(doc), []
+    kuota, problems = to_kuota(doc)
+    out = _regrouped(kuota, KUEUE_V1BETA2, GROUP, KUEUE_GROUP)
+    if api_version == KUEUE_V1BETA1:
+        out = copy.deepcopy(out)
+        _v1beta2_to_v1beta1(out)
+        out["apiVersion"] = KUEUE_V1BETA1
     return out, problems
+
+
+def _regrouped(doc: Mapping[str, Any], api_version: str, old: str, new: str) -> Doc:
+    """``doc`` under ``api_version``, a Workload's priority class of group ``old`` moved to
+    group ``new``; copies only what changes."""
+    out = dict(doc)
+    out["apiVersion"] = api_version
+    spec = out.get("spec")
+    ref = spec.get("priorityClassRef") if isinstance(spec, dict) else None
+    if out.get("kind") == "Workload" and isinstance(ref, dict) and ref.get("group") == old:
+        assert isinstance(spec, dict)
+        out["spec"] = {**spec, "priorityClassRef": {**ref, "group": new}}
+    return out
 
 
 def _dig(doc: Doc, *path: str) -> Any:
@@ -167,3 +204,40 @@ def _convert_topology_assignments(status: Doc) -> None:
                 "podCounts": {"individual": [d.get("count", 0) for d in domains]},
             }
         ]
+
+
+def _v1beta2_to_v1beta1(doc: Doc) -> None:
+    """Kueue's renames, backwards, in place (``doc`` is a deep copy in ``v1beta2``)."""
+    kind = doc.get("kind")
+    spec = doc.get("spec")
+    status = doc.get("status")
+    if kind == "ClusterQueue" and isinstance(spec, dict) and "cohortName" in spec:
+        spec["cohort"] = spec.pop("cohortName")
+    elif kind == "LocalQueue" and isinstance(status, dict) and "flavorsUsage" in status:
+        status["flavorUsage"] = status.pop("flavorsUsage")
+    elif kind == "Workload":
+        ref = spec.pop("priorityClassRef", None) if isinstance(spec, dict) else None
+        if isinstance(spec, dict) and isinstance(ref, dict) and ref.get("name"):
+            pod = ref.get("group") == "scheduling.k8s.io"
+            spec["priorityClassName"] = ref["name"]
+            spec["priorityClassSource"] = _V1BETA1_POD_SOURCE if pod else _V1BETA1_WORKLOAD_SOURCE
+        if isinstance(status, dict):
+            if "accumulatedPastExecutionTimeSeconds" in status:
+                status["accumulatedPastExexcutionTimeSeconds"] = status.pop(
+                    "accumulatedPastExecutionTimeSeconds")
+            _expand_topology_assignments(status)
+
+
+def _expand_topology_assignments(status: Doc) -> None:
+    """``slices`` (v1beta2's compact encoding) back to one ``{values, count}`` per domain."""
+    assignments = _dig(status, "admission", "podSetAssignments")
+    if not isinstance(assignments, list):
+        return
+    for assignment in assignments:
+        topology = assignment.get("topologyAssignment") if isinstance(assignment, dict) else None
+        if not isinstance(topology, dict) or "slices" not in topology:
+            continue
+        parsed = TopologyAssignment.model_validate(topology)
+        topology.pop("slices")
+        topology["domains"] = [{"values": list(values), "count": count}
+                               for values, count in parsed.domains()]

@@ -89,7 +89,7 @@ class LocalQueue(ApiObject):
 
     plural = "localqueues"
     namespaced = True
-    short_names = ("lq",)
+    short_names = ("queue", "queues", "lq")
 
     kind: Literal["LocalQueue"] = Field(default="LocalQueue", description="LocalQueue.")
     spec: LocalQueueSpec = Field(description="The backing ClusterQueue and stop policy.")

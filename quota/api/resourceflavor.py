@@ -75,7 +75,7 @@ class ResourceFlavor(ApiObject):
     """A kind of capacity (GPU model, spot vs on-demand, ...) that quota is given in."""
 
     plural = "resourceflavors"
-    short_names = ("rf",)
+    short_names = ("flavor", "flavors", "rf")
 
     kind: Literal["ResourceFlavor"] = Field(default="ResourceFlavor", description="ResourceFlavor.")
     spec: ResourceFlavorSpec = Field(

@@ -34,7 +34,6 @@ from typing import Any, Literal, Protocol
 
 from kuota.operator import names
 from kuota.operator.names import Res
-from quota.api import API_VERSION
 from quota.config import FlavorConfig
 from quota.workload import Admission
 
@@ -173,10 +172,11 @@ def workload_for(kind: WorkloadKind, obj: Body, *, queue: str, priority: int,
     meta = obj["metadata"]
     spec: Body = {"podSets": kind.pod_sets(obj), "queueName": queue, "priority": priority}
     if priority_class:
-        spec["priorityClassRef"] = {"group": "kuota.dev", "kind": "WorkloadPriorityClass",
+        spec["priorityClassRef"] = {"group": names.PRIORITY_CLASS_GROUP,
+                                    "kind": "WorkloadPriorityClass",
                                     "name": priority_class}
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": names.WORKLOADS.api_version,
         "kind": "Workload",
         "metadata": {
             "name": workload_name(kind, obj),

@@ -31,7 +31,6 @@ from kuota.operator.kinds.contract import node_constraints
 from kuota.operator.kinds.pods import LWS_NAME_LABEL, fast_admission, serving
 from kuota.operator.objects import being_deleted
 from quota import convert
-from quota.api import API_VERSION
 from quota.config import FlavorConfig
 from quota.workload import Admission
 
@@ -169,10 +168,10 @@ def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: 
         pod_sets.append({"name": name, "count": counts[name], "template": template})
     workload_spec: Body = {"podSets": pod_sets, "queueName": queue, "priority": priority}
     if priority_class:
-        workload_spec["priorityClassRef"] = {"group": "kuota.dev",
+        workload_spec["priorityClassRef"] = {"group": names.PRIORITY_CLASS_GROUP,
                                              "kind": "WorkloadPriorityClass",
                                              "name": priority_class}
-    return {"apiVersion": API_VERSION, "kind": "Workload",
+    return {"apiVersion": names.WORKLOADS.api_version, "kind": "Workload",
             "metadata": {"name": workload_name(group_key), "namespace": namespace,
                          "labels": {names.POD_GROUP_LABEL: group,
                                     names.OWNER_KIND_LABEL: owner_kind(members_sorted)}},

@@ -86,8 +86,8 @@ NAMES = [
     # (kind, plural, scope, short names, status subresource)
     ("ClusterQueue", "clusterqueues", "Cluster", ["cq"], True),
     ("Cohort", "cohorts", "Cluster", ["co"], True),
-    ("LocalQueue", "localqueues", "Namespaced", ["lq"], True),
-    ("ResourceFlavor", "resourceflavors", "Cluster", ["rf"], False),
+    ("LocalQueue", "localqueues", "Namespaced", ["queue", "queues", "lq"], True),
+    ("ResourceFlavor", "resourceflavors", "Cluster", ["flavor", "flavors", "rf"], False),
     ("WorkloadPriorityClass", "workloadpriorityclasses", "Cluster", ["wpc"], False),
     ("Workload", "workloads", "Namespaced", ["kwl"], True),
     ("Topology", "topologies", "Cluster", ["topo"], False),
