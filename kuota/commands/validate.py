@@ -8,6 +8,12 @@ checked by :func:`kuota.scenario.load_scenario`; any other file holds
 manifests (one or many documents; ``v1`` Namespaces are accepted alongside
 kuota and Kueue kinds). A directory stands for the ``*.yaml`` and ``*.yml``
 files under it.
+
+``--to API_VERSION`` also converts: once every file is valid, their manifests
+are written to stdout as one YAML stream in ``kuota.dev/v1alpha1``, Kueue's
+``kueue.x-k8s.io/v1beta2`` (what ``kuota operator --api kueue`` serves) or
+``v1beta1`` (:mod:`quota.api.kueue`); the count goes to stderr. Nothing is
+written when a file has a problem.
 """
 
 from __future__ import annotations
@@ -18,10 +24,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from quota.api import ObjectError, Problem, parse_documents, read_documents
+import yaml
+
+from quota.api import API_VERSION, ObjectError, Problem, parse_documents, read_documents
+from quota.api.kueue import KUEUE_V1BETA1, KUEUE_V1BETA2, to_kueue, to_kuota
 from quota.api.names import dns_label_error
 
 SCENARIO_KEYS = ("objects", "workloads")
+TARGETS = (API_VERSION, KUEUE_V1BETA2, KUEUE_V1BETA1)
 
 
 def register(subparsers: Any) -> None:
@@ -31,15 +41,19 @@ def register(subparsers: Any) -> None:
                     "Prints one line per problem and exits 2 if there is any.")
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
                         help="YAML files, or directories holding them")
+    parser.add_argument("--to", choices=TARGETS, metavar="API_VERSION",
+                        help="also write the manifests to stdout converted to API_VERSION: "
+                             f"{', '.join(TARGETS)} (Kueue's manifests to kuota's and back)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     problems: list[Problem] = []
     count = 0
-    for path in _expand(args.files):
+    paths = list(_expand(args.files))
+    for path in paths:
         try:
-            count += check_file(path)
+            count += check_file(path, convertible=args.to is not None)
         except ObjectError as exc:
             problems.extend(exc.problems)
     for problem in problems:
@@ -47,8 +61,21 @@ def run(args: argparse.Namespace) -> int:
     if problems:
         print(f"{len(problems)} problem(s)", file=sys.stderr)
         return 2
-    print(f"{count} objects OK")
+    if args.to is None:
+        print(f"{count} objects OK")
+        return 0
+    converted = [_converted(doc, args.to) for path in paths
+                 for doc in read_documents(path)[1] if doc]
+    sys.stdout.write(yaml.safe_dump_all(converted, sort_keys=False))
+    print(f"{count} objects OK, written as {args.to}", file=sys.stderr)
     return 0
+
+
+def _converted(doc: Mapping[str, Any], target: str) -> Any:
+    """``doc`` (valid: its conversion has no problems) in ``target``'s API version."""
+    if doc.get("apiVersion") == "v1":
+        return dict(doc)
+    return to_kuota(doc)[0] if target == API_VERSION else to_kueue(doc, target)[0]
 
 
 def _expand(paths: list[Path]) -> Iterator[Path]:
@@ -59,12 +86,16 @@ def _expand(paths: list[Path]) -> Iterator[Path]:
             yield path
 
 
-def check_file(path: Path) -> int:
-    """Number of objects in ``path``; raises :class:`ObjectError` listing its problems."""
+def check_file(path: Path, *, convertible: bool = False) -> int:
+    """Number of objects in ``path``; raises :class:`ObjectError` listing its problems
+    (``convertible``: a scenario file is one, as only manifests are converted)."""
     if not path.is_file():
         raise ObjectError([Problem(str(path), "", "", "", "no such file")])
     source, docs = read_documents(path)
     if len(docs) == 1 and isinstance(docs[0], Mapping) and any(k in docs[0] for k in SCENARIO_KEYS):
+        if convertible:
+            raise ObjectError([Problem(source, "", "", "", "a simulator scenario: --to "
+                                                           "converts manifests only")])
         return _check_scenario(path)
     problems: list[Problem] = []
     kuota_docs = []

@@ -21,6 +21,10 @@ fields (``priority``, ``localQueueName``, ``positionInClusterQueue``,
 ``positionInLocalQueue``, 0-based) and, beyond Kueue's, ``reason`` and
 ``message``: why the workload waits, as its ``QuotaReserved`` condition says.
 
+With ``kuota operator --api kueue`` the same documents are served as Kueue
+serves them, under ``visibility.kueue.x-k8s.io`` in ``v1beta2`` and
+``v1beta1`` (:data:`KUEUE`), so ``kueuectl list workload`` shows positions.
+
 This module is pure: it turns an engine's queues and the cached Workload
 bodies into those documents, and parses the query. Only the types of the
 resources are listed in discovery (as subresources), never ``clusterqueues``
@@ -36,9 +40,21 @@ from typing import Any
 from admission.engine import Engine
 from quota.workload import WorkloadInfo
 
-GROUP = "visibility.kuota.dev"
-VERSION = "v1beta2"
-GROUP_VERSION = f"{GROUP}/{VERSION}"
+
+@dataclass(frozen=True)
+class Api:
+    """A served visibility API group and its versions, the preferred one first."""
+
+    group: str
+    versions: tuple[str, ...]
+
+    def group_version(self, version: str) -> str:
+        return f"{self.group}/{version}"
+
+
+KUOTA = Api("visibility.kuota.dev", ("v1beta2",))
+KUEUE = Api("visibility.kueue.x-k8s.io", ("v1beta2", "v1beta1"))
+GROUP_VERSION = KUOTA.group_version(KUOTA.versions[0])
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000
 
@@ -85,22 +101,23 @@ def page(query: Mapping[str, str]) -> Page:
     return Page(values["offset"], min(limit, MAX_LIMIT))
 
 
-def api_group() -> Body:
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
-            "versions": [{"groupVersion": GROUP_VERSION, "version": VERSION}],
-            "preferredVersion": {"groupVersion": GROUP_VERSION, "version": VERSION}}
+def api_group(api: Api = KUOTA) -> Body:
+    versions = [{"groupVersion": api.group_version(v), "version": v} for v in api.versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": api.group, "versions": versions,
+            "preferredVersion": versions[0]}
 
 
-def api_group_list() -> Body:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group()]}
+def api_group_list(api: Api = KUOTA) -> Body:
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(api)]}
 
 
-def api_resource_list() -> Body:
+def api_resource_list(api: Api = KUOTA, version: str = KUOTA.versions[0]) -> Body:
     def subresource(parent: str, kind: str, namespaced: bool) -> Body:
         return {"name": f"{parent}/pendingworkloads", "singularName": "", "kind": kind,
                 "namespaced": namespaced, "verbs": ["get"]}
 
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GROUP_VERSION,
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": api.group_version(version),
             "resources": [subresource("clusterqueues", "PendingWorkloadsSummary", False),
                           subresource("localqueues", "PendingWorkloadsSummary", True)]}
 
@@ -125,7 +142,7 @@ def _item(info: WorkloadInfo, body: Body | None, in_cq: int, in_lq: int) -> Body
 
 
 def _summary(rows: Iterable[tuple[WorkloadInfo, int, int]], at: Page,
-             workload: Callable[[str], Body | None]) -> Body:
+             workload: Callable[[str], Body | None], group_version: str) -> Body:
     items: list[Body] = []
     for index, (info, in_cq, in_lq) in enumerate(rows):
         if index < at.offset:
@@ -133,30 +150,32 @@ def _summary(rows: Iterable[tuple[WorkloadInfo, int, int]], at: Page,
         if len(items) >= at.limit:
             break
         items.append(_item(info, workload(info.key), in_cq, in_lq))
-    return {"kind": "PendingWorkloadsSummary", "apiVersion": GROUP_VERSION,
+    return {"kind": "PendingWorkloadsSummary", "apiVersion": group_version,
             "metadata": {"creationTimestamp": None}, "items": items}
 
 
 def cluster_queue(engine: Engine, name: str, at: Page,
-                  workload: Callable[[str], Body | None]) -> Body:
+                  workload: Callable[[str], Body | None], group_version: str = GROUP_VERSION
+                  ) -> Body:
     """The ClusterQueue's pending workloads in admission order, from ``at.offset``."""
     if name not in engine.cache.cluster_queues:
         raise RequestError(404, "NotFound",
-                           f'clusterqueues.{GROUP} "{name}" not found')
-    return _summary(engine.queues.positions(name), at, workload)
+                           f'clusterqueues.{group_version.split("/")[0]} "{name}" not found')
+    return _summary(engine.queues.positions(name), at, workload, group_version)
 
 
 def local_queue(engine: Engine, namespace: str, name: str, at: Page,
-                workload: Callable[[str], Body | None]) -> Body:
+                workload: Callable[[str], Body | None], group_version: str = GROUP_VERSION
+                ) -> Body:
     """The LocalQueue's pending workloads in its ClusterQueue's order.
 
     ``offset`` counts positions in the LocalQueue (as ``positionInLocalQueue``)."""
     key = f"{namespace}/{name}"
     config = engine.cache.local_queues.get(key)
     if config is None:
-        raise RequestError(404, "NotFound",
-                           f'localqueues.{GROUP} "{name}" not found in namespace {namespace}')
+        raise RequestError(404, "NotFound", f'localqueues.{group_version.split("/")[0]} '
+                                            f'"{name}" not found in namespace {namespace}')
     rows = ((info, in_cq, in_lq)
             for info, in_cq, in_lq in engine.queues.positions(config.cluster_queue)
             if info.local_queue_key == key)
-    return _summary(rows, at, workload)
+    return _summary(rows, at, workload, group_version)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp.web
 
+from kuota.operator import names
 from kuota.operator import pendingworkloads as pw
 from kuota.operator.certs import ServingCertificate, load
 
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 AUTH_CONFIGMAP = ("kube-system", "extension-apiserver-authentication")
-_PREFIX = f"/apis/{pw.GROUP}/{pw.VERSION}"
 
 
 @dataclass
@@ -170,11 +170,14 @@ def build_app(operator: Operator, proxy: Callable[[], FrontProxy],
                                   "API server (its front-proxy client certificate)")
         return user
 
+    api = pw.KUEUE if names.SERVED == "kueue" else pw.KUOTA
+
     async def check(request: aiohttp.web.Request, resource: str, name: str,
                     namespace: str | None = None) -> None:
         user = caller(request)
-        attributes = {"group": pw.GROUP, "version": pw.VERSION, "resource": resource,
-                      "subresource": "pendingworkloads", "name": name, "verb": "get"}
+        attributes = {"group": api.group, "version": version_of(request),
+                      "resource": resource, "subresource": "pendingworkloads", "name": name,
+                      "verb": "get"}
         if namespace is not None:
             attributes["namespace"] = namespace
         allowed, why = await authorizer.allowed(user, attributes)
@@ -182,8 +185,8 @@ def build_app(operator: Operator, proxy: Callable[[], FrontProxy],
             where = f' in the namespace "{namespace}"' if namespace is not None else ""
             raise pw.RequestError(
                 403, "Forbidden",
-                f'{resource}.{pw.GROUP} "{name}" is forbidden: User "{user.name}" cannot get '
-                f'resource "{resource}/pendingworkloads" in API group "{pw.GROUP}"{where}'
+                f'{resource}.{api.group} "{name}" is forbidden: User "{user.name}" cannot '
+                f'get resource "{resource}/pendingworkloads" in API group "{api.group}"{where}'
                 + (f": {why}" if why else ""))
 
     def engine() -> Any:
@@ -197,13 +200,17 @@ def build_app(operator: Operator, proxy: Callable[[], FrontProxy],
     def workload(key: str) -> dict[str, Any] | None:
         return operator.controller.objects.get("Workload", key)
 
-    def discovery(document: Callable[[], dict[str, Any]]) -> Callable[..., Awaitable[Any]]:
+    def version_of(request: aiohttp.web.Request) -> str:
+        return request.match_info["version"]
+
+    def discovery(document: Callable[[aiohttp.web.Request], dict[str, Any]]
+                  ) -> Callable[..., Awaitable[Any]]:
         async def serve(request: aiohttp.web.Request) -> aiohttp.web.Response:
             try:
                 caller(request)
             except pw.RequestError as exc:
                 return _fail(exc)
-            return _json(document())
+            return _json(document(request))
         return serve
 
     async def cluster_queue(request: aiohttp.web.Request) -> aiohttp.web.Response:
@@ -211,7 +218,8 @@ def build_app(operator: Operator, proxy: Callable[[], FrontProxy],
         try:
             at = pw.page(request.query)
             await check(request, "clusterqueues", name)
-            return _json(pw.cluster_queue(engine(), name, at, workload))
+            return _json(pw.cluster_queue(engine(), name, at, workload,
+                                          api.group_version(version_of(request))))
         except pw.RequestError as exc:
             return _fail(exc)
 
@@ -220,22 +228,31 @@ def build_app(operator: Operator, proxy: Callable[[], FrontProxy],
         try:
             at = pw.page(request.query)
             await check(request, "localqueues", name, namespace)
-            return _json(pw.local_queue(engine(), namespace, name, at, workload))
+            return _json(pw.local_queue(engine(), namespace, name, at, workload,
+                                        api.group_version(version_of(request))))
         except pw.RequestError as exc:
             return _fail(exc)
 
     async def healthz(_: aiohttp.web.Request) -> aiohttp.web.Response:
         return aiohttp.web.Response(text="ok")
 
+    async def not_found(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        return _fail(pw.RequestError(404, "NotFound", f"{request.path}: not served here "
+                                                      f"(this server serves {api.group})"))
+
+    # {version} is one of the group's versions (the route's pattern allows no other).
+    prefix = f"/apis/{api.group}/{{version:{'|'.join(api.versions)}}}"
     app = aiohttp.web.Application()
     app.add_routes([
-        aiohttp.web.get("/apis", discovery(pw.api_group_list)),
-        aiohttp.web.get(f"/apis/{pw.GROUP}", discovery(pw.api_group)),
-        aiohttp.web.get(_PREFIX, discovery(pw.api_resource_list)),
-        aiohttp.web.get(_PREFIX + "/clusterqueues/{name}/pendingworkloads", cluster_queue),
-        aiohttp.web.get(_PREFIX + "/namespaces/{namespace}/localqueues/{name}/pendingworkloads",
+        aiohttp.web.get("/apis", discovery(lambda _: pw.api_group_list(api))),
+        aiohttp.web.get(f"/apis/{api.group}", discovery(lambda _: pw.api_group(api))),
+        aiohttp.web.get(prefix, discovery(lambda r: pw.api_resource_list(api, version_of(r)))),
+        aiohttp.web.get(prefix + "/clusterqueues/{name}/pendingworkloads", cluster_queue),
+        aiohttp.web.get(prefix + "/namespaces/{namespace}/localqueues/{name}/pendingworkloads",
                         local_queue),
         aiohttp.web.get("/healthz", healthz),
+        # Anything else (another group's or version's path) answers as the API server would.
+        aiohttp.web.get("/{path:.*}", not_found),
     ])
     return app
 

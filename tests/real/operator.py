@@ -207,7 +207,11 @@ class Visibility:
     shipped Service, as the API server checks. A context manager: the APIService
     is removed at exit, since an unanswered one makes API discovery fail."""
 
-    def __init__(self, installation: Installation) -> None:
+    def __init__(self, installation: Installation, *, kueue: bool = False) -> None:
+        """``kueue``: Kueue's visibility group (manifests/kueue/visibility.yaml's
+        APIServices) instead of kuota's, for an operator run with ``--api kueue``."""
+        self.kueue = kueue
+        self.apiservices: list[str] = []
         self.plane = installation.plane
         self.port = free_port()
         self.cert_dir = self.plane.workdir / "visibility-certs"
@@ -220,6 +224,9 @@ class Visibility:
 
     def __enter__(self) -> Visibility:
         shipped = _docs(ROOT / "manifests" / "operator" / "visibility.yaml")
+        if self.kueue:
+            shipped = [d for d in shipped if d["kind"] != "APIService"] + \
+                _docs(ROOT / "manifests" / "kueue" / "visibility.yaml")
         docs = []
         for doc in shipped:
             if doc["kind"] == "Service":
@@ -230,10 +237,11 @@ class Visibility:
                 doc["spec"]["service"]["port"] = self.port
                 doc["spec"]["caBundle"] = base64.b64encode(
                     self.plane.ca.cert.read_bytes()).decode()
+                self.apiservices.append(doc["metadata"]["name"])
             docs.append(doc)
         self.plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.plane.kubectl("delete", "apiservice", "v1beta2.visibility.kuota.dev",
-                           "--wait=false", check=False)
+        self.plane.kubectl("delete", "apiservice", *self.apiservices, "--wait=false",
+                           check=False)

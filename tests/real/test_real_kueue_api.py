@@ -41,7 +41,7 @@ def kueue_crds(port: int, ca: pathlib.Path) -> list[dict[str, Any]]:
     """The shipped Kueue-group CRDs, their conversion webhook at https://127.0.0.1:PORT."""
     bundle = base64.b64encode(ca.read_bytes()).decode()
     docs = []
-    for path in sorted((ROOT / "manifests" / "kueue").glob("*.yaml")):
+    for path in sorted((ROOT / "manifests" / "kueue").glob(f"*.{GROUP}.yaml")):
         doc = yaml.safe_load(path.read_text())
         doc["spec"]["conversion"]["webhook"]["clientConfig"] = {
             "url": f"https://127.0.0.1:{port}/convert", "caBundle": bundle}
@@ -66,8 +66,11 @@ def kueue_group(control_plane: ControlPlane, installation: op.Installation) -> I
 def kueue_operator(request: pytest.FixtureRequest, kueue_group: None,
                    installation: op.Installation, tmp_path: pathlib.Path,
                    control_plane: ControlPlane) -> Iterator[op.OperatorProcess]:
-    process = op.OperatorProcess(installation, tmp_path, "--api", "kueue")
-    with process:
+    """The operator serving Kueue's group, and Kueue's visibility API through the API
+    server's aggregation layer."""
+    with op.Visibility(installation, kueue=True) as visibility, \
+            op.OperatorProcess(installation, tmp_path, "--api", "kueue",
+                               *visibility.operator_args()) as process:
         yield process
     if any(getattr(getattr(request.node, f"report_{when}", None), "failed", False)
            for when in ("setup", "call")):
@@ -274,6 +277,11 @@ class TestKueuectl:
             return marks if marks == ["ADMITTED", "PENDING"] else None
 
         wait_for(statuses, "kueuectl to list one admitted and one pending workload")
+        # The pending one's position comes from Kueue's visibility API, served by kuota.
+        [pending] = [row for row in rows().values() if "PENDING" in row]
+        header = kueuectl(control_plane, "list", "workload", "-n", namespace).splitlines()[0]
+        at = header.index("POSITION IN QUEUE")
+        assert pending[at:].split()[0] == "0", f"{header}\n{pending}"
 
         kueuectl(control_plane, "stop", "clusterqueue", cq)
         assert get(control_plane, f"clusterqueues.{GROUP}", cq)["spec"]["stopPolicy"] == \

@@ -175,3 +175,50 @@ def test_scenarios_are_checked_by_the_scenario_loader(
     assert status == 2
     assert len(out) == 1
     assert out[0].startswith(f"{bad}") and "ClusterQueue team-a: spec.queueingStrategy" in out[0]
+
+
+class TestConvert:
+    """``validate --to``: Kueue's manifests as kuota's and back, once they are valid."""
+
+    V1BETA1_QUEUE = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
+                     "metadata": {"name": "cq"},
+                     "spec": {"cohort": "all", "namespaceSelector": {}}}
+
+    @pytest.mark.parametrize(("to", "want_api", "want_spec"), [
+        ("kuota.dev/v1alpha1", "kuota.dev/v1alpha1", {"cohortName": "all"}),
+        ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta2", {"cohortName": "all"}),
+        ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta1", {"cohort": "all"}),
+    ])
+    def test_manifests_are_written_in_the_version_asked_for(
+            self, tmp_path: Path, capsys: pytest.CaptureFixture[str], to: str, want_api: str,
+            want_spec: dict[str, str]) -> None:
+        path = write(tmp_path / "q.yaml", self.V1BETA1_QUEUE,
+                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})
+        status = cli.main(["validate", "--to", to, str(path)])
+        out, err = capsys.readouterr()
+        assert status == 0
+        queue, namespace = list(yaml.safe_load_all(out))
+        assert queue["apiVersion"] == want_api
+        assert {k: queue["spec"][k] for k in want_spec} == want_spec
+        assert namespace["kind"] == "Namespace"
+        assert err.strip() == f"2 objects OK, written as {to}"
+        # What is written reads back as the same object.
+        assert api.parse_object(queue, source="") == api.parse_object(self.V1BETA1_QUEUE,
+                                                                     source="")
+
+    def test_nothing_is_written_when_a_file_has_a_problem(
+            self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        bad = {**self.V1BETA1_QUEUE, "spec": {"cohort": "a", "cohortName": "b"}}
+        status, out, _ = run(capsys, "--to", "kuota.dev/v1alpha1",
+                             str(write(tmp_path / "q.yaml", bad)))
+        assert status == 2
+        assert any("spec.cohort: conflicts with spec.cohortName" in line for line in out)
+        assert not any(line.startswith("apiVersion") for line in out)
+
+    def test_a_scenario_is_not_converted(
+            self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        path = tmp_path / "s.yaml"
+        path.write_text("objects: []\nworkloads: []\n")
+        status, out, _ = run(capsys, "--to", "kuota.dev/v1alpha1", str(path))
+        assert status == 2
+        assert "converts manifests only" in out[0]

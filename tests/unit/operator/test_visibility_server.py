@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kuota.operator import visibility
+from kuota.operator import names, visibility
 from tests.cluster.pki import Authority
 from tests.ports import free_port
 from tests.unit.operator.test_pending_workloads import engine_with_waiting
@@ -198,3 +198,27 @@ def test_bad_paging_is_a_400_naming_the_parameter(pki: SimpleNamespace) -> None:
 def test_front_proxy_settings_from_the_api_servers_configmap(
         data: dict[str, str], want: visibility.FrontProxy) -> None:
     assert visibility.FrontProxy.from_configmap(data) == want
+
+
+@pytest.mark.parametrize(("path", "want_kind", "want_version"), [
+    ("/apis/visibility.kueue.x-k8s.io/v1beta1/clusterqueues/cq/pendingworkloads",
+     "PendingWorkloadsSummary", "visibility.kueue.x-k8s.io/v1beta1"),
+    ("/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/a/pendingworkloads",
+     "PendingWorkloadsSummary", "visibility.kueue.x-k8s.io/v1beta2"),
+    ("/apis/visibility.kueue.x-k8s.io", "APIGroup", "v1"),
+])
+def test_serving_kueues_api_answers_under_kueues_visibility_group(
+        pki: SimpleNamespace, path: str, want_kind: str, want_version: str) -> None:
+    names.serve("kueue")
+    try:
+        reviews = Reviews({("alice", "clusterqueues"), ("alice", "localqueues")})
+        [(code, body), (kuota_code, _)] = run(pki, reviews, [(pki.proxy, path, ALICE),
+                                                             (pki.proxy, CQ_PATH, ALICE)])
+    finally:
+        names.serve("kuota")
+    assert (code, body["kind"], body["apiVersion"]) == (200, want_kind, want_version)
+    if want_kind == "APIGroup":
+        assert [v["version"] for v in body["versions"]] == ["v1beta2", "v1beta1"]
+    else:
+        assert reviews.asked[0]["resourceAttributes"]["group"] == "visibility.kueue.x-k8s.io"
+    assert kuota_code == 404, "one group at a time: kuota.dev's is not served then"
