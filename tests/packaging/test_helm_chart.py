@@ -146,6 +146,12 @@ class TestSameAsKustomize:
         differing = [name for name in shipped if charted[name] != shipped[name]]
         assert differing == [], "run `make crds` (it writes both)"
 
+    def test_the_charts_kueue_crds_are_manifests_kueues_byte_for_byte(self) -> None:
+        glob = "*.kueue.x-k8s.io.yaml"
+        shipped = {p.name: p.read_bytes() for p in (ROOT / "manifests" / "kueue").glob(glob)}
+        charted = {p.name: p.read_bytes() for p in (CHART / "kueue").glob(glob)}
+        assert charted == shipped, "run `make crds` (it writes both)"
+
     def test_with_the_kustomize_values_every_object_is_the_same(
             self, helm: str, kustomized: dict[Key, Body]) -> None:
         charted = render(helm, AS_KUSTOMIZE, crds=True)
@@ -380,6 +386,30 @@ class TestOptionalParts:
         assert main["image"] == "registry.example.com/kuota:0.1.0-rc1"
         assert main["imagePullPolicy"] == "Always"
         assert main["args"][-1] == "--fair-sharing"
+
+    def test_serving_kueues_api_installs_its_crds_converted_by_this_releases_webhook(
+            self, helm: str) -> None:
+        objects = render(helm, {"operator.api": "kueue"})
+        args = container(objects, "kuota-operator")["args"]
+        assert "--api=kueue" in args
+        crds = by_kind(objects, "CustomResourceDefinition")
+        assert len(crds) == 8 and all(n.endswith(".kueue.x-k8s.io") for n in crds)
+        tls = objects[("Secret", NAMESPACE, "kuota-webhook-tls")]["data"]
+        for crd in crds.values():
+            client = crd["spec"]["conversion"]["webhook"]["clientConfig"]
+            assert client == {"service": {"name": "kuota-webhook", "namespace": NAMESPACE,
+                                          "path": "/convert", "port": 443},
+                              "caBundle": tls["ca.crt"]}
+            assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+            assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kuota"
+        services = by_kind(objects, "APIService")
+        assert sorted(services) == ["v1beta1.visibility.kueue.x-k8s.io",
+                                    "v1beta2.visibility.kueue.x-k8s.io"]
+        # Out of cluster, the API server calls the operator's address for conversions too.
+        outside = render(helm, {"operator.api": "kueue", "outOfCluster.host": "10.0.0.5"})
+        client = by_kind(outside, "CustomResourceDefinition")[
+            "workloads.kueue.x-k8s.io"]["spec"]["conversion"]["webhook"]["clientConfig"]
+        assert client["url"] == "https://10.0.0.5:9443/convert"
 
     def test_a_disruption_budget_keeps_one_operator_serving_the_webhook(self, helm: str
                                                                         ) -> None:
