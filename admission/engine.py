@@ -47,6 +47,7 @@ from admission.claims import Claims
 from admission.cycle import CycleResult, schedule
 from admission.errors import blame
 from admission.events import Kind, WorkloadEvent
+from admission.inadmissible import NeverFits
 from admission.topology import TopologyState
 from queueing.manager import QueueManager
 from quota import lifecycle
@@ -151,6 +152,8 @@ class Engine:
     #: The ClusterQueues and LocalQueues whose stopPolicy is HoldAndDrain, and the config
     #: generation they were found at (every cycle used to look through them all).
     _draining: tuple[int, tuple[str, ...], frozenset[str]] = (-1, (), frozenset())
+    #: Which workloads can never fit as configured (:mod:`admission.inadmissible`).
+    _never_fits: NeverFits = field(default_factory=NeverFits)
 
     # -- configuration -------------------------------------------------------
     def apply(self, obj: ConfigObject) -> None:
@@ -215,6 +218,15 @@ class Engine:
             if record is not None:
                 record.pending_reason, record.pending_message = why
                 self.changes.reasons += 1
+        # What can never fit as now configured is set aside again at once (the queues
+        # unblocked everything): one check per class of equal workloads, not per workload.
+        for info in list(self.queues.classes()):
+            never = self._never_fits.check(info, self.cache)
+            if never is None:
+                continue
+            self.queues.set_aside_class(info.key, never.reason, never.message)
+            for key in self.queues.members(info.key):
+                self._note(key, never.reason, never.message)
 
     # -- workloads -----------------------------------------------------------
     def submit(self, info: WorkloadInfo) -> Record:
@@ -659,6 +671,10 @@ class Engine:
         queued = record.info.created if record.queue_order is None else record.queue_order
         self.queues.push(record.info, queued)
         why = self.queues.why_waiting(record.info.key)
+        if why is None and (never := self._never_fits.check(record.info, self.cache)):
+            # Told at once, not after its first try; set aside so it blocks no one.
+            self.queues.set_aside_class(record.info.key, never.reason, never.message)
+            why = (never.reason, never.message)
         if why is not None:
             record.pending_reason, record.pending_message = why
         else:

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kuota import __version__
+from kuota import __version__, conventions
 
 #: Sub-commands in the order ``kuota --help`` lists them: name → (module, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -94,12 +94,19 @@ def _command_of(argv: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(words)
-    args = parser.parse_args(words)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    status: int = args.func(args)
+    try:
+        parser = build_parser(words)
+        args = parser.parse_args(words)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return conventions.BAD_INPUT
+        status: int = args.func(args)
+    except ImportError as exc:  # a command of the Kubernetes half, on the base install
+        message = conventions.missing_extra(exc, f"kuota {_command_of(words)}")
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return conventions.FAILED
     return status
 
 

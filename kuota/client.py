@@ -29,6 +29,7 @@ import json
 import secrets
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,11 @@ if TYPE_CHECKING:
     from quota import api
 
 T = TypeVar("T")
+
+#: Pending reasons that may mean "never": :meth:`WorkloadHandle.wait` checks them against the
+#: stored queues (admission.inadmissible.REASONS, named here: the CLI imports no core).
+NEVER_FIT_REASONS = frozenset({"LocalQueueNotFound", "ClusterQueueNotFound",
+                               "NoMatchingFlavor", "ExceedsMaxQuota"})
 
 
 def retried(deadline: float, call: Callable[[], T]) -> T:
@@ -104,6 +110,21 @@ class WorkloadStatus:
         return self.outcome == Outcome.SUCCEEDED
 
 
+class NeverFitsWarning(UserWarning):
+    """A submitted workload can never be admitted as the queues are configured: it was
+    stored and waits, set aside, until a change of the queues lets it fit."""
+
+
+class NeverFits(StoreError):
+    """:meth:`WorkloadHandle.wait` on a workload that can never be admitted as the queues
+    are configured: waiting longer would not help. It stays queued (inadmissible)."""
+
+    def __init__(self, key: str, reason: str, message: str) -> None:
+        self.key, self.reason, self.message = key, reason, message
+        super().__init__(f"workload {key} can never be admitted as the queues are configured: "
+                         f"{reason}: {message}")
+
+
 @dataclass(frozen=True)
 class LostSubmission:
     """A submission the store acknowledged and no longer knows (:meth:`Client.lost`)."""
@@ -117,11 +138,15 @@ class LostSubmission:
 class WorkloadHandle:
     """A submitted workload; every call reads Redis afresh."""
 
-    def __init__(self, client: Client, key: str, *, queued: bool = False) -> None:
+    def __init__(self, client: Client, key: str, *, queued: bool = False,
+                 never_fits: tuple[str, str] | None = None) -> None:
         self.client = client
         self.key = key
         #: Sent as a request no scheduler has answered yet: stored once one runs.
         self.queued = queued
+        #: (reason, message) when, as submitted, it can never be admitted as the queues are
+        #: configured (:func:`admission.inadmissible.never_fits`); None when it may be.
+        self.never_fits = never_fits
 
     def __repr__(self) -> str:
         return f"WorkloadHandle({self.key!r})"
@@ -137,8 +162,12 @@ class WorkloadHandle:
                               record.attempt, [_pod_status(p) for p in pods])
 
     def wait(self, timeout: float | None = None, *, poll: float = 0.1) -> WorkloadStatus:
-        """Block until the workload finishes; raises TimeoutError after ``timeout`` seconds."""
+        """Block until the workload finishes; raises TimeoutError after ``timeout`` seconds,
+        and :class:`NeverFits` as soon as it waits for a reason no freed quota cures (its
+        LocalQueue or ClusterQueue does not exist, no flavor covers or matches what it asks,
+        more than its ClusterQueue can ever get), checked against the stored queues."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        checked: tuple[str, str] | None = None
         while True:
             try:
                 status = self.status()
@@ -150,6 +179,16 @@ class WorkloadHandle:
                                         "waiting for a scheduler to take the request", "", 0, [])
             if status.finished:
                 return status
+            # Asked again only when the published reason changes (and at the first look
+            # when the submission was found never-fitting): the stored queues decide.
+            seen = (status.state, status.reason)
+            if status.state == State.PENDING and seen != checked and (
+                    status.reason in NEVER_FIT_REASONS
+                    or (checked is None and self.never_fits is not None)):
+                checked = seen
+                verdict = self.client.never_fits(self.key)
+                if verdict is not None:
+                    raise NeverFits(self.key, *verdict)
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"workload {self.key} still {status.state} after {timeout}s "
                                    f"({status.reason}: {status.message})")
@@ -311,6 +350,7 @@ class Client:
         deadline = time.monotonic() + self.submit_retry_for
         rules = retried(deadline, lambda: submission.StoredRules.read(self.store))
         checked = rules.check(manifest, queue=given_queue)
+        queues = retried(deadline, lambda: submission.queue_objects(self.store))
         submission_id = uuid.uuid4().hex
         try:
             retried(deadline, lambda: self._store_submission(checked, submission_id))
@@ -321,9 +361,37 @@ class Client:
                                    submission=submission_id)
             if answer is not None:
                 self._note(checked.key, submission_id)
-            return WorkloadHandle(self, checked.key, queued=answer is None)
+            return self._handle(checked, queues, queued=answer is None)
         self._note(checked.key, submission_id)
-        return WorkloadHandle(self, checked.key)
+        return self._handle(checked, queues)
+
+    def _handle(self, checked: Submission, queues: list[Any], *,
+                queued: bool = False) -> WorkloadHandle:
+        """The handle of a submission, warned about (:class:`NeverFitsWarning`) when it can
+        never be admitted as the stored queues (``queues``, read before it was stored) are
+        configured."""
+        from kuota.service import submission
+
+        verdict = submission.never_fits(queues, checked.manifest, priority=checked.priority)
+        never = (verdict.reason, verdict.message) if verdict is not None else None
+        if never is not None:
+            warnings.warn(NeverFitsWarning(
+                f"workload {checked.key} can never be admitted as the queues are "
+                f"configured: {never[0]}: {never[1]}"), stacklevel=3)
+        return WorkloadHandle(self, checked.key, queued=queued, never_fits=never)
+
+    def never_fits(self, name: str) -> tuple[str, str] | None:
+        """(reason, message) when stored workload ``name`` can never be admitted as the
+        stored queues are configured; None when it may be (or it no longer waits)."""
+        from kuota.service import rebuild, submission
+
+        record = self.store.workloads.get(workload_key(name))
+        if record.state is not State.PENDING:
+            return None
+        verdict = submission.never_fits(submission.queue_objects(self.store),
+                                        rebuild.workload_object(record).to_dict(),
+                                        priority=record.priority)
+        return (verdict.reason, verdict.message) if verdict is not None else None
 
     def _store_submission(self, checked: Submission, submission_id: str) -> None:
         """Store it. A reply lost with the connection leaves the submission stored or not,

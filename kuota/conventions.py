@@ -50,6 +50,21 @@ def wait_status(outcome: str, pod_codes: Sequence[int | None]) -> int:
     return FAILED
 
 
+#: The packages of the ``kubernetes`` extra (``pip install '.[kubernetes]'``), which the
+#: base install (``make demo``, a Redis pool) leaves out.
+KUBERNETES_EXTRA: Final = frozenset({"kopf"})
+
+
+def missing_extra(exc: ImportError, command: str) -> str | None:
+    """The message for a command that needs the ``kubernetes`` extra when it is not
+    installed (exit :data:`FAILED`); None when ``exc`` is about another module."""
+    if (exc.name or "").split(".")[0] not in KUBERNETES_EXTRA:
+        return None
+    return (f"error: {command} needs kuota's Kubernetes half ({exc.name} is not installed): "
+            "install kuota with its kubernetes extra, pip install '.[kubernetes]' in the "
+            "repository (docs/install.md)")
+
+
 # -- workload states ----------------------------------------------------------------------------
 
 #: States of a workload that has not finished, in lifecycle order: Kueue's names

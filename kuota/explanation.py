@@ -1,31 +1,38 @@
-"""Why a workload runs where it runs: one view of a workload for ``kuota why`` and ``describe``.
+"""Why a workload waits, and where it runs: one explanation for ``kuota why``, ``kubectl
+kuota why``, ``describe`` and the dashboard.
 
-Both deployments keep the multi-cluster dispatch decision next to the
-workload, in the shape of :meth:`multicluster.decision.Decision.to_dict`:
-
-* **Redis mode** — the ``dispatch`` field of the workload's record, written by
-  the active scheduler (:mod:`kuota.service.members`);
-* **Kubernetes** — the Workload object's ``status.dispatch`` (with
-  ``status.clusterName``), written by the operator.
-
-:func:`from_record` and :func:`from_object` turn either into a
-:class:`WorkloadView`; :func:`why` renders the decision with
-:func:`multicluster.explain.render`, or says plainly why there is none: the
-workload is still waiting for quota (with the pending message), or its
-ClusterQueue does not dispatch (no ``kuota.dev/multicluster`` check).
+:func:`from_record` (Redis mode: the workload's record) and :func:`from_object`
+(Kubernetes: the Workload object's status) turn what the store holds into a
+:class:`WorkloadView`. :func:`why` then explains it from an engine — the scheduler's,
+or one rebuilt from the store as a new leader would — with the core's
+:mod:`admission.explain` (what it needs per pod set and resource, what is free at each
+level of its cohort tree, who borrows it, what its preemption policy allows, its
+position, what would make it fit), and only for a multi-cluster workload adds the
+dispatch decision, kept next to the workload in the shape of
+:meth:`multicluster.decision.Decision.to_dict` (Redis: the record's ``dispatch`` field;
+Kubernetes: ``status.dispatch`` and ``status.clusterName``), rendered with
+:func:`multicluster.explain.render`, or why there is none yet.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from multicluster import explain
 from multicluster.decision import Decision
 from queueing.store import WorkloadRecord
 from quota import api
 from quota.lifecycle import State
+
+if TYPE_CHECKING:
+    from admission.engine import Engine
+
+#: The admission check controller of multi-cluster dispatch
+#: (:data:`multicluster.controller.CONTROLLER_NAME`; that module is heavier to import).
+MULTICLUSTER_CONTROLLER: Final = "kuota.dev/multicluster"
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,7 @@ def from_record(record: WorkloadRecord) -> WorkloadView:
                     f"{node}×{count}" for node, count in ps.nodes)))
     if record.placement:
         details.append(("Nodes", ", ".join(record.placement)))
+    details += pod_set_details(record.spec())
     return WorkloadView(
         key=record.key, state=record.state.value, reason=record.reason, message=record.message,
         queue=record.queue, cluster_queue=record.cluster_queue,
@@ -107,10 +115,40 @@ def from_object(obj: api.Workload) -> WorkloadView:
         details.append(("Flavors", ", ".join(
             f"{ps.name}: " + ", ".join(f"{r}={f}" for r, f in sorted(ps.flavors.items()))
             for ps in status.admission.pod_set_assignments)))
+    details += pod_set_details(obj.to_dict())
+    cluster_queue = status.admission.cluster_queue if status.admission is not None else ""
     return WorkloadView(
         key=key, state=state, reason=reason, message=message, queue=obj.spec.queue_name or "",
-        cluster_queue=status.admission.cluster_queue if status.admission is not None else "",
+        cluster_queue=cluster_queue,
         cluster=status.cluster_name, decision=decision, details=details)
+
+
+def pod_set_details(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What a Workload manifest asks for, as (label, value) lines: per pod set, its pods'
+    requests (``Requests main``: ``4 pods × cpu=1, nvidia.com/gpu=1``) and what they run
+    (``Command main``), whole (a page or a terminal wraps them; nothing is cut)."""
+    spec = manifest.get("spec") if isinstance(manifest, Mapping) else None
+    pod_sets = spec.get("podSets") if isinstance(spec, Mapping) else None
+    rows: list[tuple[str, str]] = []
+    for ps in pod_sets if isinstance(pod_sets, list) else []:
+        if not isinstance(ps, Mapping):
+            continue
+        name, count = str(ps.get("name", "main")), ps.get("count", 1)
+        containers = ((ps.get("template") or {}).get("spec") or {}).get("containers") or []
+        requests, commands = [], []
+        for c in containers if isinstance(containers, list) else []:
+            wanted = (c.get("resources") or {}).get("requests") or {}
+            label = f"{c.get('name')}: " if len(containers) > 1 else ""
+            requests.append(label + (", ".join(f"{r}={q}" for r, q in sorted(wanted.items()))
+                                     or "nothing"))
+            argv = [str(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
+            if argv:
+                commands.append(label + shlex.join(argv))
+        pods = f"{count} pod{'s' if count != 1 else ''}"
+        rows.append((f"Requests {name}", f"{pods} × " + "; ".join(requests or ["nothing"])))
+        if commands:
+            rows.append((f"Command {name}", "; ".join(commands)))
+    return rows
 
 
 def owner_of(obj: api.Workload) -> str:
@@ -135,35 +173,74 @@ def decision_of(view: WorkloadView) -> Decision | None:
     return Decision.from_dict(data)
 
 
-def why(view: WorkloadView) -> str:
-    """The explanation: the rendered decision, or why there is none."""
+def why(view: WorkloadView, engine: Engine | None = None) -> str:
+    """The explanation: the engine's (:mod:`admission.explain`: what it needs, what is free
+    at each level of its cohort tree, who borrows it, what preemption allows, its position,
+    what would make it fit), then — for a multi-cluster workload only — the dispatch
+    decision, or why there is none yet. Without ``engine`` (or a workload it does not hold:
+    finished, invalid), the stored state stands in for the engine's."""
+    from admission import explain
+
+    if engine is not None and view.key in engine.records:
+        text = explain.render(explain.explain(engine, view.key, reason=view.reason,
+                                              message=view.message))
+    else:
+        where = f" in ClusterQueue {view.cluster_queue}" if view.cluster_queue else ""
+        said = ": ".join(p for p in (view.reason, view.message) if p)
+        text = f"Workload {view.key} is {view.state}{where}.\n" + (
+            f"Reason: {said}\n" if said else "")
+    if _multicluster(view, engine):
+        text += "Dispatch:\n" + "".join(f"  {line}\n" for line in dispatch(view).splitlines())
+    return text
+
+
+def cluster_queue(view: WorkloadView, engine: Engine | None) -> str:
+    """The workload's ClusterQueue: the one holding its quota, else (waiting) the one its
+    LocalQueue points at in ``engine``; empty when there is none."""
+    if view.cluster_queue or engine is None:
+        return view.cluster_queue
+    record = engine.records.get(view.key)
+    lq = engine.cache.local_queues.get(record.info.local_queue_key) \
+        if record is not None else None
+    return lq.cluster_queue if lq is not None else ""
+
+
+def _multicluster(view: WorkloadView, engine: Engine | None) -> bool:
+    """Whether the workload is dispatched to member clusters: it has a decision or a
+    cluster, or its ClusterQueue has a kuota.dev/multicluster admission check."""
+    if view.decision is not None or view.cluster:
+        return True
+    if engine is None:
+        return False
+    cq = engine.cache.cluster_queues.get(cluster_queue(view, engine))
+    checks = engine.cache.admission_checks
+    return cq is not None and any(
+        name in checks and checks[name].controller_name == MULTICLUSTER_CONTROLLER
+        for name, _ in cq.admission_checks)
+
+
+def dispatch(view: WorkloadView) -> str:
+    """The multi-cluster dispatch decision, rendered, or why there is none yet."""
     decision = decision_of(view)
     if decision is not None:
         text = explain.render(decision)
         if view.state == State.QUOTA_RESERVED.value and decision.cluster is None:
             text += "Waiting with its quota reserved; tried again when a member changes.\n"
         return text
-    head = f"Workload {view.key}: no multi-cluster dispatch decision"
-    if view.state == State.PENDING.value:
-        waiting = ": ".join(p for p in (view.reason, view.message) if p)
-        return (f"{head} yet: it is still pending"
-                + (f" ({waiting})" if waiting else "") + ".\n"
-                "A decision is made once quota is reserved.\n")
-    if view.state == State.INACTIVE.value:
-        return f"{head}: it is inactive ({view.reason or 'Inactive'}: {view.message}).\n"
     if view.cluster:
-        return f"{head} is stored, but it was dispatched to {view.cluster}.\n"
-    return (f"{head}: it is not a multi-cluster workload (its ClusterQueue "
-            f"{view.cluster_queue or '?'} has no kuota.dev/multicluster admission check).\n")
+        return f"No decision is stored, but it was dispatched to {view.cluster}.\n"
+    if view.state == State.INACTIVE.value:
+        return "No decision: it is inactive.\n"
+    return "No decision yet: a member cluster is chosen once quota is reserved.\n"
 
 
-def describe(view: WorkloadView) -> str:
+def describe(view: WorkloadView, engine: Engine | None = None) -> str:
     """Status lines, then the explanation."""
     rows = [("Name", view.key), ("Queue", view.queue or "-"),
-            ("ClusterQueue", view.cluster_queue or "-"), ("State", view.state),
+            ("ClusterQueue", cluster_queue(view, engine) or "-"), ("State", view.state),
             ("Reason", view.reason or "-"), ("Message", view.message or "-"),
             ("Cluster", view.cluster or "-"), *view.details]
     width = max(len(label) for label, _ in rows) + 1
     lines = [f"{(label + ':').ljust(width)} {value}" for label, value in rows]
-    return "\n".join(lines) + "\nDispatch:\n" + "".join(
-        f"  {line}\n" for line in why(view).splitlines())
+    return "\n".join(lines) + "\nWhy:\n" + "".join(
+        f"  {line}\n" for line in why(view, engine).splitlines())

@@ -161,14 +161,51 @@ class QueueManager:
         """(reason, message) for a parked or blocked workload; None if it is up for a try."""
         if key in self.parked:
             return self.parked[key]
+        queued = self._queued(key)
+        return queued[0].why_blocked(queued[1]) if queued is not None else None
+
+    def set_aside(self, key: str) -> tuple[str, str] | None:
+        """(reason, message) when waiting workload ``key`` is inadmissible and blocks no one:
+        parked (no route to a ClusterQueue) or refused for a reason no freed quota cures
+        (:meth:`PendingQueue.set_aside`); None when it is in line to run."""
+        if key in self.parked:
+            return self.parked[key]
+        queued = self._queued(key)
+        return queued[0].set_aside(queued[1]) if queued is not None else None
+
+    def set_aside_class(self, key: str, reason: str, message: str) -> None:
+        """Set the class of waiting workload ``key`` aside before it is tried: it can never
+        fit as configured (:mod:`admission.inadmissible`). Only a BestEffortFIFO queue steps
+        a class aside; a StrictFIFO queue keeps it in line (its head holds the queue)."""
+        queued = self._queued(key)
+        if queued is None or queued[0].strategy == "StrictFIFO":
+            return
+        queued[0].block(queued[1], reason, message)
+        self._blocked.add(queued[0].name)
+
+    def classes(self) -> Iterator[WorkloadInfo]:
+        """One waiting member of each class of equal workloads not blocked, in the
+        BestEffortFIFO queues only (those that may set a class aside)."""
+        for queue in self.queues.values():
+            if queue.strategy != "StrictFIFO":
+                yield from queue.classes()
+
+    def members(self, key: str) -> list[str]:
+        """The keys of the waiting workloads of the same class as waiting workload ``key``."""
+        queued = self._queued(key)
+        return queued[0].members(queued[1]) if queued is not None else []
+
+    def _queued(self, key: str) -> tuple[PendingQueue, WorkloadInfo] | None:
+        """The pending queue waiting workload ``key`` is routed to, and its info."""
         entry = self.waiting.get(key)
         if entry is None or entry.cluster_queue not in self.queues:
             return None
-        return self.queues[entry.cluster_queue].why_blocked(entry.info)
+        return self.queues[entry.cluster_queue], entry.info
 
     def positions(self, cluster_queue: str) -> Iterator[tuple[WorkloadInfo, int, int]]:
         """Waiting workloads of a ClusterQueue in admission order, each with its
-        0-based position in the ClusterQueue and in its LocalQueue (for visibility)."""
+        0-based position in the ClusterQueue and in its LocalQueue (for visibility): those
+        set aside as inadmissible (:meth:`set_aside`) come last."""
         queue = self.queues.get(cluster_queue)
         if queue is None:
             return

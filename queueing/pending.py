@@ -178,9 +178,35 @@ class PendingQueue:
         counts = self._counts
         return sum(counts.get(eq, 0) for eq in self.blocked)
 
+    def set_aside(self, info: WorkloadInfo) -> tuple[str, str] | None:
+        """Why ``info`` is set aside as inadmissible: its class was refused for a reason no
+        freed quota cures (:data:`SPEC_BOUND`), so it blocks no one; None otherwise. (A
+        StrictFIFO queue held by its head is blocked by it: that head is not set aside.)"""
+        why = self.blocked.get(info.equivalence)
+        return why if why is not None and why[0] in SPEC_BOUND else None
+
+    def classes(self) -> Iterator[WorkloadInfo]:
+        """One waiting member of each class not blocked (they all ask for the same)."""
+        for eq, members in list(self._classes.items()):
+            if eq not in self.blocked:
+                self._clean(members)
+                if members:
+                    yield self._items[members[0][1]].info
+
+    def members(self, info: WorkloadInfo) -> list[str]:
+        """The keys of the waiting workloads of ``info``'s class."""
+        eq = info.equivalence
+        return list(dict.fromkeys(key for _, key in self._classes.get(eq, ())
+                                  if key in self._items
+                                  and self._items[key].info.equivalence == eq))
+
     def ordered(self) -> Iterator[WorkloadInfo]:
-        """Every waiting workload in admission order (for positions and listings)."""
-        for item in sorted(self._items.values(), key=lambda i: i.key):
+        """Every waiting workload in admission order (for positions and listings): the
+        ones that can run first, then those set aside as inadmissible (:meth:`set_aside`),
+        as Kueue's visibility lists its inadmissible workloads after the active heap."""
+        aside = {eq for eq, (reason, _) in self.blocked.items() if reason in SPEC_BOUND}
+        for item in sorted(self._items.values(),
+                           key=lambda i: (i.info.equivalence in aside, i.key)):
             yield item.info
 
     def _peek(self) -> _Item | None:

@@ -121,3 +121,19 @@ class WorkloadBuilder:
 
     def obj(self) -> WorkloadInfo:
         return replace(self._wl)
+
+
+def gpu_pool(*, nominal: int = 2, lender: int = 2, borrowing: int | None = 2,
+             reclaim: str = "Never", strategy: str = "BestEffortFIFO") -> list[Any]:
+    """Two GPU teams in cohort ``co``: ``team-a`` (``nominal`` GPUs, may borrow
+    ``borrowing`` more; LocalQueue ``ns/lq``) and ``team-b`` (``lender`` GPUs, reclaims its
+    lent quota as ``reclaim`` says; LocalQueue ``ns/lq-b``); flavor ``a100`` covers
+    ``nvidia.com/gpu`` and ``cpu``. Config objects for :meth:`Engine.apply_all`."""
+    return [
+        flavor("a100"), cohort("co"),
+        ClusterQueueBuilder("team-a").cohort("co").set(queueing_strategy=strategy)
+        .flavor("a100", {"nvidia.com/gpu": nominal, "cpu": 16},
+                borrowing=None if borrowing is None else {"nvidia.com/gpu": borrowing}).obj(),
+        ClusterQueueBuilder("team-b").cohort("co").preemption(reclaim_within_cohort=reclaim)
+        .flavor("a100", {"nvidia.com/gpu": lender, "cpu": 16}).obj(),
+        local_queue("team-a"), local_queue("team-b", "lq-b")]

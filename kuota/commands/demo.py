@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         "• [green]a100-gang[/] (8 pods, A100 only) waits whole until 8 A100s are free: "
         "no partial start.\n"
         "• [yellow]too-big[/] asks for more GPUs than the cohort will ever have and is "
-        "rejected with ExceedsMaxQuota instead of waiting forever.",
+        "told at once with ExceedsMaxQuota and set aside, blocking no one, instead of "
+        "waiting forever.",
         title="What to notice"))
     if args.skip_pools:
         return 0

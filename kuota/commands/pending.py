@@ -10,8 +10,11 @@ from kuota.commands.output import Columns, Item
 from kuota.service import cli
 from queueing.store import NotFound
 
-COLUMNS = Columns(("position", "name", "localqueue", "priority", "reason", "message"),
-                  ("lq_position",))
+COLUMNS = Columns(("position", "name", "localqueue", "priority", "state", "reason",
+                   "message"), ("lq_position",))
+#: The STATE of a workload in line to run, and of one set aside: it can never fit as
+#: configured, so it blocks no one (Kueue's active heap and inadmissible list).
+ACTIVE, INADMISSIBLE = "Active", "Inadmissible (blocks no one)"
 
 
 def register(subparsers: Any) -> None:
@@ -19,7 +22,10 @@ def register(subparsers: Any) -> None:
         "pending",
         description="The workloads waiting in a ClusterQueue, in the order the scheduler will "
                     "try them (priority, then queue time), with their position in the "
-                    "ClusterQueue and in their LocalQueue and why they wait.")
+                    "ClusterQueue and in their LocalQueue and why they wait. Workloads that "
+                    "can never fit as the queues are configured (ExceedsMaxQuota, "
+                    "NoMatchingFlavor) come last, marked inadmissible: they block no one "
+                    "(as Kueue's visibility API lists them after the active ones).")
     parser.add_argument("cluster_queue", metavar="CQ")
     output.add_output_args(parser)
     cli.add_store_args(parser)
@@ -39,13 +45,15 @@ def run(args: argparse.Namespace) -> int:
         for p in snap.pending[args.cluster_queue]:
             row = {"position": p.position, "name": p.key, "localqueue": p.local_queue,
                    "lq_position": p.local_position, "priority": p.priority,
+                   "state": INADMISSIBLE if p.inadmissible else ACTIVE,
                    "reason": p.reason, "message": p.message}
             namespace, _, name = p.key.partition("/")
             # Shaped as Kueue's visibility API PendingWorkload.
             obj = {"metadata": {"name": name, "namespace": namespace}, "localQueueName":
                    p.local_queue.partition("/")[2], "positionInClusterQueue": p.position,
                    "positionInLocalQueue": p.local_position, "priority": p.priority,
-                   "reason": p.reason or None, "message": p.message or None}
+                   "reason": p.reason or None, "message": p.message or None,
+                   "inadmissible": p.inadmissible}
             items.append(Item(obj, row))
         output.emit(items, COLUMNS, args)
 

@@ -117,9 +117,5 @@ class KubeSource:
                 raise
             event_bodies = []
         view = explanation.from_object(obj)
-        try:
-            why = explanation.why(view)
-        except ValueError as exc:
-            why = f"unreadable dispatch decision: {exc}"
-        return workload_page(Facts(view), why, overview, objects.history(obj, event_bodies),
+        return workload_page(Facts(view), overview, objects.history(obj, event_bodies),
                              objects.conditions(obj))

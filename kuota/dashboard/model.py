@@ -30,9 +30,10 @@ decide whether the pages changed (and only then tells browsers to refresh).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from admission.engine import Engine
+from kuota import explanation
 from kuota.explanation import WorkloadView
 from quota.lifecycle import State
 from quota.resources import FlavorResource, format_amount
@@ -103,11 +104,24 @@ class PendingRow:
     priority: int
     reason: str
     message: str
+    #: Set aside: it can never fit as configured, so it blocks no one (listed last).
+    inadmissible: bool = False
 
     @property
     def waits_because(self) -> str:
         """The same words ``kuota why`` uses for a pending workload."""
         return ": ".join(p for p in (self.reason, self.message) if p) or "not tried yet"
+
+
+@dataclass(frozen=True)
+class InactiveRow:
+    """A deactivated workload: it holds nothing and is not queued until activated again."""
+
+    key: str
+    cluster_queue: str
+    local_queue: str
+    reason: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -153,6 +167,10 @@ class Overview:
     running: tuple[RunningRow, ...]
     members: tuple[Member, ...] = ()
     problems: tuple[str, ...] = ()
+    #: Deactivated workloads (Inactive), which wait for nothing until activated again.
+    inactive: tuple[InactiveRow, ...] = ()
+    #: The engine the overview was read from: a workload's explanation reads it too.
+    engine: Engine | None = field(default=None, compare=False, repr=False)
 
     def cluster_queue(self, name: str) -> TreeNode | None:
         return next((n for n in walk(self.roots) if n.kind == "ClusterQueue"
@@ -183,6 +201,10 @@ class WorkloadPage:
     running: RunningRow | None = None
     history: tuple[HistoryRow, ...] = ()
     conditions: tuple[tuple[str, str, str, str], ...] = field(default_factory=tuple)
+    #: Redis mode: where its pods' output is read (the page links it); None on Kubernetes.
+    logs_url: str | None = None
+    #: The engine the explanation was read from (None: the stored state stood in for it).
+    engine: Engine | None = field(default=None, compare=False, repr=False)
 
 
 def walk(nodes: Iterable[TreeNode]) -> Iterable[TreeNode]:
@@ -237,8 +259,18 @@ def overview(engine: Engine, facts: Mapping[str, Facts], *, source: str,
     local_queues = tuple(
         LocalQueueRow(key, lq.cluster_queue, Counts(*by_lq.get(key, [0, 0, 0])))
         for key, lq in sorted(cache.local_queues.items()))
+    inactive = tuple(
+        InactiveRow(key, _route(engine, record.info.local_queue_key),
+                    record.info.local_queue_key, record.pending_reason or "Inactive",
+                    record.pending_message or "")
+        for key, record in sorted(engine.records.items()) if record.state is State.INACTIVE)
     return Overview(source, roots, local_queues, pending, tuple(running), tuple(members),
-                    tuple(problems))
+                    tuple(problems), inactive, engine)
+
+
+def _route(engine: Engine, local_queue: str) -> str:
+    lq = engine.cache.local_queues.get(local_queue)
+    return lq.cluster_queue if lq is not None else ""
 
 
 def _pending_rows(engine: Engine, facts: Mapping[str, Facts],
@@ -246,9 +278,12 @@ def _pending_rows(engine: Engine, facts: Mapping[str, Facts],
     rows = []
     for info, position, local_position in engine.queues.positions(name):
         view = facts[info.key].view if info.key in facts else None
+        aside = engine.queues.set_aside(info.key)
+        # The leader's published reason; the engine's own when it sets the workload aside.
+        reason, message = aside if aside is not None else (
+            (view.reason, view.message) if view else ("", ""))
         rows.append(PendingRow(info.key, name, position, info.local_queue_key, local_position,
-                               info.priority, view.reason if view else "",
-                               view.message if view else ""))
+                               info.priority, reason, message, aside is not None))
     return tuple(rows)
 
 
@@ -359,11 +394,21 @@ def _lent(queues: Iterable[QuotaNode], cohorts: Iterable[QuotaNode]
     return out
 
 
-def workload_page(facts: Facts, why: str, overview: Overview | None,
+def workload_page(facts: Facts, overview: Overview | None,
                   history: Sequence[HistoryRow] = (),
-                  conditions: Sequence[tuple[str, str, str, str]] = ()) -> WorkloadPage:
-    """One workload: its facts, where it waits or runs (from the overview), its history."""
+                  conditions: Sequence[tuple[str, str, str, str]] = (), *,
+                  logs_url: str | None = None) -> WorkloadPage:
+    """One workload: its facts, its explanation (as ``kuota why``, from the overview's
+    engine), where it waits or runs (from the overview), its history."""
     key = facts.view.key
+    engine = overview.engine if overview is not None else None
+    routed = explanation.cluster_queue(facts.view, engine)
+    if routed != facts.view.cluster_queue:  # waiting: the ClusterQueue it waits in
+        facts = replace(facts, view=replace(facts.view, cluster_queue=routed))
+    try:
+        why = explanation.why(facts.view, engine)
+    except ValueError as exc:  # a malformed stored decision: say so, show the rest
+        why = f"unreadable dispatch decision: {exc}"
     position = running = None
     if overview is not None:
         for rows in overview.pending.values():
@@ -371,7 +416,8 @@ def workload_page(facts: Facts, why: str, overview: Overview | None,
             if position is not None:
                 break
         running = next((r for r in overview.running if r.key == key), None)
-    return WorkloadPage(facts, why, position, running, tuple(history), tuple(conditions))
+    return WorkloadPage(facts, why, position, running, tuple(history), tuple(conditions),
+                        logs_url, engine)
 
 
 def history_rows(entries: Iterable[Mapping[str, object]]) -> tuple[HistoryRow, ...]:

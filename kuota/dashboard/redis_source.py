@@ -14,6 +14,7 @@ Nothing is written.
 from __future__ import annotations
 
 from dataclasses import replace
+from urllib.parse import quote
 
 from kuota import explanation
 from kuota.commands.status import _nodes_and_pools
@@ -28,6 +29,7 @@ from kuota.dashboard.model import (
 )
 from kuota.dashboard.redis_reader import Loaded, RedisReader
 from kuota.service.connection import Connection
+from queueing.store import PodRef
 
 
 class RedisSource:
@@ -64,9 +66,21 @@ class RedisSource:
         if record is None:
             return None
         view = explanation.from_record(record)
-        try:
-            why = explanation.why(view)
-        except ValueError as exc:  # a malformed stored decision: say so, show the rest
-            why = f"unreadable dispatch decision: {exc}"
-        return workload_page(Facts(view, record.placement), why, overview,
-                             history_rows(self.store.workloads.history(key)))
+        namespace, _, name = key.partition("/")
+        return workload_page(Facts(view, record.placement), overview,
+                             history_rows(self.store.workloads.history(key)),
+                             logs_url=f"/workloads/{quote(namespace, safe='')}/"
+                                      f"{quote(name, safe='')}/logs")
+
+    def logs(self, key: str) -> str | None:
+        """The output of the workload's current attempt (every pod, with a header each),
+        or None when there is no such workload."""
+        record = self.store.workloads.find(key)
+        if record is None:
+            return None
+        refs = [PodRef(record.key, record.attempt, i) for i in range(record.pods)] \
+            if record.attempt else []
+        if not refs:
+            return f"workload {key}: no pod has run yet\n"
+        return "".join(f"==> pod {ref.index} (attempt {ref.attempt}) <==\n"
+                       f"{self.store.pods.logs(ref)}" for ref in refs)

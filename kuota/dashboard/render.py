@@ -26,6 +26,7 @@ from kuota.dashboard.model import (
     Cell,
     Counts,
     HistoryRow,
+    InactiveRow,
     LocalQueueRow,
     Member,
     Overview,
@@ -113,6 +114,9 @@ def cells(items: Sequence[Cell]) -> str:
     return f'<div class="cells">{rows}</div>'
 
 
+#: The state of a pending workload set aside: it can never fit as configured.
+INADMISSIBLE = "Inadmissible (blocks no one)"
+
 LEGEND = ('<div class="legend"><span><i class="used"></i>used</span>'
           '<span><i class="borrowed"></i>borrowed</span><span><i class="lent"></i>lent</span>'
           '<span><i class="nominal"></i>nominal</span></div>')
@@ -128,7 +132,7 @@ def layout(title: str, fragment: str, *, version: str, source: str) -> str:
         '<link rel="stylesheet" href="/static/dashboard.css"></head><body>'
         '<header><span class="brand">kuota</span><nav><a href="/">Overview</a>'
         '<a href="/#pending">Pending</a><a href="/#running">Running</a>'
-        '<a href="/#members">Members</a></nav>'
+        '<a href="/#inactive">Deactivated</a><a href="/#members">Members</a></nav>'
         f'<span class="muted">{e(source)}</span>'
         '<span class="live" role="status">connecting…</span></header>'
         f'<main data-version="{e(version)}">{fragment}</main>'
@@ -196,10 +200,13 @@ def pending_table(rows: Sequence[PendingRow], *, total: int | None = None,
         f'<tr data-key="{e(r.key)}"><td class="num position">{r.position}</td>'
         f'<td>{wl_link(r.key)}</td><td>{cq_link(r.cluster_queue)}</td>'
         f'<td>{lq_link(r.local_queue)} <span class="muted">#{r.local_position}</span></td>'
-        f'<td class="num">{r.priority}</td><td class="reason">{e(r.waits_because)}</td></tr>'
+        f'<td class="num">{r.priority}</td><td class="state">'
+        f'{INADMISSIBLE if r.inadmissible else "Active"}</td>'
+        f'<td class="reason">{e(r.waits_because)}</td></tr>'
         for r in rows)
     return table("pending", '<th class="num">position</th><th>workload</th><th>ClusterQueue'
-                 '</th><th>LocalQueue #</th><th class="num">priority</th><th>why it waits</th>',
+                 '</th><th>LocalQueue #</th><th class="num">priority</th><th>state</th>'
+                 '<th>why it waits</th>',
                  body, empty="Nothing is waiting.",
                  note=shown_note(len(rows), len(rows) if total is None else total, more))
 
@@ -214,6 +221,17 @@ def running_table(rows: Sequence[RunningRow], *, total: int | None = None) -> st
                  "<th>flavors</th><th>member cluster</th><th>nodes</th><th>since (UTC)</th>",
                  body, empty="Nothing holds quota.",
                  note=shown_note(len(rows), len(rows) if total is None else total))
+
+
+def inactive_table(rows: Sequence[InactiveRow]) -> str:
+    body = "".join(
+        f'<tr data-key="{e(r.key)}"><td>{wl_link(r.key)}</td>'
+        f'<td>{cq_link(r.cluster_queue) if r.cluster_queue else "-"}</td>'
+        f'<td>{lq_link(r.local_queue)}</td><td class="reason">{e(r.reason)}</td>'
+        f'<td>{e(r.message)}</td></tr>' for r in rows)
+    return table("inactive", "<th>workload</th><th>ClusterQueue</th><th>LocalQueue</th>"
+                 "<th>reason</th><th>message</th>", body,
+                 empty="No workload is deactivated.")
 
 
 def members_table(members: Sequence[Member]) -> str:
@@ -247,6 +265,7 @@ def overview_page(ov: Overview) -> str:
                         more="Each ClusterQueue's page lists all of its own.")
         + '<h2 id="running">Holding quota</h2>'
         + running_table(ov.running[:OVERVIEW_ROWS], total=len(ov.running))
+        + '<h2 id="inactive">Deactivated</h2>' + inactive_table(ov.inactive)
         + f'<h2 id="members">Member clusters and pools</h2>{members_table(ov.members)}')
 
 
@@ -283,7 +302,9 @@ def cluster_queue_page(ov: Overview, name: str, page: int = 0) -> str | None:
             f'<h2 id="pending">Pending, in admission order</h2>{pager}'
             + pending_table(shown, total=len(shown))
             + '<h2 id="running">Holding quota</h2>'
-            + running_table([r for r in ov.running if r.cluster_queue == name]))
+            + running_table([r for r in ov.running if r.cluster_queue == name])
+            + '<h2 id="inactive">Deactivated</h2>'
+            + inactive_table([r for r in ov.inactive if r.cluster_queue == name]))
 
 
 def local_queue_page(ov: Overview, key: str) -> str | None:
@@ -296,7 +317,9 @@ def local_queue_page(ov: Overview, key: str) -> str | None:
             f'{counts_cells(row.counts)}</tr></tbody></table>'
             f'<h2 id="pending">Pending, in admission order</h2>{pending_table(pending)}'
             f'<h2 id="running">Holding quota</h2>'
-            + running_table([r for r in ov.running if r.local_queue == key]))
+            + running_table([r for r in ov.running if r.local_queue == key])
+            + '<h2 id="inactive">Deactivated</h2>'
+            + inactive_table([r for r in ov.inactive if r.local_queue == key]))
 
 
 def workload_page(wp: WorkloadPage) -> str:
@@ -310,8 +333,13 @@ def workload_page(wp: WorkloadPage) -> str:
     if wp.position is not None:
         facts.insert(1, ("Position", f"{wp.position.position} in ClusterQueue "
                                      f"{wp.position.cluster_queue}, "
-                                     f"{wp.position.local_position} in its LocalQueue"))
+                                     f"{wp.position.local_position} in its LocalQueue"
+                         + ("; set aside as inadmissible: it blocks no one"
+                            if wp.position.inadmissible else "")))
     dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts)
+    if wp.logs_url is not None:
+        dl += f'<dt>Logs</dt><dd><a class="logs" href="{e(wp.logs_url)}">pods\' output</a></dd>'
+
     conditions = ""
     if wp.conditions:
         conditions = "<h2>Conditions</h2>" + table(

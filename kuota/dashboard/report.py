@@ -8,7 +8,9 @@ the nominal quota as a dashed line, nominal plus the borrowing limit as a
 purple dashed line, and every eviction as a red line across the panels (its
 workload and reason on hover). The x axis is the same for every queue, so
 queues can be compared down the page. A quota change is judged by running
-the scenario twice and putting the two reports side by side.
+the scenario twice and putting the two reports side by side. Below the queues, a
+per-workload timeline (:mod:`kuota.dashboard.gantt`) names every workload: when it
+waited, ran and was evicted, and why each one never admitted still waits.
 
 The stylesheet is the dashboard's (:func:`kuota.dashboard.render.stylesheet`),
 inlined: the file opens offline, from an e-mail or a CI artifact, with no
@@ -20,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from kuota.dashboard import gantt
 from kuota.dashboard.render import e, stylesheet
 from kuota.dashboard.trace import QueueTrace, Quota, Sample, Trace
 from quota.resources import format_amount
@@ -49,7 +52,8 @@ def html(trace: Trace, *, title: str) -> str:
             f'<body><header><span class="brand">kuota simulate</span>'
             f'<span class="muted">{e(title)}</span></header><main>'
             f'<h1>{e(title)}</h1><div class="summary">{counts}</div>{legend}'
-            f'{sections or "<p class=muted>No ClusterQueues.</p>"}</main></body></html>')
+            f'{sections or "<p class=muted>No ClusterQueues.</p>"}'
+            f'{gantt.section(trace.result)}</main></body></html>')
 
 
 def _summary(trace: Trace) -> str:
@@ -60,7 +64,8 @@ def _summary(trace: Trace) -> str:
     return (f'<div><b>{trace.result.end:g}s</b>virtual time</div>'
             f'<div><b>{len(trace.result.workloads)}</b>workloads</div>'
             f'<div><b>{admitted}</b>admitted</div><div><b>{evicted}</b>evictions</div>'
-            f'<div><b>{waiting}</b>never admitted</div>')
+            f'<div><b>{waiting}</b><a href="#never-admitted">never admitted</a></div>'
+            if waiting else f'<div><b>{waiting}</b>never admitted</div>')
 
 
 def queue_section(queue: QueueTrace, end: float) -> str:
@@ -136,10 +141,11 @@ def _cell_panel(samples: Sequence[Sample], index: int, quota: Quota, end: float,
                      f'y1="{y(ceiling)}" y2="{y(ceiling)}"><title>nominal + borrowing limit '
                      f'{e(format_amount(ceiling, quota.resource))}</title></line>')
     most = max((v for _, v in used), default=0)
-    return (f'<text class="label" x="0" y="{top + 14}">{e(quota.flavor)}/{e(quota.resource)}'
-            f'</text><text x="0" y="{top + 30}">nominal '
+    # The label above the panel, over its whole width: a long flavor/resource is never cut.
+    return (f'<text class="label" x="{LEFT}" y="{top - 5}">{e(quota.flavor)}/'
+            f'{e(quota.resource)}</text><text x="0" y="{top + 14}">nominal '
             f'{e(format_amount(quota.nominal, quota.resource))}</text>'
-            f'<text x="0" y="{top + 46}">peak {e(format_amount(most, quota.resource))}</text>'
+            f'<text x="0" y="{top + 30}">peak {e(format_amount(most, quota.resource))}</text>'
             f'<rect class="panel" x="{LEFT}" y="{top}" width="{WIDTH - LEFT - RIGHT}" '
             f'height="{CELL}"/><path class="area-borrowed" d="{step_path(used, end, x, y)}"/>'
             f'<path class="area-used" d="{step_path(own, end, x, y)}"/>' + "".join(lines))

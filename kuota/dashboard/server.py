@@ -11,7 +11,8 @@ workload's page reads its record and history when asked. On a large store
 the reads pace themselves: the next starts no sooner than the last one took.
 
 Routes: ``/`` (overview), ``/clusterqueues/NAME``, ``/localqueues/NS/NAME``,
-``/workloads/NS/NAME`` — plain links that can be shared — and ``/events``,
+``/workloads/NS/NAME`` — plain links that can be shared — its pods' output at
+``/workloads/NS/NAME/logs`` (Redis mode), and ``/events``,
 ``/version``, ``/healthz``, ``/static/…``. Only GET (and HEAD) exist: nothing
 on the server writes. Pages carry a Content-Security-Policy that allows only
 this origin's script and stylesheet.
@@ -30,7 +31,7 @@ from aiohttp import web
 
 from kuota.dashboard import render
 from kuota.dashboard.model import Overview
-from kuota.dashboard.source import Source
+from kuota.dashboard.source import LogSource, Source
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,16 @@ class Dashboard:
 
         return await self.page(request, f"Workload {key}", fragment, cached=False)
 
+    async def logs(self, request: web.Request) -> web.Response:
+        """A workload's pods' output as plain text (Redis mode; 404 where none is kept)."""
+        key = f"{request.match_info['namespace']}/{request.match_info['name']}"
+        text = await asyncio.to_thread(self.source.logs, key) \
+            if isinstance(self.source, LogSource) else None
+        if text is None:
+            return web.Response(text=f"no output kept for workload {key}\n", status=404)
+        return web.Response(text=text, content_type="text/plain", charset="utf-8",
+                            headers={"Cache-Control": "no-store"})
+
     # -- live ---------------------------------------------------------------------------------
     async def events(self, request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
@@ -208,6 +219,7 @@ def application(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/clusterqueues/{name}", dashboard.cluster_queue)
     app.router.add_get("/localqueues/{namespace}/{name}", dashboard.local_queue)
     app.router.add_get("/workloads/{namespace}/{name}", dashboard.workload)
+    app.router.add_get("/workloads/{namespace}/{name}/logs", dashboard.logs)
     app.router.add_get("/events", dashboard.events)
     app.router.add_get("/version", dashboard.version_text)
     app.router.add_get("/healthz", dashboard.healthz)

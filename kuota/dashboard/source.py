@@ -1,12 +1,13 @@
-"""What the server asks of a store: the overview, and one workload's page.
+"""What the server asks of a store: the overview, one workload's page, and (Redis mode,
+:class:`LogSource`) its pods' output.
 
-Both calls block (they read a store and rebuild an engine); the server runs
+The calls block (they read a store and rebuild an engine); the server runs
 them in a worker thread. Neither writes anything: the dashboard is read-only.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kuota.dashboard.model import Overview, WorkloadPage
 
@@ -18,3 +19,10 @@ class Source(Protocol):
     def overview(self) -> Overview: ...
 
     def workload(self, key: str, overview: Overview | None) -> WorkloadPage | None: ...
+
+
+@runtime_checkable
+class LogSource(Protocol):
+    """A store that keeps the pods' output (Redis mode): the workload page links it."""
+
+    def logs(self, key: str) -> str | None: ...

@@ -16,7 +16,7 @@ with the same credentials.
     kubectl kuota resume workload NAME -n NS
     kubectl kuota pending clusterqueue NAME          # positions, in admission order
     kubectl kuota pending localqueue NAME -n NS [--offset N] [--limit N]
-    kubectl kuota why NAME -n NS                     # why a workload waits, and its position
+    kubectl kuota why NAME -n NS                     # why a workload waits (as kuota why)
     kubectl kuota describe workload NAME -n NS       # the whole story of a workload
     kubectl kuota create clusterqueue NAME --nominal-quota "FLAVOR:cpu=8,memory=32Gi;..."
           [--cohort C] [--borrowing-limit ...] [--lending-limit ...]
@@ -162,9 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verb == "pending":
             return _pending(api_client, plural, args.name, namespace, args)
         if args.verb == "why":
-            return _why(api, api_client, args.name, namespace)
+            return _why(api_client, args.name, namespace)
         if args.verb == "describe":
-            return _describe(api, args.name, namespace)
+            return _describe(api_client, args.name, namespace)
         if args.verb == "create":
             return _create(api, plural, args.name, namespace, args)
         return _stop_or_resume(api, plural, args.name, namespace, args)
@@ -343,52 +343,31 @@ def _pending(api_client: Any, plural: str, name: str, namespace: str,
     return 0
 
 
-def _workload(api: Any, name: str, namespace: str) -> Any:
-    from kuota import explanation
-    from quota.api import Workload
-    from quota.api.registry import parse_object
+def _explained(api_client: Any, name: str, namespace: str) -> Any:
+    """The Workload's page as the dashboard reads it: its view and the engine rebuilt from
+    the cluster's kuota objects (as the operator does), which every why reads."""
+    from kubernetes.client import ApiException
 
-    body = api.get_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", name)
-    workload = parse_object(body, source=f"Workload {namespace}/{name}")
-    if not isinstance(workload, Workload):
-        raise ValueError(f"{namespace}/{name}: the API returned a {workload.kind}")
-    return explanation.from_object(workload), body
+    from kuota.dashboard.kube_source import KubeSource
+
+    source = KubeSource(api_client, "kubectl kuota")
+    page = source.workload(f"{namespace}/{name}", source.overview())
+    if page is None:
+        raise ApiException(status=404, reason=f"Workload {namespace}/{name} not found")
+    return page
 
 
-def _why(api: Any, api_client: Any, name: str, namespace: str) -> int:
-    from kuota import explanation
-
-    view, body = _workload(api, name, namespace)
-    print(explanation.why(view))
-    queue = (body.get("spec") or {}).get("queueName")
-    if queue and _state(body.get("status") or {}) == "Pending":
-        print(_position_line(api_client, name, namespace, queue))
+def _why(api_client: Any, name: str, namespace: str) -> int:
+    page = _explained(api_client, name, namespace)
+    print(page.why, end="")
     return 0
 
 
-def _position_line(api_client: Any, name: str, namespace: str, queue: str) -> str:
-    from kubernetes.client import ApiException
-
-    try:
-        summary = _pending_summary(api_client, pending_path("localqueues", queue, namespace),
-                                   {"limit": 100_000})
-    except VisibilityUnavailable as exc:
-        return f"Position: unknown ({exc})"
-    except ApiException as exc:
-        return f"Position: unknown (pending positions unavailable: {exc.status} {_message(exc)})"
-    for item in summary.get("items") or []:
-        if (item.get("metadata") or {}).get("name") == name:
-            return (f"Position: {item.get('positionInLocalQueue')} in LocalQueue "
-                    f"{namespace}/{queue}, {item.get('positionInClusterQueue')} in its "
-                    "ClusterQueue (0 is next)")
-    return f"Position: not queued in LocalQueue {namespace}/{queue}"
-
-
-def _describe(api: Any, name: str, namespace: str) -> int:
+def _describe(api_client: Any, name: str, namespace: str) -> int:
     from kuota import explanation
 
-    view, _ = _workload(api, name, namespace)
-    print(explanation.describe(view))
+    page = _explained(api_client, name, namespace)
+    print(explanation.describe(page.facts.view, page.engine), end="")
     return 0
 
 

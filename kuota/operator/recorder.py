@@ -3,7 +3,8 @@
 Each decision written (:mod:`kuota.operator.writer`) is announced on its Workload —
 admitted (with the wait since it was queued), quota reserved, evicted or preempted
 (also on its Job), deactivated, finished — as Kueue announces them, and other parts of
-the operator post their own (a Job write refused, a pod group that cannot start). An
+the operator post their own (a Job write refused, a pod group that cannot start, a Job
+whose Workload can never fit as the queues are configured: a Warning naming why). An
 Event is posted in the background, at most four at a time, and one the API server
 refuses is only logged: Events are news, never state.
 """
@@ -61,6 +62,14 @@ class Recorder:
             self.event(workload, "Warning", "Deactivated", f"{event.reason}: {event.message}")
         elif event.kind is Kind.FINISHED:
             self.event(workload, "Normal", "Finished", event.message or "quota released")
+
+    def never_fits(self, key: str, owner: str | None, reason: str, message: str) -> None:
+        """A Warning on the object Workload ``key`` stands for (``owner``): it can never be
+        admitted as the queues are configured, so it stays suspended until they change."""
+        job = self.controller.owners.object_of(owner) if owner else None
+        self.event(job, "Warning", reason,
+                   f"Workload {key} can never be admitted as the queues are configured: "
+                   f"{message}")
 
     def event(self, obj: Body | None, type_: str, reason: str, message: str) -> None:
         """Post an Event about ``obj`` in the background (none when Events are off)."""

@@ -65,6 +65,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from admission import inadmissible
 from admission.engine import UNTRIED
 from admission.events import Kind, WorkloadEvent
 from kuota.operator import kinds, names, owners, status, topology, ungater
@@ -619,6 +620,9 @@ class Writer:
             return
         self.recorder.event(self.controller.objects.get("Workload", key), "Normal", "Pending",
                             f"{why[0]}: {why[1]}")
+        if why[0] in inadmissible.REASONS:  # told on the Job too: waiting will not help
+            self.recorder.never_fits(key, self.controller.owners.owner_of_workload.get(key),
+                                     *why)
 
     async def _write_queue(self, res: names.Res, body: Body, patch: Body) -> None:
         meta = body["metadata"]

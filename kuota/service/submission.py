@@ -214,3 +214,41 @@ def _default_requests(manifest: Mapping[str, Any]) -> dict[str, str] | None:
     if not isinstance(requests, dict):
         return None
     return {str(k): str(v) for k, v in requests.items()}
+
+
+#: The stored kinds a never-fits verdict reads (namespace labels are not: a submitter
+#: limited to its namespace may not read them, and no selector decides "never").
+QUEUE_KINDS: Final = ("ResourceFlavor", "AdmissionCheck", "Cohort", "ClusterQueue", "LocalQueue")
+
+
+def queue_objects(store: Any) -> list[Any]:
+    """The stored queue objects as the core's configs; one that does not read (written
+    around kuota) is left out, as the scheduler leaves it out."""
+    from kuota.service import rebuild
+
+    parsed = rebuild.ParsedObjects()
+    objects = []
+    for kind in QUEUE_KINDS:
+        for name, text in store.objects.texts(kind).items():
+            obj = parsed.parse(kind, name, text)
+            if not isinstance(obj, str):
+                objects.append(obj)
+    return objects
+
+
+def never_fits(queues: list[Any], manifest: Mapping[str, Any], *, priority: int = 0,
+               source: str = SOURCE) -> Any:
+    """Why a checked Workload ``manifest`` can never be admitted as ``queues`` (from
+    :func:`queue_objects`) are configured — an :class:`admission.inadmissible.Verdict`: its
+    LocalQueue or ClusterQueue does not exist, a resource no flavor covers or matches, more
+    than its ClusterQueue can ever get — or None when it may be admitted once quota is
+    free. Decided with the core's own rule, on an engine of those configs alone."""
+    from admission import inadmissible
+    from admission.engine import Engine
+    from quota import convert
+
+    engine = Engine()
+    engine.apply_all(queues)
+    info = convert.workload(parse_workload(manifest, source=source), priority=priority,
+                            created=0.0)
+    return inadmissible.never_fits(info, engine.cache)

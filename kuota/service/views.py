@@ -55,6 +55,8 @@ class PendingView:
     priority: int
     reason: str
     message: str
+    #: Set aside: it can never fit as configured, so it blocks no one (listed last).
+    inadmissible: bool = False
 
 
 @dataclass
@@ -93,9 +95,12 @@ def snapshot(store: Store) -> Snapshot:
             lq = f"{info.namespace}/{info.queue_name}"
             pending_by_lq[lq] = pending_by_lq.get(lq, 0) + 1
             stored = records.get(info.key)
+            aside = engine.queues.set_aside(info.key)
+            # The leader's published reason; the engine's own when it sets the workload aside.
+            reason, message = aside if aside is not None else (
+                (stored.reason, stored.message) if stored else ("", ""))
             entries.append(PendingView(info.key, position, lq, local_position, info.priority,
-                                       stored.reason if stored else "",
-                                       stored.message if stored else ""))
+                                       reason, message, inadmissible=aside is not None))
         out.pending[name] = entries
         out.cluster_queues.append(ClusterQueueView(
             name, cq.cohort or "", _cells(node, dict(cq.quotas)), len(entries),

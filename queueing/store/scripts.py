@@ -36,7 +36,15 @@ Calls = Sequence[tuple[Sequence[str], Sequence[object]]]
 class Scripts:
     def __init__(self, redis: Any) -> None:
         self._redis = redis
-        self._scripts = {name: redis.register_script(lua.source(name)) for name in lua.SCRIPTS}
+        #: Registered on first use (its text assembled then): a CLI command runs a few.
+        self._scripts: dict[str, Any] = {}
+
+    def _script(self, name: str) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._redis.register_script(lua.source(name))  # KeyError if unknown
+            self._scripts[name] = script
+        return script
 
     def run(self, name: str, keys: Sequence[str], args: Sequence[object]) -> str:
         """Run script ``name`` now and return its status string."""
@@ -44,7 +52,7 @@ class Scripts:
 
     def read(self, name: str, keys: Sequence[str], args: Sequence[object]) -> Any:
         """Run a script that reads (its answer as Redis gives it)."""
-        return self._scripts[name](keys=list(keys), args=_args(args))
+        return self._script(name)(keys=list(keys), args=_args(args))
 
     def answers(self, name: str, calls: Sequence[tuple[Sequence[str], Sequence[object]]]
                 ) -> list[Any]:
@@ -70,7 +78,7 @@ class Scripts:
     def send(self, name: str, calls: Calls) -> Sent:
         """Send the calls of script ``name`` (as :meth:`answers` runs them) without waiting
         for their answers: read them from the :class:`Sent` returned, in a ``with`` block."""
-        return Sent(self._redis.connection_pool, self._scripts[name], calls)
+        return Sent(self._redis.connection_pool, self._script(name), calls)
 
 
 class Sent:

@@ -49,6 +49,19 @@ def _workload(name: str, status: dict[str, Any]) -> dict[str, Any]:
             "status": status}
 
 
+#: ClusterQueue team (one cpu, held by train), LocalQueue ml/main feeding it.
+QUEUES = [
+    {"apiVersion": "kuota.dev/v1alpha1", "kind": "ResourceFlavor",
+     "metadata": {"name": "default"}, "spec": {}},
+    {"apiVersion": "kuota.dev/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "team"},
+     "spec": {"namespaceSelector": {}, "resourceGroups": [{
+         "coveredResources": ["cpu"],
+         "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}},
+    {"apiVersion": "kuota.dev/v1alpha1", "kind": "LocalQueue",
+     "metadata": {"name": "main", "namespace": "ml"}, "spec": {"clusterQueue": "team"}},
+]
+
+
 @pytest.fixture
 def kubeconfig(k8s_api: Emulator, tmp_path: Path) -> str:
     for path in sorted((ROOT / "manifests" / "crds").glob("*.yaml")):
@@ -56,6 +69,8 @@ def kubeconfig(k8s_api: Emulator, tmp_path: Path) -> str:
             if doc:
                 k8s_api.create(doc)
     k8s_api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    for doc in QUEUES:
+        k8s_api.create(doc)
     k8s_api.create(_workload("train", {
         "clusterName": "eu", "dispatch": DECISION,
         "admission": {"clusterQueue": "team", "podSetAssignments": [
@@ -79,12 +94,15 @@ CASES = [
      "want_out": ["Workload ml/train: dispatched to eu (config fleet)", "Cost",
                   "ap  Health: member last seen 600s ago"]},
     {"argv": ["describe", "workload", "ml/train"], "want_status": 0,
-     "want_out": ["State:", "Admitted", "Cluster:", "eu", "ClusterQueue: team",
-                  "main: cpu=default", "Dispatch:",
+     "want_out": ["State:", "Admitted", "Cluster:", "eu", "ClusterQueue:  team",
+                  "main: cpu=default", "Requests main: 1 pod × cpu=1", "Dispatch:",
                   "dispatched to eu (config fleet)"]},
+    # Issue 41: it led with "no multi-cluster dispatch decision yet" on a single pool.
     {"argv": ["why", "ml/waiting"], "want_status": 0,
-     "want_out": ["no multi-cluster dispatch decision yet: it is still pending",
-                  "insufficient quota for cpu in flavor default"]},
+     "want_out": ["Workload ml/waiting is Pending in ClusterQueue team (LocalQueue ml/main).",
+                  "insufficient quota for cpu in flavor default",
+                  "cpu in flavor default: needs 1, free 0, at most 1 ever"],
+     "want_not": ["dispatch"]},
     # evicted, its pods still stopping: it holds its quota until they are gone
     {"argv": ["describe", "workload", "ml/stopping"], "want_status": 0,
      "want_out": ["Evicting", "Preempted", "preempted to admit ml/high"]},
@@ -100,6 +118,8 @@ def test_why_reads_the_workload_status(kubeconfig: str, case: dict[str, Any],
     assert status == case["want_status"], err
     for text in case.get("want_out", []):
         assert text in out, out
+    for text in case.get("want_not", []):
+        assert text not in out.lower(), out
     if "want_err" in case:
         assert case["want_err"] in err
 
@@ -115,3 +135,15 @@ def test_why_json_gives_the_stored_decision(kubeconfig: str,
 def test_context_without_kubeconfig_is_invalid(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["why", "x", "--context", "c"]) == 2
     assert "--context needs --kubeconfig" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["waiting", "train"])
+def test_kubectl_kuota_why_says_what_kuota_why_says(kubeconfig: str, name: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41: one explanation everywhere — the plugin prints kuota why's text."""
+    from kuota import kubectl
+
+    assert cli.main(["why", f"ml/{name}", "--kubeconfig", kubeconfig]) == 0
+    said = capsys.readouterr().out
+    assert kubectl.main(["--kubeconfig", kubeconfig, "why", name, "-n", "ml"]) == 0
+    assert capsys.readouterr().out == said

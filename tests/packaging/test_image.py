@@ -34,7 +34,10 @@ def test_the_dockerfile_builds_wheels_then_installs_only_them_as_an_unprivileged
     assert len(stages) == 2 and stages[0].endswith("AS build"), stages
     final = steps[max(i for i, (op, _) in enumerate(steps) if op == "FROM"):]
     runs = " ".join(args for op, args in final if op == "RUN")
-    assert "--no-index --find-links /wheels kuota" in runs
+    # the image runs the operator, so it carries the `kubernetes` extra (not in the base install)
+    assert "--no-index --find-links /wheels 'kuota[kubernetes]'" in runs
+    build = " ".join(args for op, args in steps[:len(steps) - len(final)] if op == "RUN")
+    assert "--wheel-dir /wheels '.[kubernetes]'" in build
     assert "[dev]" not in runs and "pytest" not in runs
     copied = {args.split()[0] for op, args in steps if op == "COPY" and "--from" not in args}
     assert set(PACKAGES) <= copied, f"the build stage must copy every package: {copied}"

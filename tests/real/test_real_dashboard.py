@@ -63,7 +63,7 @@ def test_real_dashboard(control_plane: ControlPlane, kube: Kube, namespace: str,
                 fresh = kube.get(b.API, "Workload", obj.metadata.name, namespace)
                 why = explanation.why(explanation.from_object(
                     api.parse_object(fresh, source="test")))  # type: ignore[arg-type]
-                return f"still pending ({shown})." in why
+                return f"Reason: {shown}" in why
 
             kube.wait_for(same_words, what="the page showing what kuota why says")
             assert page.evaluate("window.notReloaded") is True

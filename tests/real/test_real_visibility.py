@@ -96,4 +96,5 @@ def test_positions_are_read_through_the_api_server_as_rbac_allows(
              i["localQueueName"]] for i in summary["items"]]
         why = kubectl_kuota(control_plane, "why", summary["items"][2]["metadata"]["name"],
                             "-n", namespace)
-        assert "Position: 1 in LocalQueue" in why and "2 in its ClusterQueue" in why, why
+        assert f"Position: 2 of {len(summary['items'])} in ClusterQueue {cq}, 1 in LocalQueue" \
+            in why, why

@@ -121,8 +121,9 @@ def test_kubernetes_mode_in_the_browser(kubeconfig: str, page: Any) -> None:
         page.locator('table.pending a[href="/workloads/ml/urgent"]').click()
         page.wait_for_url(dash.url + "/workloads/ml/urgent")
         assert "0 in ClusterQueue team" in page.locator("dl.facts").inner_text()
-        assert "still pending (Pending: insufficient unused quota" in \
-            page.locator("pre.why").inner_text()
+        why = page.locator("pre.why").inner_text()
+        assert "Waiting: Pending: insufficient unused quota" in why
+        assert "dispatch" not in why.lower(), why  # issue 41: a single pool's workload
         page.goto(dash.url + "/")
         path = browser.artifacts() / "dashboard-kubernetes.png"
         page.screenshot(path=str(path), full_page=True)

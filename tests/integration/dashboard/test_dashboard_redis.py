@@ -10,6 +10,7 @@ leaves ``<test>-failure.png`` there.
 
 from __future__ import annotations
 
+import shlex
 import sys
 import urllib.error
 import urllib.request
@@ -20,6 +21,7 @@ import pytest
 
 from kuota import explanation
 from kuota.client import Client
+from kuota.service import rebuild
 from tests.integration.dashboard import browser
 from tests.integration.redis.harness import CQ, local_cluster, node, queues, wait_for
 
@@ -96,13 +98,13 @@ def test_pending_positions_and_reasons_as_kuota_why(stack: tuple[Client, str],
     assert "default/first" in rows.nth(0).inner_text()
     second = rows.nth(1)
     assert second.locator("td.position").inner_text() == "1"
-    # The words `kuota why` prints for it: "... still pending (<reason>: <message>)"; the
-    # leader rewrites the reason as it tries it, and the page follows.
+    # The words `kuota why` prints for it: "Waiting: <reason>: <message>"; the leader
+    # rewrites the reason as it tries it, and the page follows.
     def same_words() -> bool:
         shown = second.locator("td.reason").inner_text()
         why = explanation.why(explanation.from_record(
-            client.store.workloads.get("default/second")))
-        return f"still pending ({shown})." in why
+            client.store.workloads.get("default/second")), rebuild.load(client.store).engine)
+        return f"Waiting: {shown}" in why
 
     wait_for("the page to show what kuota why says", same_words)
     shot(page, "clusterqueue")
@@ -127,8 +129,15 @@ def test_workload_page_shows_its_history(stack: tuple[Client, str], page: Any) -
     assert page.locator("h1").inner_text() == "Workload default/runs"
     events = page.locator("table.history td.event").all_inner_texts()
     assert events[:3] == ["Submitted", "Admitted", "Placed"]
-    assert "n1" in page.locator("dl.facts").inner_text()
-    assert "no multi-cluster dispatch decision" in page.locator("pre.why").inner_text()
+    facts = page.locator("dl.facts").inner_text()
+    assert "n1" in facts
+    # Issue 41: what it asked for, what it runs, and its output a click away.
+    assert "1 pod × cpu=1" in facts and shlex.join(SLEEP) in facts, facts
+    assert page.locator("a.logs").get_attribute("href") == "/workloads/default/runs/logs"
+    # Issue 41: a single pool's workload is not explained by multi-cluster dispatch.
+    why = page.locator("pre.why").inner_text()
+    assert "Workload default/runs is Admitted in ClusterQueue a" in why
+    assert "dispatch" not in why.lower(), why
 
     client.workload("default/runs").cancel()
     page.wait_for_function("() => [...document.querySelectorAll('table.history td.event')]"

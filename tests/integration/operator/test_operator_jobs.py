@@ -361,3 +361,11 @@ class TestUnrepresentableRequests:
             assert (reserved["status"], reserved["reason"]) == ("False", "ExceedsMaxQuota")
             assert "too large to count" in reserved["message"]
             assert not h.running(cluster, "huge")
+            # Issue 41: the Job says so too, as a Warning: waiting will not help.
+            warned = h.wait(cluster, lambda: [
+                e for e in cluster.list("v1", "Event", "default")
+                if e["involvedObject"]["kind"] == "Job" and e["involvedObject"]["name"] == "huge"
+                and e["type"] == "Warning" and e["reason"] == "ExceedsMaxQuota"],
+                "the never-fits Warning on the Job")
+            assert "can never be admitted as the queues are configured" \
+                in warned[0]["message"]

@@ -9,7 +9,8 @@
   ClusterQueue's admitted usage passed its limit or a node ran more than it holds;
 * :class:`Processes` — ``kuota scheduler`` / ``kuota worker`` as real processes
   (for ``kill -9``);
-* :func:`wait_for` — poll a condition with a deadline.
+* :func:`wait_for` — poll a condition with a deadline;
+* :class:`Kuota` — runs ``kuota ...`` commands in the test process on the test's store.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 import yaml
 
+from kuota.cli import main
 from kuota.client import Client
 from kuota.service.connection import connect
 from kuota.service.embedded import LocalCluster
@@ -258,3 +261,29 @@ class Processes:
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
 
+
+class Kuota:
+    """Runs ``kuota ...`` on the test's store and returns (status, stdout, stderr)."""
+
+    def __init__(self, url: str, prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
+        self.args = ["--redis", url, "--prefix", prefix]
+        self.capsys = capsys
+
+    def __call__(self, *argv: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        command, rest = argv[0], list(argv[1:])
+        if "--" in rest:
+            cut = rest.index("--")
+            rest = [*rest[:cut], *self.args, *rest[cut:]]
+        else:
+            rest += self.args
+        status = main([command, *rest])
+        out = self.capsys.readouterr()
+        return status, out.out, out.err
+
+    def json(self, *argv: str) -> Any:
+        """The printed document; a ``List``'s items."""
+        status, out, err = self(*argv, "-o", "json")
+        assert status == 0, err
+        doc = json.loads(out)
+        return doc["items"] if isinstance(doc, dict) and doc.get("kind") == "List" else doc

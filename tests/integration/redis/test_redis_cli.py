@@ -2,44 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from harness import CQ, local_cluster, node, queues, wait_for
+from harness import CQ, Kuota, local_cluster, node, queues, wait_for
 
-from kuota.cli import main
 from kuota.client import WorkloadHandle
 
 pytestmark = pytest.mark.redis
-
-
-class Kuota:
-    """Runs ``kuota ...`` on the test's store and returns (status, stdout, stderr)."""
-
-    def __init__(self, url: str, prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
-        self.args = ["--redis", url, "--prefix", prefix]
-        self.capsys = capsys
-
-    def __call__(self, *argv: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        command, rest = argv[0], list(argv[1:])
-        if "--" in rest:
-            cut = rest.index("--")
-            rest = [*rest[:cut], *self.args, *rest[cut:]]
-        else:
-            rest += self.args
-        status = main([command, *rest])
-        out = self.capsys.readouterr()
-        return status, out.out, out.err
-
-    def json(self, *argv: str) -> Any:
-        """The printed document; a ``List``'s items."""
-        status, out, err = self(*argv, "-o", "json")
-        assert status == 0, err
-        doc = json.loads(out)
-        return doc["items"] if isinstance(doc, dict) and doc.get("kind") == "List" else doc
 
 
 @pytest.fixture
