@@ -370,6 +370,33 @@ def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.P
         operator.wait(30)
 
 
+def run_kuota_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
+                    trace: pathlib.Path | None, extra: list[str]) -> Result:
+    """kuota serving Kueue's API group (``--api kueue``), driven by Kueue's own runner: the
+    same binary, objects and finishing (and eviction round trip) as Kueue's half."""
+    for crd in sorted((ROOT / "manifests" / "kueue").glob("*.kueue.x-k8s.io.yaml")):
+        plane.kubectl("apply", "--server-side", "-f", str(crd))
+    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    if trace is not None:
+        Trace(plane, "kueue.x-k8s.io/v1beta2", trace / "kuota-kueue-trace.jsonl")
+    probes = free_port()
+    kuota = pathlib.Path(sys.executable).parent / "kuota"
+    log = (work / "kuota-operator.log").open("wb")
+    operator = subprocess.Popen(
+        [str(kuota), "operator", "--api", "kueue", "--lease", "none",
+         "--probes", f"127.0.0.1:{probes}", *extra],
+        env=dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig)), stdout=log,
+        stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(f"http://127.0.0.1:{probes}/readyz", operator)
+        result = _kueue_runner(plane, config, work, "kuota-kueue")
+        result.note = f"operator CPU {cpu_seconds(operator.pid):.1f} s, Kueue's runner"
+        return result
+    finally:
+        operator.terminate()
+        operator.wait(30)
+
+
 def run_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
               trace: pathlib.Path | None, extra: list[str]) -> Result:
     crds = _kueue_source() / "config" / "components" / "crd" / "bases"
@@ -384,27 +411,34 @@ def run_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.P
                                stderr=subprocess.STDOUT)
     try:
         time.sleep(3)  # its informers: the runner's first objects must not race them
-        (work / "generator.yaml").write_text(yaml.safe_dump(config))
-        out = work / "kueue-out"
-        out.mkdir()
-        started = time.monotonic()
-        done = subprocess.run([str(KUEUE_BIN / "runner"), "-generatorConfig",
-                               str(work / "generator.yaml"), "-o", str(out),
-                               "-timeout", "30m"], env=env, capture_output=True, text=True)
-        wall = time.monotonic() - started
-        if done.returncode != 0:
-            raise RuntimeError(f"Kueue's runner failed ({done.returncode}):\n"
-                               f"{done.stderr[-3000:]}")
-        summary = yaml.safe_load((out / "summary.yaml").read_text())
-        classes = summary["workloadClasses"]
-        return Result("kueue", wall,
-                      {c: v["averageTimeToAdmissionMs"] / 1000 for c, v in classes.items()},
-                      {c: v["count"] for c, v in classes.items()},
-                      sum(v.get("totalEvictions", 0) for v in classes.values()),
-                      note=f"minimalkueue CPU {cpu_seconds(manager.pid):.1f} s")
+        result = _kueue_runner(plane, config, work, "kueue")
+        result.note = f"minimalkueue CPU {cpu_seconds(manager.pid):.1f} s"
+        return result
     finally:
         manager.terminate()
         manager.wait(30)
+
+
+def _kueue_runner(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
+                  system: str) -> Result:
+    """Kueue's runner in host-cluster mode against whatever serves Kueue's group."""
+    env = dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig))
+    (work / "generator.yaml").write_text(yaml.safe_dump(config))
+    out = work / f"{system}-out"
+    out.mkdir()
+    started = time.monotonic()
+    done = subprocess.run([str(KUEUE_BIN / "runner"), "-generatorConfig",
+                           str(work / "generator.yaml"), "-o", str(out), "-timeout", "30m"],
+                          env=env, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"Kueue's runner failed ({done.returncode}):\n"
+                           f"{done.stderr[-3000:]}")
+    classes = yaml.safe_load((out / "summary.yaml").read_text())["workloadClasses"]
+    return Result(system, wall,
+                  {c: v["averageTimeToAdmissionMs"] / 1000 for c, v in classes.items()},
+                  {c: v["count"] for c, v in classes.items()},
+                  sum(v.get("totalEvictions", 0) for v in classes.values()))
 
 
 def _kueue_source() -> pathlib.Path:
@@ -435,7 +469,10 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0,
                         help="workload counts x SCALE (default 1: Kueue's 15,000)")
-    parser.add_argument("--systems", default="kuota,kueue")
+    parser.add_argument("--systems", default="kuota,kueue",
+                        help="comma-separated, in order: kuota (the operator and this file's "
+                             "port of Kueue's runner), kuota-kueue (the operator serving "
+                             "Kueue's API, driven by Kueue's runner binary), kueue")
     parser.add_argument("--version", default="v1.34.4", help="Kubernetes binaries")
     parser.add_argument("--operator-args", default="", metavar="ARGS",
                         help="diagnostics: more arguments for `kuota operator` (one string, "
@@ -450,7 +487,7 @@ def main() -> None:
     config = generator_config(BASELINE, args.scale)
     if args.trace is not None:
         args.trace.mkdir(parents=True, exist_ok=True)
-    runs = {"kuota": run_kuota, "kueue": run_kueue}
+    runs = {"kuota": run_kuota, "kuota-kueue": run_kuota_kueue, "kueue": run_kueue}
     if "kueue" in args.systems and not (KUEUE_BIN / "runner").exists():
         sys.exit(f"Kueue is not built in {KUEUE_BIN}: bash hack/kueue/build.sh")
     results = []

@@ -222,12 +222,32 @@ def openapi_schema(cls: type[ApiObject]) -> dict[str, Any]:
     if "status" in properties:
         # Status is written by controllers; defaulting it would invent observations.
         properties["status"] = _without_defaults(properties["status"])
+    _mark_list_maps(schema)
     required = [name for name in schema.get("required", ()) if name not in ("apiVersion", "kind")]
     if required:
         schema["required"] = required
     else:
         schema.pop("required", None)
     return schema
+
+
+def _mark_list_maps(node: dict[str, Any]) -> None:
+    """Mark lists of keyed items as Kubernetes maps, as Kueue's CRDs do: conditions keyed by
+    ``type``, named things (flavors, resources, pod sets, ...) by ``name``. Server-side apply
+    then merges an item (a tool applying one condition, Kueue's runner finishing a Workload)
+    instead of owning the whole list. A key must be required or defaulted, or the API server
+    refuses the CRD; kuota's own rules keep keys unique."""
+    for child in (node.get("properties") or {}).values():
+        _mark_list_maps(child)
+    items = node.get("items")
+    if not isinstance(items, dict):
+        return
+    _mark_list_maps(items)
+    fields = items.get("properties") or {}
+    key = "type" if {"type", "status", "reason"} <= set(fields) else "name"
+    if key in fields and (key in items.get("required", ()) or "default" in fields[key]):
+        node["x-kubernetes-list-type"] = "map"
+        node["x-kubernetes-list-map-keys"] = [key]
 
 
 def crd(cls: type[ApiObject]) -> dict[str, Any]:
