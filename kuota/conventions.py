@@ -67,6 +67,11 @@ def missing_extra(exc: ImportError, command: str) -> str | None:
 
 # -- workload states ----------------------------------------------------------------------------
 
+#: The STATE in a pending list (``kuota pending``, ``kubectl kuota pending``) of a workload in
+#: line to run, and of one set aside: it can never fit as configured, so it blocks no one
+#: (Kueue's active heap and inadmissible list).
+ACTIVE, INADMISSIBLE = "Active", "Inadmissible (blocks no one)"
+
 #: States of a workload that has not finished, in lifecycle order: Kueue's names
 #: (its Workload conditions), the same in ``kuota get``, ``kubectl kuota list`` and the
 #: dashboard. An admitted gang whose pods wait for a node is Admitted, its REASON says so.

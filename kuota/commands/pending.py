@@ -7,14 +7,12 @@ from typing import Any
 
 from kuota.commands import output
 from kuota.commands.output import Columns, Item
+from kuota.conventions import ACTIVE, INADMISSIBLE
 from kuota.service import cli
 from queueing.store import NotFound
 
 COLUMNS = Columns(("position", "name", "localqueue", "priority", "state", "reason",
                    "message"), ("lq_position",))
-#: The STATE of a workload in line to run, and of one set aside: it can never fit as
-#: configured, so it blocks no one (Kueue's active heap and inadmissible list).
-ACTIVE, INADMISSIBLE = "Active", "Inadmissible (blocks no one)"
 
 
 def register(subparsers: Any) -> None:

@@ -258,12 +258,14 @@ def pending_path(plural: str, name: str, namespace: str) -> str:
 
 def pending_rows(summary: dict[str, Any], *, local: bool = False) -> list[list[str]]:
     """The table of a PendingWorkloadsSummary (header first); pure, for tests."""
-    out = [["POSITION", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "REASON"]]
+    out = [["POSITION", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "STATE", "REASON"]]
     for item in summary.get("items") or []:
         meta = item.get("metadata") or {}
         position = item.get("positionInLocalQueue" if local else "positionInClusterQueue", 0)
         out.append([str(position), meta.get("namespace", ""), meta.get("name", ""),
                     str(item.get("localQueueName", "")), str(item.get("priority", 0)),
+                    conventions.INADMISSIBLE if item.get("inadmissible")
+                    else conventions.ACTIVE,
                     str(item.get("reason", ""))])
     return out
 

@@ -20,6 +20,10 @@ Both take ``offset`` (first position, default 0) and ``limit`` (default
 fields (``priority``, ``localQueueName``, ``positionInClusterQueue``,
 ``positionInLocalQueue``, 0-based) and, beyond Kueue's, ``reason`` and
 ``message``: why the workload waits, as its ``QuotaReserved`` condition says.
+Workloads set aside as inadmissible (they can never fit as the queues are
+configured, or have no queue) come last with ``inadmissible: true`` and the
+reason that sets them aside: they block no one, as in Kueue's lists, where
+the inadmissible follow the active heap.
 
 With ``kuota operator --api kueue`` the same documents are served as Kueue
 serves them, under ``visibility.kueue.x-k8s.io`` in ``v1beta2`` and
@@ -129,27 +133,32 @@ def _waiting_condition(body: Body | None) -> tuple[str, str]:
     return "", ""
 
 
-def _item(info: WorkloadInfo, body: Body | None, in_cq: int, in_lq: int) -> Body:
+def _item(info: WorkloadInfo, body: Body | None, in_cq: int, in_lq: int,
+          aside: tuple[str, str] | None) -> Body:
     meta = (body or {}).get("metadata") or {}
     metadata: Body = {"name": info.name, "namespace": info.namespace,
                       "creationTimestamp": meta.get("creationTimestamp")}
     if meta.get("ownerReferences"):
         metadata["ownerReferences"] = meta["ownerReferences"]
-    reason, message = _waiting_condition(body)
-    return {"metadata": metadata, "priority": info.priority,
-            "localQueueName": info.queue_name, "positionInClusterQueue": in_cq,
-            "positionInLocalQueue": in_lq, "reason": reason, "message": message}
+    reason, message = aside or _waiting_condition(body)
+    item: Body = {"metadata": metadata, "priority": info.priority,
+                  "localQueueName": info.queue_name, "positionInClusterQueue": in_cq,
+                  "positionInLocalQueue": in_lq, "reason": reason, "message": message}
+    if aside is not None:
+        item["inadmissible"] = True
+    return item
 
 
 def _summary(rows: Iterable[tuple[WorkloadInfo, int, int]], at: Page,
-             workload: Callable[[str], Body | None], group_version: str) -> Body:
+             workload: Callable[[str], Body | None], group_version: str,
+             aside: Callable[[str], tuple[str, str] | None]) -> Body:
     items: list[Body] = []
     for index, (info, in_cq, in_lq) in enumerate(rows):
         if index < at.offset:
             continue
         if len(items) >= at.limit:
             break
-        items.append(_item(info, workload(info.key), in_cq, in_lq))
+        items.append(_item(info, workload(info.key), in_cq, in_lq, aside(info.key)))
     return {"kind": "PendingWorkloadsSummary", "apiVersion": group_version,
             "metadata": {"creationTimestamp": None}, "items": items}
 
@@ -161,7 +170,8 @@ def cluster_queue(engine: Engine, name: str, at: Page,
     if name not in engine.cache.cluster_queues:
         raise RequestError(404, "NotFound",
                            f'clusterqueues.{group_version.split("/")[0]} "{name}" not found')
-    return _summary(engine.queues.positions(name), at, workload, group_version)
+    return _summary(engine.queues.positions(name), at, workload, group_version,
+                    engine.queues.set_aside)
 
 
 def local_queue(engine: Engine, namespace: str, name: str, at: Page,
@@ -178,4 +188,4 @@ def local_queue(engine: Engine, namespace: str, name: str, at: Page,
     rows = ((info, in_cq, in_lq)
             for info, in_cq, in_lq in engine.queues.positions(config.cluster_queue)
             if info.local_queue_key == key)
-    return _summary(rows, at, workload, group_version)
+    return _summary(rows, at, workload, group_version, engine.queues.set_aside)

@@ -73,14 +73,20 @@ def test_kind_aliases_parse() -> None:
 SUMMARY = {"kind": "PendingWorkloadsSummary", "items": [
     {"metadata": {"name": "w1", "namespace": "team"}, "priority": 5, "localQueueName": "lq",
      "positionInClusterQueue": 3, "positionInLocalQueue": 0, "reason": "Pending"},
+    {"metadata": {"name": "huge", "namespace": "team"}, "priority": 9, "localQueueName": "lq",
+     "positionInClusterQueue": 4, "positionInLocalQueue": 1, "reason": "ExceedsMaxQuota",
+     "inadmissible": True},
 ]}
 
 
-@pytest.mark.parametrize(("local", "want_position"), [(False, "3"), (True, "0")])
-def test_pending_rows_show_the_queues_own_position(local: bool, want_position: str) -> None:
+@pytest.mark.parametrize(("local", "want_positions"), [(False, ("3", "4")), (True, ("0", "1"))])
+def test_pending_rows_show_the_queues_own_position_and_who_blocks_no_one(
+        local: bool, want_positions: tuple[str, str]) -> None:
     assert pending_rows(SUMMARY, local=local) == [
-        ["POSITION", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "REASON"],
-        [want_position, "team", "w1", "lq", "5", "Pending"]]
+        ["POSITION", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "STATE", "REASON"],
+        [want_positions[0], "team", "w1", "lq", "5", "Active", "Pending"],
+        [want_positions[1], "team", "huge", "lq", "9", "Inadmissible (blocks no one)",
+         "ExceedsMaxQuota"]]
 
 
 @pytest.mark.parametrize(("flags", "want_spec", "want_error"), [

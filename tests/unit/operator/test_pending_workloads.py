@@ -119,3 +119,16 @@ def test_discovery_lists_only_the_subresources() -> None:
     assert [(r["name"], r["namespaced"], r["verbs"]) for r in resources] == [
         ("clusterqueues/pendingworkloads", False, ["get"]),
         ("localqueues/pendingworkloads", True, ["get"])]
+
+
+def test_a_workload_that_can_never_fit_comes_last_marked_as_blocking_no_one() -> None:
+    engine = engine_with_waiting()
+    engine.submit(WorkloadBuilder("huge", queue="a").pod_set(cpu=8).priority(100)
+                  .created(6).obj())
+    engine.run_until_idle(20)
+    summary = pw.cluster_queue(engine, "cq", pw.Page(0, 1000), bodies)
+    last = summary["items"][-1]
+    assert last["metadata"]["name"] == "huge", "the highest priority, but it never fits"
+    assert last["inadmissible"] is True
+    assert last["reason"] == "ExceedsMaxQuota"
+    assert all("inadmissible" not in item for item in summary["items"][:-1])
