@@ -190,6 +190,13 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                     raise kopf.AdmissionError(str(exc), code=422) from exc
                 if suspend:
                     _merge(patch, kinds.KINDS[str(body.get("kind") or "Job")].suspend_patch())
+                    engine = controller.engine
+                    warning = webhooks.never_fits_warning(
+                        dict(body), default_queue=operator.options.default_queue,
+                        queue_exists=controller.owners.queue_exists,
+                        cache=engine.cache if engine is not None else None)
+                    if warning is not None:
+                        kwargs["warnings"].append(warning)
                 if body.get("kind") not in managed_by.OWN_CONTROLLERS:
                     return  # (multi-cluster dispatch carries Jobs and JobSets)
                 manager = webhooks.managed_by_default(

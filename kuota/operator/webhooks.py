@@ -24,14 +24,16 @@ kuota does the same, with the field named.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
+from admission import flavors, inadmissible
 from kuota.federation import managed_by
 from kuota.federation.managed_by import Lookup
 from kuota.operator import kinds, names
 from kuota.operator.kinds import contract, podgroups
-from quota import convert
+from quota import api, convert
 from quota.api.names import dns_subdomain_error
+from quota.cache import QuotaCache
 
 Body = dict[str, Any]
 
@@ -63,6 +65,47 @@ def needs_suspend(obj: Body, *, default_queue: bool,
     if problem is not None:
         raise Rejected(problem)
     return not kind.suspended(obj)
+
+
+#: What the webhook warns of: the queues' shape refuses the object. A LocalQueue or
+#: ClusterQueue not found may be one created a moment ago that this replica has not seen
+#: yet; the leader's Warning Event on the object tells those once it has looked.
+_WARNED: Final = (flavors.EXCEEDS_MAX_QUOTA, flavors.NO_MATCHING_FLAVOR)
+
+
+def never_fits_warning(obj: Body, *, default_queue: bool,
+                       queue_exists: Callable[[str, str], bool],
+                       cache: QuotaCache | None) -> str | None:
+    """The admission warning for a new object kuota queues that can never be admitted as
+    the queues are configured (:mod:`admission.inadmissible`): kubectl prints it at once.
+    None when it may fit, or when there is no engine to ask (a replica that does not lead:
+    the leader's Warning Event on the object says it too)."""
+    kind = kinds.KINDS.get(str(obj.get("kind") or "Job"))
+    meta = obj.get("metadata") or {}
+    if cache is None or kind is None:
+        return None
+    queue = contract.queue_of(obj, default_queue=default_queue, queue_exists=queue_exists)
+    if queue is None:
+        return None
+    named = {**obj, "metadata": {**meta, "name": meta.get("name") or meta.get("generateName")
+                                 or "new", "namespace": meta.get("namespace") or "default"}}
+    try:
+        pod_sets = kind.pod_sets(named)
+        if not pod_sets:  # made from a child object that does not exist yet (a TrainJob)
+            return None
+        manifest = contract.workload_for(kind, named, queue=queue, priority=0,
+                                         priority_class=None)
+        parsed = api.parse_object(manifest, source="")
+    except (api.ObjectError, ValueError, KeyError, TypeError):
+        return None  # the Workload's creation reports what is wrong with it, by field
+    assert isinstance(parsed, api.Workload)
+    verdict = inadmissible.never_fits(convert.workload(parsed, priority=0, created=0.0),
+                                      cache)
+    if verdict is None or verdict.reason not in _WARNED:
+        return None
+    return (f"{kind.kind} {named['metadata']['namespace']}/{meta.get('name') or '(new)'} can "
+            f"never be admitted as the queues are configured; it waits until they change: "
+            f"{verdict.text()}")
 
 
 def managed_by_default(job: Body, *, default_queue: bool,

@@ -77,7 +77,14 @@ class TestJobLifecycle:
         kube.apply(b.flavor(rf, labels={"pool": "x"}),
                    b.cluster_queue(cq, quotas={rf: {"cpu": 1}}),
                    b.local_queue("main", cq, namespace))
-        kube.create(b.job("waits", namespace, cpu="2"))  # more than the queue can ever give
+        kube.wait_for(lambda: (kube.find(b.API, "LocalQueue", "main", namespace) or {})
+                      .get("status"), what="the operator to see the LocalQueue")
+        # More than the queue can ever give: kubectl says so at once (the webhook's warning).
+        created = control_plane.kubectl("create", "-f", "-",
+                                        input=yaml.safe_dump(b.job("waits", namespace, cpu="2")))
+        assert f"Warning: Job {namespace}/waits can never be admitted" in created.stderr, \
+            created.stderr
+        assert "ExceedsMaxQuota" in created.stderr
         kube.wait_for(lambda: b.workload_of(kube.list(b.API, "Workload", namespace), "waits"),
                       what="the Workload")
 

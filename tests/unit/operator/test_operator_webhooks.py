@@ -81,3 +81,39 @@ GROUP_SIZE = {"kuota.dev/pod-group-total-count": "2"}
 def test_pod_gates(pod: dict[str, Any], want: list[str] | None) -> None:
     got = webhooks.pod_gates(pod, job_managed=lambda ns, name: (ns, name) == ("ns", "managed"))
     assert (None if got is None else [g["name"] for g in got]) == want
+
+
+def _sized_job(cpu: str, queue: str = "main") -> dict[str, Any]:
+    return {"kind": "Job", "metadata": {"generateName": "train-", "namespace": "ns",
+                                        "labels": {"kueue.x-k8s.io/queue-name": queue}},
+            "spec": {"parallelism": 2, "template": {"spec": {"containers": [
+                {"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}}
+
+
+@pytest.mark.parametrize(("cpu", "queue", "want_reason"), [
+    ("1", "main", None),  # 2 cpu of 4: it fits once the queue is free
+    ("3", "main", "ExceedsMaxQuota"),  # 6 cpu: more than the queue can ever get
+    ("1", "nope", None),  # maybe one made a moment ago: the leader's Event tells it
+])
+def test_a_job_that_can_never_fit_is_warned_at_creation(
+        cpu: str, queue: str, want_reason: str | None) -> None:
+    from admission.engine import Engine
+    from tests.builders import ClusterQueueBuilder, flavor, local_queue
+
+    engine = Engine()
+    engine.apply(flavor("f"))
+    engine.apply(ClusterQueueBuilder("cq").flavor("f", {"cpu": 4}).obj())
+    engine.apply(local_queue("cq", name="main", namespace="ns"))
+    warning = webhooks.never_fits_warning(_sized_job(cpu, queue), default_queue=False,
+                                          queue_exists=lambda ns, name: name == "main",
+                                          cache=engine.cache)
+    if want_reason is None:
+        assert warning is None
+    else:
+        assert warning is not None and want_reason in warning
+        assert warning.startswith("Job ns/(new) can never be admitted")
+
+
+def test_a_replica_without_the_queues_warns_of_nothing() -> None:
+    assert webhooks.never_fits_warning(_sized_job("100"), default_queue=False,
+                                       queue_exists=lambda ns, name: True, cache=None) is None
