@@ -9,19 +9,24 @@ ClusterQueue 350 small (1 cpu, runs 200 ms, one every 100 ms, priority 50), 100 
 priority 200) Workloads — 15,000 in all (``--scale`` shrinks the counts).
 
 Each system gets a fresh control plane of the same binaries (etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, kwok: tests/cluster/controlplane.py) and runs
-as Kueue's performance test runs it: Workload objects created directly (no Jobs or pods),
-a test runner that marks each admitted Workload Finished once its run time has passed
-since it saw the admission, time to admission measured from the runner first seeing the
-Workload to it last seeing it become Admitted (an evicted Workload counts from its last
-admission, as Kueue's recorder does) and evictions counted as it counts them. Wall is
-the runner's whole run (queues, generation, until every Workload finished).
+kube-controller-manager, kube-scheduler, kwok: tests/cluster/controlplane.py) and is
+driven by the same program, Kueue's own scheduler-performance ``runner`` (v0.15.0, built
+from Kueue's Go module by hack/kueue/build.sh) in host-cluster mode. It creates the queues
+and Workload objects directly (no Jobs or pods) and marks each admitted Workload Finished
+once its run time has passed since it saw the admission. An evicted Workload's
+reservation is cleared by the runner, as a job integration would. Time to admission runs
+from the runner first seeing the Workload to it last seeing it become Admitted, and
+evictions are counted as its recorder counts them. Wall is the runner's whole run
+(queues, generation, until every Workload finished), measured the same way for both.
 
 * **Kueue** v0.15.0: its ``minimalkueue`` manager (the scheduler and core controllers,
-  no webhooks; test/performance/scheduler/minimalkueue) and its own ``runner`` in
-  host-cluster mode, both built from Kueue's Go module by hack/kueue/build.sh;
-* **kuota**: ``kuota operator --lease none`` and this file's runner, a port of Kueue's
-  (same objects in kuota.dev/v1alpha1, whose fields are Kueue v1beta2's).
+  no webhooks; test/performance/scheduler/minimalkueue) with Kueue's CRDs;
+* **kuota**: ``kuota operator --api kueue --lease none`` with the CRDs of
+  manifests/kueue (kuota serving Kueue's API group, docs/kueue.md).
+
+Beside the runner's figures, a watch of each system's Workloads (:class:`Trace`) gives
+the run time thrown away by evictions, per class: from each eviction's admission to
+the eviction. ``--trace DIR`` keeps it and the manager's log.
 
 Usage::
 
@@ -37,14 +42,13 @@ import json
 import os
 import pathlib
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -62,10 +66,6 @@ from tests.ports import free_port  # noqa: E402
 KUEUE_VERSION = "v0.15.0"
 KUEUE_BIN = pathlib.Path(os.environ.get("KUOTA_CACHE", pathlib.Path.home() / ".cache/kuota")) \
     / "kueue" / KUEUE_VERSION / "bin"
-CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
-RUNTIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
-#: Tries of the runner's update marking a Workload Finished before it gives up on it.
-FINISH_TRIES = 5
 #: Kueue's published figures for this shape (its CI, rangespec averages), for reference.
 KUEUE_CI = {"wall": 351.1, "small": 215.5, "medium": 76.8, "large": 6.7}
 
@@ -86,24 +86,13 @@ def generator_config(shape: Shape, scale: float) -> list[dict[str, Any]]:
 class Result:
     system: str
     wall: float
+    #: Per workload class: mean time to admission (s), Workloads, evictions (Kueue's
+    #: recorder counts them), run time lost to evictions (s, from the trace).
     admission: dict[str, float]
     counts: dict[str, int]
-    evictions: int = 0
+    evictions: dict[str, int]
+    lost: dict[str, float] = field(default_factory=dict)
     note: str = ""
-
-
-# -- kuota: a port of Kueue's runner ------------------------------------------------------
-
-def cluster_queues(config: list[dict[str, Any]]
-                   ) -> Iterator[tuple[str, dict[str, Any], str]]:
-    """(cohort, queue set, name) of every ClusterQueue, named as Kueue's generator names
-    them (each also names its namespace and LocalQueue)."""
-    for cset in config:
-        for ci in range(cset["count"]):
-            cohort = f"{cset['className']}-{ci}"
-            for qi, qset in enumerate(cset["queuesSets"]):
-                for i in range(qset["count"]):
-                    yield cohort, qset, f"{qset['className']}-{qi}-{i}-{cohort}"
 
 
 def total(config: list[dict[str, Any]]) -> int:
@@ -111,188 +100,41 @@ def total(config: list[dict[str, Any]]) -> int:
                for c in config for qs in c["queuesSets"] for ws in qs["workloadsSets"])
 
 
-@dataclass
-class _Seen:
-    cls: str
-    runtime: float
-    first: float
-    #: When it was last seen becoming admitted (Kueue's recorder keeps the last such
-    #: moment as the time to admission), and whether it is admitted / evicted now.
-    admitted: float | None = None
-    running: bool = False
-    evicted: bool = False
-    finished: float | None = None
-    #: Admissions seen so far: a finish timer belongs to the admission it was set for, and
-    #: does nothing once the Workload was evicted and admitted again (its clock restarts
-    #: at each admission, as in Kueue's runner).
-    admissions: int = 0
+def lost_run_time(trace: pathlib.Path) -> dict[str, float]:
+    """Seconds of run time thrown away by evictions, per workload class, from a trace
+    (:class:`Trace`): for each eviction, the time from the admission it ended to the
+    eviction, as each Workload's conditions record them (their lastTransitionTime)."""
+    admitted: dict[str, str] = {}
+    counted: set[tuple[str, str]] = set()
+    lost: dict[str, float] = {}
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        name = event["name"]
+        conditions = {c["type"]: c for c in event["status"].get("conditions") or []}
+        admission = conditions.get("Admitted")
+        if admission is not None and admission.get("status") == "True":
+            admitted[name] = admission["lastTransitionTime"]
+        evicted = conditions.get("Evicted")
+        if evicted is None or evicted.get("status") != "True" or name not in admitted:
+            continue
+        when = evicted["lastTransitionTime"]
+        if (name, when) in counted or when < admitted[name]:
+            continue
+        counted.add((name, when))
+        cls = name.split("/", 1)[1].split("-", 1)[0]
+        lost[cls] = lost.get(cls, 0.0) + (_epoch(when) - _epoch(admitted[name]))
+    return lost
 
 
-@dataclass
-class KuotaRunner:
-    url: str
-    token: str
-    ca: pathlib.Path
-    config: list[dict[str, Any]]
-    api: str = "kuota.dev/v1alpha1"
-    seen: dict[str, _Seen] = field(default_factory=dict)
-    total: int = 0
-    evictions: int = 0
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
-    async def run(self) -> Result:
-        started = time.monotonic()
-        context = ssl.create_default_context(cafile=str(self.ca))
-        headers = {"Authorization": f"Bearer {self.token}"}
-        connector = aiohttp.TCPConnector(ssl=context, limit=64)
-        async with aiohttp.ClientSession(self.url, headers=headers,
-                                         connector=connector) as http:
-            self.http = http
-            await self._queues()
-            self.total = total(self.config)
-            done = asyncio.Event()
-            watcher = asyncio.create_task(self._watch(done))
-            await asyncio.sleep(0.5)  # the watch is open before the first create
-            await self._generate()
-            await done.wait()
-            watcher.cancel()
-        wall = time.monotonic() - started
-        by_class: dict[str, list[float]] = {}
-        for s in self.seen.values():
-            if s.admitted is not None:
-                by_class.setdefault(s.cls, []).append(s.admitted - s.first)
-        return Result("kuota", wall, {c: statistics.fmean(v) for c, v in by_class.items()},
-                      {c: len(v) for c, v in by_class.items()}, self.evictions)
-
-    async def _post(self, path: str, body: dict[str, Any]) -> None:
-        async with self.http.post(path, json=body) as answer:
-            if answer.status >= 300 and answer.status != 409:
-                raise RuntimeError(f"POST {path}: {answer.status} {await answer.text()}")
-
-    async def _queues(self) -> None:
-        group = f"/apis/{self.api}"
-        await self._post(f"{group}/resourceflavors", {
-            "apiVersion": self.api, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-        for cohort, qset, name in cluster_queues(self.config):
-            await self._post(f"{group}/clusterqueues", {
-                "apiVersion": self.api, "kind": "ClusterQueue",
-                "metadata": {"name": name, "labels": {CLASS_LABEL: qset["className"]}},
-                "spec": {"cohortName": cohort, "namespaceSelector": {},
-                         "preemption": {"reclaimWithinCohort": qset["reclaimWithinCohort"],
-                                        "withinClusterQueue": qset["withinClusterQueue"]},
-                         "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                             {"name": "default", "resources": [{
-                                 "name": "cpu", "nominalQuota": str(qset["nominalQuota"]),
-                                 "borrowingLimit": str(qset["borrowingLimit"])}]}]}]}})
-            await self._post("/api/v1/namespaces", {
-                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-            await self._post(f"{group}/namespaces/{name}/localqueues", {
-                "apiVersion": self.api, "kind": "LocalQueue",
-                "metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}})
-
-    async def _generate(self) -> None:
-        await asyncio.gather(*(self._stream(ns, wi, wset)
-                               for _, qset, ns in cluster_queues(self.config)
-                               for wi, wset in enumerate(qset["workloadsSets"])))
-
-    async def _stream(self, ns: str, index: int, wset: dict[str, Any]) -> None:
-        delay = wset["creationIntervalMs"] / 1000
-        path = f"/apis/{self.api}/namespaces/{ns}/workloads"
-        for si in range(wset["count"]):
-            for i, w in enumerate(wset["workloads"]):
-                await asyncio.sleep(delay)
-                await self._post(path, {
-                    "apiVersion": self.api, "kind": "Workload",
-                    "metadata": {"name": f"{w['className']}-{index}-{si}-{i}", "namespace": ns,
-                                 "labels": {CLASS_LABEL: w["className"],
-                                            RUNTIME_LABEL: str(w["runtimeMs"])}},
-                    "spec": {"queueName": ns, "priority": w["priority"], "podSets": [{
-                        "name": "main", "count": 1, "template": {"spec": {
-                            "restartPolicy": "Never", "containers": [{
-                                "name": "c", "image": "pause",
-                                "resources": {"requests": {"cpu": w["request"]}}}]}}}]}})
-
-    async def _watch(self, done: asyncio.Event) -> None:
-        path = f"/apis/{self.api}/workloads"
-        version = ""
-        while True:
-            params = {"watch": "1", "allowWatchBookmarks": "true"}
-            if version:
-                params["resourceVersion"] = version
-            async with self.http.get(path, params=params,
-                                     timeout=aiohttp.ClientTimeout(total=None)) as stream:
-                async for line in stream.content:
-                    event = json.loads(line)
-                    obj = event["object"]
-                    version = obj["metadata"].get("resourceVersion", version)
-                    if event["type"] in ("ADDED", "MODIFIED"):
-                        self._observe(obj)
-                    if self.total and sum(1 for s in self.seen.values()
-                                          if s.finished is not None) >= self.total:
-                        done.set()
-                        return
-
-    def _observe(self, wl: dict[str, Any]) -> None:
-        now = time.monotonic()
-        meta = wl["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        seen = self.seen.get(key)
-        if seen is None:
-            labels = meta.get("labels") or {}
-            seen = self.seen[key] = _Seen(labels.get(CLASS_LABEL, "?"),
-                                          int(labels.get(RUNTIME_LABEL, "0")) / 1000, now)
-        conditions = {c["type"]: c["status"] for c in
-                      (wl.get("status") or {}).get("conditions") or []}
-        admitted = conditions.get("Admitted") == "True"
-        evicted = conditions.get("Evicted") == "True"
-        if evicted and not seen.evicted:  # counted as Kueue's recorder counts them
-            self.evictions += 1
-        seen.evicted = evicted
-        newly = admitted and not seen.running
-        if newly:
-            seen.admitted = now
-            seen.admissions += 1
-        seen.running = admitted
-        if conditions.get("Finished") == "True":
-            seen.finished = seen.finished or now
-        elif newly:  # runs for its run time from this admission
-            admission = seen.admissions
-            asyncio.get_running_loop().call_later(
-                seen.runtime, lambda: asyncio.ensure_future(self._finish(key, admission)))
-
-    async def _finish(self, key: str, admission: int) -> None:
-        """Mark the Workload Finished, once its run time has passed since ``admission``
-        (the how-many-th admission it was seen to get) — if it still runs under that one."""
-        seen = self.seen[key]
-        ns, name = key.split("/")
-        path = f"/apis/{self.api}/namespaces/{ns}/workloads/{name}/status"
-        # Retried a few times, as Kueue's runner retries its update: a Workload that is not
-        # marked Finished keeps its quota, and the run would wait for it forever.
-        for attempt in range(FINISH_TRIES):
-            if not seen.running or seen.admissions != admission or seen.finished is not None:
-                return  # evicted meanwhile (it runs again from its next admission), or ended
-            patch = [{"op": "add", "path": "/status/conditions/-", "value": {
-                "type": "Finished", "status": "True", "reason": "ByTest",
-                "message": "By test runner", "lastTransitionTime":
-                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}]
-            try:
-                async with self.http.patch(path, data=json.dumps(patch), headers={
-                        "Content-Type": "application/json-patch+json"}) as answer:
-                    if answer.status < 300:
-                        return
-                    if answer.status == 404:  # deleted: nothing left to finish
-                        return
-                    failure = f"{answer.status} {await answer.text()}"
-            except aiohttp.ClientError as exc:
-                failure = repr(exc)
-            print(f"finish {key} (try {attempt + 1} of {FINISH_TRIES}): {failure}",
-                  file=sys.stderr)
-            await asyncio.sleep(0.5 * (attempt + 1))
 
 
 # -- diagnostics ------------------------------------------------------------------------------
 
 class Trace:
-    """With ``--trace DIR``: every Workload change both systems make, one JSON line each
+    """Every Workload change a system makes, one JSON line each
     (seconds since the trace began, the event type and the Workload's name, uid, priority
     and status), for comparing their decisions offline. A watch of its own, so neither
     runner nor manager is changed by it."""
@@ -303,11 +145,16 @@ class Trace:
         self.token = _token(plane)
         self.path = path
         self.started = time.monotonic()
+        self.ended = ""
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        asyncio.run(self._watch())
+        try:
+            asyncio.run(self._watch())
+        except aiohttp.ClientError as exc:
+            # The control plane stopped at the end of its system's run: the trace ends there.
+            self.ended = f"watch ended: {exc}"
 
     async def _watch(self) -> None:
         headers = {"Authorization": f"Bearer {self.token}"}
@@ -347,81 +194,55 @@ def _token(plane: ControlPlane) -> str:
 
 
 def run_kuota(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
-              trace: pathlib.Path | None, extra: list[str]) -> Result:
-    plane.kubectl("apply", "--server-side", "-f", str(ROOT / "manifests" / "crds"))
-    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-    if trace is not None:
-        Trace(plane, "kuota.dev/v1alpha1", trace / "kuota-trace.jsonl")
-    probes = free_port()
-    kuota = pathlib.Path(sys.executable).parent / "kuota"
-    log = (work / "kuota-operator.log").open("wb")
-    operator = subprocess.Popen(
-        [str(kuota), "operator", "--lease", "none", "--probes", f"127.0.0.1:{probes}", *extra],
-        env=dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig)), stdout=log,
-        stderr=subprocess.STDOUT)
-    try:
-        _wait_ready(f"http://127.0.0.1:{probes}/readyz", operator)
-        runner = KuotaRunner(plane.url, _token(plane), plane.ca.cert, config)
-        result = asyncio.run(runner.run())
-        result.note = f"operator CPU {cpu_seconds(operator.pid):.1f} s"
-        return result
-    finally:
-        operator.terminate()
-        operator.wait(30)
-
-
-def run_kuota_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
-                    trace: pathlib.Path | None, extra: list[str]) -> Result:
-    """kuota serving Kueue's API group (``--api kueue``), driven by Kueue's own runner: the
-    same binary, objects and finishing (and eviction round trip) as Kueue's half."""
+              extra: list[str]) -> Result:
+    """kuota serving Kueue's API group (``--api kueue``) with the CRDs it ships."""
     for crd in sorted((ROOT / "manifests" / "kueue").glob("*.kueue.x-k8s.io.yaml")):
         plane.kubectl("apply", "--server-side", "-f", str(crd))
-    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-    if trace is not None:
-        Trace(plane, "kueue.x-k8s.io/v1beta2", trace / "kuota-kueue-trace.jsonl")
-    probes = free_port()
     kuota = pathlib.Path(sys.executable).parent / "kuota"
-    log = (work / "kuota-operator.log").open("wb")
-    operator = subprocess.Popen(
-        [str(kuota), "operator", "--api", "kueue", "--lease", "none",
-         "--probes", f"127.0.0.1:{probes}", *extra],
-        env=dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig)), stdout=log,
-        stderr=subprocess.STDOUT)
-    try:
-        _wait_ready(f"http://127.0.0.1:{probes}/readyz", operator)
-        result = _kueue_runner(plane, config, work, "kuota-kueue")
-        result.note = f"operator CPU {cpu_seconds(operator.pid):.1f} s, Kueue's runner"
-        return result
-    finally:
-        operator.terminate()
-        operator.wait(30)
+    probes = free_port()
+    return _with_manager(plane, config, work, "kuota", [
+        str(kuota), "operator", "--api", "kueue", "--lease", "none",
+        "--probes", f"127.0.0.1:{probes}", *extra],
+        ready=f"http://127.0.0.1:{probes}/readyz")
 
 
 def run_kueue(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
-              trace: pathlib.Path | None, extra: list[str]) -> Result:
+              extra: list[str]) -> Result:
+    """Kueue's minimalkueue (its scheduler and core controllers) with Kueue's CRDs."""
     crds = _kueue_source() / "config" / "components" / "crd" / "bases"
     plane.kubectl("apply", "--server-side", "-f", str(crds))
+    return _with_manager(plane, config, work, "kueue", [
+        str(KUEUE_BIN / "minimalkueue"), "--kubeconfig", str(plane.admin_kubeconfig)])
+
+
+def _with_manager(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
+                  system: str, argv: list[str], ready: str | None = None) -> Result:
+    """Start a manager, trace its Workloads, run Kueue's runner against it, stop it."""
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-    if trace is not None:
-        Trace(plane, "kueue.x-k8s.io/v1beta2", trace / "kueue-trace.jsonl")
+    trace = Trace(plane, "kueue.x-k8s.io/v1beta2", work / f"{system}-trace.jsonl")
     env = dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig))
-    log = (work / "minimalkueue.log").open("wb")
-    manager = subprocess.Popen([str(KUEUE_BIN / "minimalkueue"), "--kubeconfig",
-                                str(plane.admin_kubeconfig)], env=env, stdout=log,
-                               stderr=subprocess.STDOUT)
+    with (work / f"{system}-manager.log").open("wb") as log:
+        manager = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        time.sleep(3)  # its informers: the runner's first objects must not race them
-        result = _kueue_runner(plane, config, work, "kueue")
-        result.note = f"minimalkueue CPU {cpu_seconds(manager.pid):.1f} s"
-        return result
+        if ready is not None:
+            _wait_ready(ready, manager)
+        else:
+            time.sleep(3)  # its informers: the runner's first objects must not race them
+        result = _kueue_runner(plane, config, work, system)
+        result.note = f"manager CPU {cpu_seconds(manager.pid):.1f} s"
     finally:
         manager.terminate()
         manager.wait(30)
+    time.sleep(1)  # the trace's last events
+    result.lost = lost_run_time(trace.path)
+    return result
 
 
 def _kueue_runner(plane: ControlPlane, config: list[dict[str, Any]], work: pathlib.Path,
                   system: str) -> Result:
-    """Kueue's runner in host-cluster mode against whatever serves Kueue's group."""
+    """Kueue's runner in host-cluster mode against whatever serves Kueue's group: it makes
+    the queues and Workloads, finishes each admitted one after its run time, clears an
+    evicted one's reservation (as a job integration would) and records."""
     env = dict(os.environ, KUBECONFIG=str(plane.admin_kubeconfig))
     (work / "generator.yaml").write_text(yaml.safe_dump(config))
     out = work / f"{system}-out"
@@ -438,7 +259,7 @@ def _kueue_runner(plane: ControlPlane, config: list[dict[str, Any]], work: pathl
     return Result(system, wall,
                   {c: v["averageTimeToAdmissionMs"] / 1000 for c, v in classes.items()},
                   {c: v["count"] for c, v in classes.items()},
-                  sum(v.get("totalEvictions", 0) for v in classes.values()))
+                  {c: v.get("totalEvictions", 0) for c, v in classes.items()})
 
 
 def _kueue_source() -> pathlib.Path:
@@ -470,50 +291,60 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="workload counts x SCALE (default 1: Kueue's 15,000)")
     parser.add_argument("--systems", default="kuota,kueue",
-                        help="comma-separated, in order: kuota (the operator and this file's "
-                             "port of Kueue's runner), kuota-kueue (the operator serving "
-                             "Kueue's API, driven by Kueue's runner binary), kueue")
+                        help="comma-separated, in order: kuota (the operator serving Kueue's "
+                             "API), kueue (Kueue's minimalkueue)")
     parser.add_argument("--version", default="v1.34.4", help="Kubernetes binaries")
     parser.add_argument("--operator-args", default="", metavar="ARGS",
                         help="diagnostics: more arguments for `kuota operator` (one string, "
                              "split on spaces), e.g. '--status-interval 30'")
     parser.add_argument("--trace", type=pathlib.Path, metavar="DIR",
-                        help="write every Workload change of each system to "
-                             "DIR/<system>-trace.jsonl, and keep the managers' logs there")
+                        help="keep every Workload change of each system "
+                             "(DIR/<system>-trace.jsonl) and the managers' logs")
     args = parser.parse_args()
     binaries = find_binaries(args.version)
     if binaries is None:
         sys.exit(f"Kubernetes {args.version} binaries are not built: make cluster-bins")
+    if not (KUEUE_BIN / "runner").exists():
+        sys.exit(f"Kueue's runner is not built in {KUEUE_BIN}: bash hack/kueue/build.sh")
     config = generator_config(BASELINE, args.scale)
-    if args.trace is not None:
-        args.trace.mkdir(parents=True, exist_ok=True)
-    runs = {"kuota": run_kuota, "kuota-kueue": run_kuota_kueue, "kueue": run_kueue}
-    if "kueue" in args.systems and not (KUEUE_BIN / "runner").exists():
-        sys.exit(f"Kueue is not built in {KUEUE_BIN}: bash hack/kueue/build.sh")
+    runs = {"kuota": run_kuota, "kueue": run_kueue}
     results = []
     for system in args.systems.split(","):
         with tempfile.TemporaryDirectory(prefix=f"side-{system}-") as tmp:
             work = pathlib.Path(tmp)
             with ControlPlane(binaries, work / "plane") as plane:
-                results.append(runs[system](plane, config, work, args.trace,
-                                            args.operator_args.split()))
-                if args.trace is not None:
-                    for log in ("kuota-operator.log", "minimalkueue.log"):
-                        if (work / log).exists():
-                            (args.trace / log).write_bytes((work / log).read_bytes())
-    print(f"Kueue baseline shape x{args.scale:g}: {total(config)} workloads, Kubernetes "
-          f"{args.version}, fresh control plane per system, this machine")
-    print(f"{'system':8} {'wall s':>8} {'small s':>9} {'medium s':>9} {'large s':>9} "
-          f"{'evicted':>8}  notes")
+                results.append(runs[system](plane, config, work, args.operator_args.split()))
+            if args.trace is not None:
+                args.trace.mkdir(parents=True, exist_ok=True)
+                for kept in (f"{system}-trace.jsonl", f"{system}-manager.log"):
+                    (args.trace / kept).write_bytes((work / kept).read_bytes())
+    report(results, config, args.scale, args.version)
+
+
+def report(results: list[Result], config: list[dict[str, Any]], scale: float,
+           version: str) -> None:
+    classes = ("small", "medium", "large")
+    print(f"Kueue baseline shape x{scale:g}: {total(config)} workloads, Kubernetes {version}, "
+          "fresh control plane per system, Kueue's runner for both, this machine")
+    print(f"{'system':8} {'wall s':>7}  {'time to admission s':^24}  {'evictions':^20}  "
+          f"{'run time lost s':^22}  notes")
+    print(f"{'':8} {'':>7}  " + " ".join(f"{c:>7}" for c in classes) + "  "
+          + " ".join(f"{c:>6}" for c in classes) + "  "
+          + " ".join(f"{c:>7}" for c in classes))
     for r in results:
-        print(f"{r.system:8} {r.wall:8.1f} " + " ".join(
-            f"{r.admission.get(c, float('nan')):9.1f}" for c in ("small", "medium", "large"))
-            + f" {r.evictions:8d}  {r.note}; admitted {sum(r.counts.values())}")
+        print(f"{r.system:8} {r.wall:7.1f}  "
+              + " ".join(f"{r.admission.get(c, float('nan')):7.1f}" for c in classes) + "  "
+              + " ".join(f"{r.evictions.get(c, 0):6d}" for c in classes) + "  "
+              + " ".join(f"{r.lost.get(c, 0.0):7.1f}" for c in classes)
+              + f"  {r.note}; admitted {sum(r.counts.values())}")
     if len(results) == 2:
         a, b = results
-        print(f"ratio {a.system}/{b.system}: wall {a.wall / b.wall:.2f}, " + ", ".join(
-            f"{c} {a.admission.get(c, 0) / max(b.admission.get(c, 0), 1e-9):.2f}"
-            for c in ("small", "medium", "large")))
+        ratio = {c: a.admission.get(c, 0) / max(b.admission.get(c, 0), 1e-9) for c in classes}
+        evicted = sum(a.evictions.values()), sum(b.evictions.values())
+        print(f"ratio {a.system}/{b.system}: wall {a.wall / b.wall:.2f}, time to admission "
+              + ", ".join(f"{c} {v:.2f}" for c, v in ratio.items())
+              + f", evictions {evicted[0]}/{evicted[1]} = {evicted[0] / max(evicted[1], 1):.1f}"
+              + f", run time lost {sum(a.lost.values()):.1f}/{sum(b.lost.values()):.1f} s")
     print(f"(Kueue's CI for this shape at x1: wall {KUEUE_CI['wall']} s, time to admission "
           f"small {KUEUE_CI['small']} / medium {KUEUE_CI['medium']} / large "
           f"{KUEUE_CI['large']} s)")
