@@ -17,14 +17,18 @@ Credentials come from ``--kubeconfig``/``--context`` when given
 certificate from the chart's Secret and follows its renewals
 (:mod:`kuota.operator.secretcerts`) instead of a mounted directory.
 ``--namespace`` (repeatable) limits the Jobs and Workloads managed; without it
-the operator is cluster-wide. Exit status 2 for invalid options, naming the
-flag.
+the operator is cluster-wide. ``--config FILE`` reads Kueue's own Configuration
+file (:mod:`kuota.operator.kueue_config`): each field it sets is honoured —
+as the flag it maps onto, where that flag is not given on the command line
+(flags win) — or refused. Exit status 2 for invalid options, naming the flag,
+or the file and its field.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import logging
 import math
@@ -40,7 +44,7 @@ from typing import Any
 import kopf
 
 from kuota import gctuning
-from kuota.operator import kubeconfig, names, secretcerts
+from kuota.operator import kubeconfig, kueue_config, names, secretcerts
 from kuota.operator.handlers import VisibilityOptions, WebhookOptions, build_registry
 from kuota.operator.loop import Operator
 from kuota.operator.settings import Options
@@ -87,6 +91,13 @@ def _file(text: str) -> str:
     return str(pathlib.Path(text).expanduser())
 
 
+#: Flags a Kueue Configuration may set (their argparse default is None, so that a flag given
+#: on the command line is told from one not given) with their defaults.
+_DEFAULTS: dict[str, Any] = {"default_queue": False, "lease": "kuota-system/kuota-operator",
+                             "fair_sharing": False, "manager_id": "kuota",
+                             "operator_namespace": "kuota-system"}
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "operator",
@@ -94,8 +105,13 @@ def register(subparsers: Any) -> None:
                     "objects, Jobs and Workloads, run admission cycles, write decisions.")
     parser.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
                         help="manage Jobs and Workloads only in NS (repeatable; default: all)")
-    parser.add_argument("--default-queue", action="store_true",
-                        help="submit unlabelled Jobs to the namespace's LocalQueue 'default'")
+    parser.add_argument("--config", type=_file, metavar="FILE",
+                        help="read Kueue's Configuration file (config.kueue.x-k8s.io "
+                             "v1beta1 or v1beta2): each field is honoured or refused by name "
+                             "(exit 2); flags given on the command line win over the file")
+    parser.add_argument("--default-queue", action="store_true", default=None,
+                        help="submit unlabelled Jobs to the namespace's LocalQueue 'default' "
+                             "(Kueue's feature gate LocalQueueDefaulting)")
     parser.add_argument("--api", choices=("kuota", "kueue"), default="kuota",
                         help="the API group of the queue objects and Workloads: kuota "
                              "(kuota.dev/v1alpha1, the default) or kueue (Kueue's own "
@@ -106,9 +122,9 @@ def register(subparsers: Any) -> None:
                              "pod's service account, else $KUBECONFIG or ~/.kube/config")
     parser.add_argument("--context", metavar="NAME",
                         help="the kubeconfig's context to use (default: its current context)")
-    parser.add_argument("--lease", default="kuota-system/kuota-operator", metavar="NS/NAME",
-                        help="Lease for leader election (default %(default)s); 'none' to "
-                             "run as the only replica")
+    parser.add_argument("--lease", metavar="NS/NAME",
+                        help="Lease for leader election (default "
+                             "kuota-system/kuota-operator); 'none' to run as the only replica")
     parser.add_argument("--webhook-listen", type=_address, metavar="HOST:PORT",
                         help="serve the Job-suspending webhook over HTTPS here")
     parser.add_argument("--webhook-cert-dir", type=pathlib.Path, metavar="DIR",
@@ -138,14 +154,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--pods-ready-timeout", type=float, metavar="SECONDS",
                         help="waitForPodsReady: evict admitted Jobs whose pods are not ready "
                              "within SECONDS")
-    parser.add_argument("--fair-sharing", action="store_true", help="enable fair sharing")
+    parser.add_argument("--fair-sharing", action="store_true", default=None,
+                        help="enable fair sharing")
     parser.add_argument("--status-interval", type=float, default=1.0, metavar="SECONDS",
                         help="how often queue statuses and why waiting workloads wait are "
                              "written (default %(default)s); the reasons go through a few "
                              "write slots of their own, never ahead of admissions")
-    parser.add_argument("--manager-id", default="kuota", metavar="ID",
+    parser.add_argument("--manager-id", metavar="ID",
                         help="multi-cluster: this manager's id, the kuota.dev/origin label of "
-                             "the Jobs it creates in member clusters (default %(default)s)")
+                             "the Jobs it creates in member clusters (default kuota)")
     parser.add_argument("--member-interval", type=_seconds(positive=True), default=10.0,
                         metavar="SECONDS",
                         help="multi-cluster: how often each member cluster is observed "
@@ -158,9 +175,9 @@ def register(subparsers: Any) -> None:
                         help="multi-cluster: failed creations after which a member counts as "
                              "refusing the workload, which is then evicted and dispatched "
                              "elsewhere (default %(default)s)")
-    parser.add_argument("--operator-namespace", default="kuota-system", metavar="NS",
+    parser.add_argument("--operator-namespace", metavar="NS",
                         help="where MemberCluster kubeconfig Secrets are read "
-                             "(default %(default)s)")
+                             "(default kuota-system)")
     parser.add_argument("--redis", metavar="URL",
                         help="multi-cluster: Redis for the queue of remote calls (default: "
                              "$REDIS_URL, else an in-process store); pool members "
@@ -173,14 +190,49 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def options_from(args: argparse.Namespace) -> Options:
+def kueue_settings(args: argparse.Namespace) -> kueue_config.KueueSettings | None:
+    """The ``--config`` file's settings; :class:`_Usage` naming the file and its fields."""
+    if getattr(args, "config", None) is None:
+        return None
+    try:
+        return kueue_config.load(args.config)
+    except kueue_config.ConfigError as exc:
+        raise _Usage(f"--config {exc}") from None
+
+
+def with_config(args: argparse.Namespace,
+                settings: kueue_config.KueueSettings | None) -> argparse.Namespace:
+    """``args`` with the file's values for the flags not given, then the defaults."""
+    merged = argparse.Namespace(**vars(args))
+    for dest, value in (settings.flags.items() if settings is not None else ()):
+        if dest == "webhook_cert_dir" and getattr(merged, "webhook_secret", None) is not None:
+            continue  # (--webhook-secret given: the certificate comes from it)
+        if getattr(merged, dest, None) is None:
+            setattr(merged, dest, value)
+    for dest, default in _DEFAULTS.items():
+        if getattr(merged, dest, None) is None:
+            setattr(merged, dest, default)
+    return merged
+
+
+def options_from(args: argparse.Namespace,
+                 settings: kueue_config.KueueSettings | None = None) -> Options:
+    args = with_config(args, settings)
     ready = None
     if args.pods_ready_timeout is not None:
-        ready = PodsReadyConfig(timeout=args.pods_ready_timeout)
+        base = settings.pods_ready if settings is not None else None
+        ready = dataclasses.replace(base or PodsReadyConfig(), timeout=args.pods_ready_timeout)
     lease_ns, lease_name = "kuota-system", None
     if args.lease and args.lease != "none":
         lease_ns, _, lease_name = args.lease.rpartition("/")
         lease_ns = lease_ns or "kuota-system"
+    extra: dict[str, Any] = {}
+    if settings is not None:
+        extra = {"frameworks": settings.frameworks, "pod_namespaces": settings.pod_namespaces}
+        if settings.lease_duration is not None:
+            extra["lease_duration"] = settings.lease_duration
+        if settings.lease_renew is not None:
+            extra["lease_renew"] = settings.lease_renew
     return Options(namespaces=tuple(args.namespace), default_queue=args.default_queue,
                    engine=EngineConfig(fair_sharing=args.fair_sharing,
                                        wait_for_pods_ready=ready),
@@ -190,7 +242,7 @@ def options_from(args: argparse.Namespace) -> Options:
                    create_backoff=args.create_backoff, create_attempts=args.create_attempts,
                    operator_namespace=args.operator_namespace,
                    redis_url=args.redis or os.environ.get("REDIS_URL") or None,
-                   pool_prefix=args.pool_prefix, pod=_own_pod())
+                   pool_prefix=args.pool_prefix, pod=_own_pod(), **extra)
 
 
 def _own_pod() -> tuple[str, str] | None:
@@ -286,10 +338,12 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     gctuning.tune()
     try:
+        settings = kueue_settings(args)
+        args = with_config(args, settings)
         source = _login_source(args)
         with _secret_certificates(args, source):
             webhook, visibility = _webhook_options(args), _visibility_options(args)
-            _run_operator(args, source, webhook, visibility)
+            _run_operator(args, source, webhook, visibility, settings)
     except _Usage as exc:
         return _fail(str(exc), 2)
     except secretcerts.SecretError as exc:
@@ -298,9 +352,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_operator(args: argparse.Namespace, source: kubeconfig.Source | None,
-                  webhook: WebhookOptions | None, visibility: VisibilityOptions | None) -> None:
+                  webhook: WebhookOptions | None, visibility: VisibilityOptions | None,
+                  settings: kueue_config.KueueSettings | None) -> None:
     names.serve(args.api)
-    operator = Operator(options_from(args))
+    operator = Operator(options_from(args, settings))
     login = functools.partial(kubeconfig.connection, source) if source is not None else None
     registry = build_registry(operator, webhook=webhook, probe_addr=args.probes,
                               visibility=visibility, login_with=login)

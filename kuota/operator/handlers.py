@@ -23,6 +23,7 @@ from kuota.federation import managed_by
 from kuota.operator import conversion, guard, kinds, names, probes, webhooks
 from kuota.operator import visibility as visibility_server
 from kuota.operator.certs import ReloadingWebhookServer, ServingCertificate
+from kuota.operator.controller import Controller
 from kuota.operator.kinds import pods
 from kuota.operator.loop import Operator, Refused
 
@@ -81,6 +82,12 @@ def _guard(operator: Operator, review: dict[str, Any],
     problem = refusal(dict(old), dict(new))
     if problem is not None:
         raise kopf.AdmissionError(problem, code=403)
+
+
+def _labels_of(controller: Controller, namespace: str | None) -> dict[str, str] | None:
+    """The labels of a namespace as last seen (None: not seen)."""
+    body = controller.objects.get("Namespace", namespace or "default")
+    return ((body or {}).get("metadata") or {}).get("labels")
 
 
 def webhook_server(options: WebhookOptions) -> kopf.WebhookServerProtocol:
@@ -178,6 +185,8 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                               **kwargs: Any) -> None:
                 if not controller.manages(namespace):
                     return  # (another namespace: no Workload would ever let it run)
+                if not operator.options.queues(str(body.get("kind") or "Job")):
+                    return  # (a kind integrations.frameworks leaves out: created as it is)
                 if kwargs.get("operation") == "UPDATE":
                     _guard(operator, kwargs, lambda old, new: guard.update_refusal(
                         kinds.KINDS[str(new.get("kind") or "Job")], old, new))
@@ -218,6 +227,8 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                 _guard(operator, kwargs, guard.pod_update_refusal)
                 return
             pod = dict(body)
+            if operator.options.leaves_pod(pod, namespace, _labels_of(controller, namespace)):
+                return  # (a pod-based kind not queued there: integrations.frameworks)
             queue = pods.default_queue(pod, enabled=operator.options.default_queue,
                                        queue_exists=controller.owners.queue_exists)
             if queue is not None:  # a bare Pod: labelled as its user would
@@ -246,7 +257,8 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
         for res in pods.TEMPLATED.values():
             async def mark_template(body: kopf.Body, patch: kopf.Patch, namespace: str | None,
                                     **kwargs: Any) -> None:
-                if not controller.manages(namespace):
+                if not controller.manages(namespace) or not operator.options.queues_pods(
+                        str(body.get("kind")), namespace, _labels_of(controller, namespace)):
                     return
                 old = kwargs.get("old")  # (given on UPDATE)
                 obj = dict(body)

@@ -160,7 +160,8 @@ class Operator:
                 tasks.append(asyncio.create_task(
                     informer.run(self.client, self.controller, res, version,
                                  namespace=namespace, label=label)))
-        missing = [kind.res for kind in kinds.KINDS.values() if (kind.res, None) not in versions]
+        missing = [kind.res for kind in kinds.KINDS.values()
+                   if self.options.queues(kind.kind) and (kind.res, None) not in versions]
         if missing:
             tasks.append(asyncio.create_task(self._late_kinds(missing)))
         if self.elector is not None:
@@ -185,7 +186,10 @@ class Operator:
         versions: dict[tuple[names.Res, str | None], dict[str | None, str]] = {}
         listed: list[tuple[names.Res, str | None]] = [
             *((res, None) for res in names.KOPF_WATCHED.values()),
-            *((kind.res, None) for kind in kinds.KINDS.values()), *names.INFORMED]
+            *((kind.res, None) for kind in kinds.KINDS.values()
+              if self.options.queues(kind.kind)),  # (integrations.frameworks)
+            *((res, label) for res, label in names.INFORMED
+              if self.options.queues_pod_groups or label not in names.POD_GROUP_LABELS)]
         for res, label in listed:
             try:
                 by_namespace = await self._list(res, label)

@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from kuota.operator import names
 from kuota.operator.retries import RetryPolicy
-from quota.config import EngineConfig
+from quota.config import EngineConfig, Selector
+
+#: The kinds whose objects are queued through their pods (Kueue's pod-based integrations).
+POD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "LeaderWorkerSet"})
+#: The label Kubernetes gives every namespace: its name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @dataclass(frozen=True)
 class Options:
     #: Namespaces whose Jobs and Workloads are managed; empty: all (cluster-wide).
     namespaces: tuple[str, ...] = ()
-    #: Submit unlabelled Jobs to a LocalQueue named ``default`` when the namespace has one.
+    #: Submit unlabelled Jobs to a LocalQueue named ``default`` when the namespace has one
+    #: (Kueue's feature gate LocalQueueDefaulting).
     default_queue: bool = False
+    #: The kinds queued (``Job``, ``JobSet``, ..., ``Pod``, ``Deployment``, ``StatefulSet``,
+    #: ``LeaderWorkerSet``: Kueue's ``integrations.frameworks``); None: every kind kuota knows.
+    frameworks: frozenset[str] | None = None
+    #: Namespaces (by their labels) whose pods, Deployments, StatefulSets and LeaderWorkerSets
+    #: are queued (Kueue's ``managedJobsNamespaceSelector``); None: every namespace.
+    pod_namespaces: Selector | None = None
     engine: EngineConfig = field(default_factory=EngineConfig)
     #: How often queue statuses and waiting workloads' reasons are written (seconds).
     status_interval: float = 1.0
@@ -60,3 +75,47 @@ class Options:
     redis_url: str | None = None
     #: Key prefix of the Redis-mode store the pool members live in (``kuota scheduler --prefix``).
     pool_prefix: str = "kuota"
+
+    def queues(self, kind: str) -> bool:
+        """Whether objects of ``kind`` (kuota's kind name) are queued."""
+        return self.frameworks is None or kind in self.frameworks
+
+    @property
+    def queues_pod_groups(self) -> bool:
+        """Whether any kind queued through its pods is (their pod groups are watched)."""
+        return self.frameworks is None or bool(self.frameworks & POD_KINDS)
+
+    def queues_pods(self, kind: str, namespace: str | None,
+                    namespace_labels: Mapping[str, str] | None) -> bool:
+        """Whether pods standing for ``kind`` (``Pod``, ``Deployment``, ``StatefulSet``,
+        ``LeaderWorkerSet``) are queued in ``namespace``, which has these labels (None: not
+        seen yet; its name label is known all the same)."""
+        if not self.queues(kind):
+            return False
+        labels = {**(namespace_labels or {}), NAMESPACE_NAME_LABEL: namespace or "default"}
+        return self.pod_namespaces is None or self.pod_namespaces.matches(labels)
+
+    def leaves_pod(self, pod: Mapping[str, Any], namespace: str | None,
+                   namespace_labels: Mapping[str, str] | None) -> bool:
+        """Whether the webhook leaves a new pod as it is: one standing for a pod-based kind
+        not queued (there), and neither a Job's pod nor one of an object kuota started."""
+        meta = pod.get("metadata") or {}
+        if names.pod_job(meta) is not None or names.TOPOLOGY_LABEL in (meta.get("labels") or {}):
+            return False
+        return not self.queues_pods(pod_kind(meta), namespace, namespace_labels)
+
+
+def pod_kind(meta: Mapping[str, Any]) -> str:
+    """The kind a new pod's ``metadata`` says it stands for, as Kueue's frameworks name
+    them: ``LeaderWorkerSet``, ``Deployment`` (a ReplicaSet's pod with the Deployment
+    controller's ``pod-template-hash``), ``StatefulSet``, else ``Pod``."""
+    labels = meta.get("labels") or {}
+    if "leaderworkerset.sigs.k8s.io/name" in labels:
+        return "LeaderWorkerSet"
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller"):
+            if ref.get("kind") == "ReplicaSet" and "pod-template-hash" in labels:
+                return "Deployment"
+            if ref.get("kind") == "StatefulSet":
+                return "StatefulSet"
+    return "Pod"

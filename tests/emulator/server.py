@@ -292,6 +292,10 @@ class KubeEmulator(kmock.KubernetesScaffold):
             body = self._body(request, rtype)
             target_ns = (namespace or (body.get("metadata") or {}).get("namespace")) \
                 if rtype.namespaced else None
+            meta = body.get("metadata") or {}
+            if target_ns and not meta.get("namespace"):
+                # (the API server sets it before admission: webhooks read it there)
+                body = {**body, "metadata": {**meta, "namespace": target_ns}}
             body = await webhooks.admit(self.store, rtype, target_ns, body, operation="CREATE")
             obj = self.store.create(rtype, namespace, body, keep_status=False)
             return _json(self._render(rtype, obj, as_table, params), status=201)
