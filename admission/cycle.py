@@ -35,7 +35,9 @@ numbered script Kueue's scheduler follows:
    Kueue's scheduler does (fewer evictions; the quota may free by then). Workloads
    already being evicted (``evicting``: still holding quota while their pods
    stop) are chosen first, so a preemptor waits for them rather than
-   evicting more.
+   evicting more. A workload with a closed preemption gate
+   (``spec.preemptionGates``) that could be admitted only by preempting preempts
+   nothing: it waits (``AdmissionGated``) until the gate opens or it fits as it is.
 
 The cycle never touches the cache, the queues or a store: the engine applies
 the result (assume, evict, block, persist). An error while handling one head
@@ -59,6 +61,12 @@ from quota.config import ClusterQueueConfig
 from quota.resources import Amount, FlavorResource, FRVector
 from quota.values import value
 from quota.workload import Admission, WorkloadInfo
+
+#: Why a workload that would preempt but has a closed preemption gate waits (Kueue's
+#: QuotaReserved reason and message for it; its BlockedOnPreemptionGates condition says
+#: ``PreemptionGated``).
+PREEMPTION_GATED = "AdmissionGated"
+GATED_MESSAGE = "Workload requires preemption, but it's gated"
 
 
 @value
@@ -185,6 +193,9 @@ def schedule(snapshot: Snapshot, heads: Sequence[Head],
             result.inadmissible.append(Verdict(head, entry.assignment.reason or
                                                flavors.WAITING_FOR_QUOTA,
                                                entry.assignment.message))
+            continue
+        if entry.assignment.mode is flavors.Mode.PREEMPT and head.info.preemption_gated:
+            result.inadmissible.append(Verdict(head, PREEMPTION_GATED, GATED_MESSAGE))
             continue
         entries.append(entry)
     for head in result.untried:

@@ -30,6 +30,9 @@ event to their store.
   applies to its flavors is Ready; ``Retry`` releases the quota and requeues
   it, ``Rejected`` deactivates it. Controllers plug in through
   :class:`CheckController`.
+* **Maximum execution time.** A workload admitted, over all its admissions, for its
+  ``maximumExecutionTimeSeconds`` is deactivated (``MaximumExecutionTimeExceeded``;
+  :mod:`admission.execution`).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from admission import backoff
+from admission import backoff, execution
 from admission.changes import Changes
 from admission.claims import Claims
 from admission.cycle import CycleResult, schedule
@@ -154,6 +157,8 @@ class Engine:
     _draining: tuple[int, tuple[str, ...], frozenset[str]] = (-1, (), frozenset())
     #: Which workloads can never fit as configured (:mod:`admission.inadmissible`).
     _never_fits: NeverFits = field(default_factory=NeverFits)
+    #: Time admitted, for the workloads with a maximum execution time.
+    _executions: execution.ExecutionTimes = field(default_factory=execution.ExecutionTimes)
 
     # -- configuration -------------------------------------------------------
     def apply(self, obj: ConfigObject) -> None:
@@ -246,7 +251,8 @@ class Engine:
         self._release(key)
         self._claims.drop(key)
         self.changes.left(record.info)
-        self._stop_timers(record)
+        self._stop_timers(record, now)
+        self._executions.forget(key)
         self._evicting.discard(key)
         record.deactivation = None
         record.pending_reason = record.pending_message = None
@@ -263,14 +269,14 @@ class Engine:
             return record
         self._to(record, Event.STOP)
         self._evicting.add(key)
-        self._stop_timers(record)
+        self._stop_timers(record, now)
         record.pods_ready = False
         record.ending = True
         return record
 
     def restore(self, info: WorkloadInfo, admission: Admission, at: float, *,
                 admitted: bool = True, checks: Mapping[str, tuple[str, str]] | None = None,
-                now: float | None = None) -> Record:
+                now: float | None = None, admitted_at: float | None = None) -> Record:
         """Re-enter a workload that already holds quota in a store (after a restart or a
         takeover): usage counted, no decision made.
 
@@ -281,6 +287,8 @@ class Engine:
         and the controllers of the Pending ones are asked again — the verdict they
         had not given yet was lost with the previous process. If every check is
         already Ready (the admission was decided but not stored), it is admitted now.
+        ``admitted_at``: when the admission began (its time counts against a maximum
+        execution time), if not ``at``.
         """
         record = self.records.get(info.key)
         if record is None or record.state is State.FINISHED:
@@ -294,6 +302,7 @@ class Engine:
         record.pending_reason = record.pending_message = None
         if admitted:
             self._to(record, Event.ADMIT)
+            self._executions.started(info, at if admitted_at is None else admitted_at)
             return record
         now = at if now is None else now
         stored = checks or {}
@@ -335,6 +344,7 @@ class Engine:
         """A reservation could not be persisted: give the quota back and requeue."""
         record = self._record(key)
         self._to(record, Event.RELEASE)
+        self._executions.stopped(key, now)
         self._release(key)
         record.admission = record.admitted_at = None
         record.checks = {}
@@ -387,7 +397,7 @@ class Engine:
         key = record.info.key
         self._to(record, Event.STOP)
         self._evicting.add(key)
-        self._stop_timers(record)
+        self._stop_timers(record, now)
         record.pods_ready = False
         self._emit(now, record, Kind.EVICTING, reason, detail, message, record.admission)
 
@@ -396,7 +406,7 @@ class Engine:
         key = record.info.key
         eviction = record.evictions[-1]
         reason, detail, message = eviction.reason, eviction.detail, eviction.message
-        self._stop_timers(record)
+        self._stop_timers(record, now)
         record.admission = record.admitted_at = None
         record.pods_ready = False
         record.checks = {}
@@ -443,7 +453,7 @@ class Engine:
         key = record.info.key
         self.queues.remove(key)
         self._release(key)
-        self._stop_timers(record)
+        self._stop_timers(record, now)
         record.admission = record.admitted_at = None
         record.pending_reason, record.pending_message = reason, message
         self._emit(now, record, Kind.DEACTIVATED, reason, message=message)
@@ -456,6 +466,21 @@ class Engine:
         self._to(record, Event.ACTIVATE)
         record.requeue_count = 0
         self._enqueue(record)
+        return record
+
+    def update(self, info: WorkloadInfo) -> Record:
+        """A workload's gates or execution limit changed (``info``: the same queue and pod
+        sets). A pending one is queued again with it (an opened preemption gate may let it
+        preempt now); others keep it for when they wait again."""
+        record = self._record(info.key)
+        if (info.queue_name, info.pod_sets) != (record.info.queue_name, record.info.pod_sets):
+            raise ValueError(f"workload {info.key}: only its gates and execution limit may "
+                             f"change, not its queue or pod sets")
+        record.info = info
+        self._executions.changed(info)
+        if record.state is State.PENDING and record.requeue_at is None:
+            self.queues.remove(info.key)
+            self._enqueue(record)
         return record
 
     def pods_ready(self, key: str, now: float) -> None:
@@ -567,6 +592,9 @@ class Engine:
             timeout = ready.timeout if ready is not None else 0.0
             self.evict(key, now, "PodsReadyTimeout", "",
                        f"pods were not ready within {timeout:g}s")
+        for key in self._executions.due(now):
+            self._executions.reset(key)  # (Kueue clears the accumulated time)
+            self.deactivate(key, now, execution.REASON, execution.MESSAGE)
         for key in [k for k, at in self._backing_off.items() if now >= at]:
             record = self.records[key]
             del self._backing_off[key]
@@ -576,7 +604,9 @@ class Engine:
 
     def next_wakeup(self) -> float | None:
         """The earliest time :meth:`tick` has something to do, for a virtual clock."""
-        return min([*self._backing_off.values(), *self._unready.values()], default=None)
+        deadline = self._executions.next_deadline()
+        return min([*self._backing_off.values(), *self._unready.values(),
+                    *([] if deadline is None else [deadline])], default=None)
 
     def drain_outbox(self) -> list[WorkloadEvent]:
         events, self.outbox = self.outbox, []
@@ -607,6 +637,7 @@ class Engine:
 
     def _admit(self, record: Record, now: float) -> None:
         self._to(record, Event.ADMIT)
+        self._executions.started(record.info, now)
         ready = self.config.wait_for_pods_ready
         if ready is not None:
             self._unready[record.info.key] = now + ready.timeout
@@ -619,7 +650,9 @@ class Engine:
         record.state = lifecycle.transition(record.info.key, record.state, event)
         self.changes.touch(record.info, record.admission)
 
-    def _stop_timers(self, record: Record) -> None:
+    def _stop_timers(self, record: Record, now: float) -> None:
+        """Its admission (if any) ended at ``now``: no timer runs for it any more."""
+        self._executions.stopped(record.info.key, now)
         self._unready.pop(record.info.key, None)
         self._backing_off.pop(record.info.key, None)
         record.requeue_at = None
@@ -688,8 +721,10 @@ class Engine:
 
     def _emit(self, now: float, record: Record, kind: Kind, reason: str = "",
               detail: str = "", message: str = "", admission: Admission | None = None) -> None:
+        executed = self._executions.past(record.info.key) if kind in (
+            Kind.EVICTING, Kind.EVICTED, Kind.DEACTIVATED) else None
         self.outbox.append(WorkloadEvent(now, record.info.key, kind, reason, detail, message,
-                                         admission))
+                                         admission, executed))
 
     def _record(self, key: str) -> Record:
         try:

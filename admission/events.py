@@ -38,3 +38,6 @@ class WorkloadEvent:
     detail: str = ""
     message: str = ""
     admission: Admission | None = None
+    #: Seconds admitted in ended admissions, for a workload with a maximum execution time
+    #: (its ``status.accumulatedPastExecutionTimeSeconds``), on the events that end one.
+    executed: float | None = None

@@ -124,6 +124,10 @@ class ScenarioWorkload(_Model):
     admission_checks: list[ScriptedCheck] = Field(default_factory=list)
     #: Workload (Job) annotations, e.g. kuota.dev/cluster-selector for multi-cluster dispatch.
     annotations: dict[str, str] = Field(default_factory=dict)
+    #: The Workload's ``spec.maximumExecutionTimeSeconds``: deactivated once admitted this long.
+    maximum_execution_time_seconds: int | None = Field(default=None, ge=1)
+    #: The Workload's ``spec.preemptionGates`` (names), closed for the whole run.
+    preemption_gates: list[str] = Field(default_factory=list, max_length=8)
 
 
 class RequeuingStrategyModel(_Model):
@@ -339,7 +343,9 @@ def workload_info(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> 
         raise ValueError(f"pod set names must be unique, got {names}")
     return WorkloadInfo(wl.namespace, wl.name, wl.queue_name, pod_sets,
                         priority=_priority(wl, priority_classes), created=wl.arrival,
-                        priority_class=wl.priority_class_name)
+                        priority_class=wl.priority_class_name,
+                        max_execution=wl.maximum_execution_time_seconds,
+                        preemption_gated=bool(wl.preemption_gates))
 
 
 def _priority(wl: ScenarioWorkload, priority_classes: Mapping[str, int]) -> int:

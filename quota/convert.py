@@ -162,5 +162,8 @@ def workload(obj: api.Workload, *, priority: int, created: float) -> WorkloadInf
         priority=priority,
         created=created,
         priority_class=obj.spec.priority_class_name,
+        max_execution=obj.spec.maximum_execution_time_seconds,
+        past_execution=float(obj.status.accumulated_past_execution_time_seconds or 0),
+        preemption_gated=obj.preemption_gated,
         source=obj,
     )

@@ -93,6 +93,12 @@ class WorkloadInfo:
     #: Seconds since the epoch (or virtual seconds); the FIFO key.
     created: float = 0.0
     priority_class: str | None = None
+    #: ``spec.maximumExecutionTimeSeconds``: deactivated once admitted this long in total.
+    max_execution: float | None = None
+    #: Seconds admitted in earlier admissions (``status.accumulatedPastExecutionTimeSeconds``).
+    past_execution: float = 0.0
+    #: A preemption gate is closed: admitted only where it fits without preempting.
+    preemption_gated: bool = False
     #: Opaque reference for adapters (the API object; in Redis mode the checked object of
     #: the workload's manifest shape, shared, whose name may be another workload's: the
     #: identity is :attr:`key`); never read by the core.
@@ -106,7 +112,8 @@ class WorkloadInfo:
     def __post_init__(self) -> None:
         shapes = tuple(ps.shape_hash for ps in self.pod_sets)
         object.__setattr__(self, "equivalence",
-                           hash((self.namespace, self.queue_name, self.priority, shapes)))
+                           hash((self.namespace, self.queue_name, self.priority, shapes,
+                                 self.preemption_gated)))
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
         object.__setattr__(self, "local_queue_key", f"{self.namespace}/{self.queue_name}")
 

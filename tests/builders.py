@@ -119,6 +119,16 @@ class WorkloadBuilder:
         self._wl = replace(self._wl, created=at)
         return self
 
+    def max_execution(self, seconds: float, *, past: float = 0.0) -> WorkloadBuilder:
+        """``spec.maximumExecutionTimeSeconds`` (and time admitted before, from status)."""
+        self._wl = replace(self._wl, max_execution=seconds, past_execution=past)
+        return self
+
+    def gated(self, closed: bool = True) -> WorkloadBuilder:
+        """A closed preemption gate (``spec.preemptionGates``, not Open in status)."""
+        self._wl = replace(self._wl, preemption_gated=closed)
+        return self
+
     def obj(self) -> WorkloadInfo:
         return replace(self._wl)
 

@@ -9,7 +9,8 @@ back, as a ClusterQueue a user broke must not go on admitting under its old
 spec. Echoes of our own status writes change no spec and are skipped: the
 spec last applied is kept for each object.
 
-WorkloadPriorityClasses give priorities by name; Namespaces their labels (for
+WorkloadPriorityClasses give priorities by name (a Job naming one that does not
+exist waits for it: :mod:`kuota.operator.priorities`); Namespaces their labels (for
 ``namespaceSelector``). Nodes and Topologies go to ``engine.topology`` for
 topology-aware flavors; a malformed one is logged and skipped, and what was
 known of it is kept (a Node heartbeat that changes nothing admission reads is
@@ -48,6 +49,11 @@ class Configs:
         self._changed = changed
         self.engine: Engine | None = None
         self.priority_classes: dict[str, int] = {}
+        #: Kubernetes PriorityClasses read so far (their value never changes).
+        self.pod_priority_classes: dict[str, int] = {}
+        #: WorkloadPriorityClass name -> what to do once it exists (Workloads not created
+        #: while the class their owner names is missing; :mod:`kuota.operator.priorities`).
+        self._waiting: dict[str, dict[str, Callable[[], None]]] = {}
         #: ``Kind/key`` -> the spec last applied to the engine.
         self._applied: dict[str, Any] = {}
         #: Node name -> the node last handed to the engine (skip unchanged heartbeats).
@@ -108,6 +114,12 @@ class Configs:
         value = body.get("value")
         if isinstance(value, int) and not isinstance(value, bool):
             self.priority_classes[name] = value
+            for again in self._waiting.pop(name, {}).values():
+                again()
+
+    def wait_for_class(self, name: str, work: str, again: Callable[[], None]) -> None:
+        """Call ``again`` (once per ``work``) when WorkloadPriorityClass ``name`` appears."""
+        self._waiting.setdefault(name, {})[work] = again
 
     def _namespace(self, body: Body, deleted: bool) -> None:
         assert self.engine is not None

@@ -29,6 +29,7 @@ No decision is made here; the engine makes them in cycles run by
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -250,6 +251,8 @@ class Controller:
             self.changed()
         elif record.state is State.QUOTA_RESERVED:
             self._check_verdicts(key, body, record)
+        if record is not None and record.state is not State.FINISHED:
+            self._limits(body, record)
         if owner is not None:
             self.actions.sync_owner(owner)
         if group_key is not None:
@@ -270,6 +273,20 @@ class Controller:
         :func:`kuota.operator.owners.placement_conflict`)."""
         if self.engine is not None and key in self.engine.records:
             self.engine.deactivate(key, self.clock(), reason, message)
+            self.changed()
+
+    def _limits(self, body: Body, record: Record) -> None:
+        """A preemption gate opened (or one was added), or the maximum execution time
+        changed: the engine queues the workload again with it."""
+        assert self.engine is not None
+        limit = (body.get("spec") or {}).get("maximumExecutionTimeSeconds")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            limit = None  # (the API server's schema refuses any other value)
+        gated = preemption_gated(body)
+        info = record.info
+        if (gated, limit) != (info.preemption_gated, info.max_execution):
+            self.engine.update(dataclasses.replace(info, preemption_gated=gated,
+                                                   max_execution=limit))
             self.changed()
 
     def _check_verdicts(self, key: str, body: Body, record: Record) -> None:
@@ -296,11 +313,12 @@ class Controller:
         self.problems.pop(f"Workload/{key}", None)
         spec = obj.spec
         priority = spec.priority
-        if priority is None:
-            priority = self.configs.priority_classes.get(spec.priority_class_name or "", 0)
+        ref = spec.priority_class_ref
+        if priority is None and ref is not None and ref.kind == "WorkloadPriorityClass":
+            priority = self.configs.priority_classes.get(ref.name, 0)
         now = self.clock()
         created = epoch((body.get("metadata") or {}).get("creationTimestamp"), now)
-        info = convert.workload(obj, priority=priority, created=created)
+        info = convert.workload(obj, priority=priority or 0, created=created)
         admission = obj.status.admission
         if admission is not None and obj.has_quota_reservation:
             held = admission_from_status(admission, self.engine, info)
@@ -347,5 +365,18 @@ class Controller:
         waiting for admission checks keeps their stored states."""
         assert self.engine is not None
         checks = {c.name: (c.state, c.message) for c in obj.status.admission_checks}
+        # Its time admitted counts from its Admitted condition (maximumExecutionTimeSeconds).
+        admitted = obj.status.condition("Admitted")
+        since = admitted.last_transition_time if admitted is not None else None
         return self.engine.restore(info, admission, at, admitted=state is State.ADMITTED,
-                                   checks=checks, now=self.clock())
+                                   checks=checks, now=self.clock(),
+                                   admitted_at=since.timestamp() if since else None)
+
+
+def preemption_gated(body: Body) -> bool:
+    """A gate of the Workload's ``spec.preemptionGates`` is not Open in its status (read
+    from the body, as :attr:`quota.api.Workload.preemption_gated` does from the model)."""
+    opened = {g.get("name") for g in (body.get("status") or {}).get("preemptionGates") or []
+              if g.get("position") == "Open"}
+    return any(g.get("name") not in opened
+               for g in (body.get("spec") or {}).get("preemptionGates") or [])

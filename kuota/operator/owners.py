@@ -32,11 +32,12 @@ the Workload — see :func:`placement_conflict`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kuota.operator import kinds, names
+from kuota.operator import kinds, names, priorities
 from kuota.operator.client import ApiError
 from kuota.operator.kinds import contract, podgroups
 from kuota.operator.objects import being_deleted, key_of
@@ -53,16 +54,6 @@ Body = dict[str, Any]
 def _split(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name
-
-
-def _priority(writer: OwnerWrites, labels: dict[str, str], owner: Body) -> tuple[int, str | None]:
-    classes = writer.controller.configs.priority_classes
-    name = names.first_of(labels, names.PRIORITY_LABELS)
-    if name and name not in classes:
-        writer.recorder.event(owner, "Warning", "PriorityClassNotFound",
-                              f"WorkloadPriorityClass {name} not found; using priority 0")
-        return 0, None
-    return classes.get(name or "", 0), name
 
 
 async def _create(writer: OwnerWrites, manifest: Body, owner: Body, work: str,
@@ -121,12 +112,10 @@ async def create_workload(writer: OwnerWrites, owner: str) -> None:
     kind = kinds.KINDS[kinds.split_owner(owner)[0]]
     if kind.runs_through is not None and contract.child_of(obj) is None:
         return  # its pod sets are its child's: made once the child is seen
-    priority, priority_class = _priority(writer, (obj.get("metadata") or {}).get("labels") or {},
-                                         obj)
     try:
         problem = kind.refusal(obj)
         manifest = None if problem is not None else contract.workload_for(
-            kind, obj, queue=queue, priority=priority, priority_class=priority_class)
+            kind, obj, queue=queue, priority=0, priority_class=None)
     except (ValueError, TypeError, AttributeError) as exc:  # a malformed object
         problem, manifest = f"its pod sets cannot be read: {exc}", None
     if manifest is None:
@@ -135,8 +124,13 @@ async def create_workload(writer: OwnerWrites, owner: str) -> None:
             log.warning("%s", message)
             writer.recorder.event(obj, "Warning", "CannotQueue", message)
         return
-    await _create(writer, manifest, obj, f"create:{owner}",
-                  lambda: writer.create_workload(owner))
+    work, again = f"create:{owner}", lambda: writer.create_workload(owner)
+    resolved = await priorities.resolve(writer, (obj.get("metadata") or {}).get("labels") or {},
+                                        manifest["spec"]["podSets"])
+    if isinstance(resolved, priorities.Missing):
+        priorities.wait(writer, resolved, obj, work, again)
+        return
+    await _create(writer, priorities.apply(manifest, *resolved), obj, work, again)
 
 
 def _owner_write(writer: OwnerWrites, owner: str, obj: Body) -> contract.Write | None:
@@ -286,12 +280,16 @@ async def create_group_workload(writer: OwnerWrites, group_key: str) -> None:
     queue = names.first_of(labels, names.QUEUE_LABELS)
     if queue is None:
         return
-    priority, priority_class = _priority(writer, labels, pods[0])
     pods = sorted(pods, key=lambda p: p["metadata"]["name"])[:total]
-    await _create(writer, podgroups.workload_for(group_key, pods, queue=queue,
-                                                 priority=priority, total=total,
-                                                 priority_class=priority_class), pods[0],
-                  f"create:group:{group_key}", lambda: writer.create_group_workload(group_key))
+    manifest = podgroups.workload_for(group_key, pods, queue=queue, priority=0, total=total,
+                                      priority_class=None)
+    work = f"create:group:{group_key}"
+    again = functools.partial(writer.create_group_workload, group_key)
+    resolved = await priorities.resolve(writer, labels, manifest["spec"]["podSets"])
+    if isinstance(resolved, priorities.Missing):
+        priorities.wait(writer, resolved, pods[0], work, again)
+        return
+    await _create(writer, priorities.apply(manifest, *resolved), pods[0], work, again)
 
 
 async def sync_group(writer: OwnerWrites, group_key: str) -> None:

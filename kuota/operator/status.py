@@ -25,6 +25,7 @@ import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from admission import cycle, execution
 from admission.engine import Engine
 from admission.events import Kind, WorkloadEvent
 from kuota.operator import tallies
@@ -128,11 +129,16 @@ def workload_status(current: Body, event: WorkloadEvent,
             updates.append(condition("Requeued", False, "Admitted", "", at))
         if any(c.get("type") == "Preempted" for c in conditions):
             updates.append(condition("Preempted", False, "Admitted", "", at))
+        if any(c.get("type") == "BlockedOnPreemptionGates" for c in conditions):
+            updates.append(condition("BlockedOnPreemptionGates", False, "Admitted", "", at))
     elif event.kind is Kind.EVICTING:
         # As Kueue: Evicted while QuotaReserved and the admission stay until the pods are
         # gone (the EVICTED or DEACTIVATED that follows clears them).
         message = event.message or event.reason
-        updates.append(condition("Evicted", True, event.reason, message, at))
+        reason = event.reason
+        if reason == "Deactivated":
+            reason, message = _deactivation(event.detail, message)
+        updates.append(condition("Evicted", True, reason, message, at))
         if event.reason == "Preempted":
             updates.append(condition("Preempted", True, event.detail or "Preempted", message, at))
         updates.append(condition("PodsReady", False, "Evicted", message, at))
@@ -145,7 +151,9 @@ def workload_status(current: Body, event: WorkloadEvent,
             patch["admissionChecks"] = check_states(
                 current, {c["name"]: ("Pending", "") for c in previous if c.get("name")}, at)
         message = event.message or event.reason
-        reason = event.reason if event.kind is Kind.EVICTED else "Deactivated"
+        reason = event.reason
+        if event.kind is Kind.DEACTIVATED:
+            reason, message = _deactivation(event.reason, message)
         updates += [condition("QuotaReserved", False, "Pending", message, at),
                     condition("Admitted", False, "NoReservation", message, at),
                     condition("Evicted", True, reason, message, at)]
@@ -165,8 +173,18 @@ def workload_status(current: Body, event: WorkloadEvent,
         count, until = requeue
         patch["requeueState"] = {"count": count,
                                  "requeueAt": timestamp(until) if until is not None else None}
+    if event.executed is not None:  # (Kueue clears it once the maximum is reached: 0)
+        patch["accumulatedPastExecutionTimeSeconds"] = int(event.executed) or None
     patch["conditions"] = merge_conditions(conditions, updates)
     return {"status": patch}
+
+
+def _deactivation(cause: str, message: str) -> tuple[str, str]:
+    """The Evicted condition's reason and message for a deactivation: Kueue's
+    ``DeactivatedDueTo<cause>`` for a cause Kueue names, else ``Deactivated``."""
+    if cause == execution.REASON:
+        return f"DeactivatedDueTo{cause}", f"The workload is deactivated due to {message}"
+    return "Deactivated", message
 
 
 def pending_status(current: Body, reason: str, message: str, at: float) -> Body | None:
@@ -176,8 +194,14 @@ def pending_status(current: Body, reason: str, message: str, at: float) -> Body 
     if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == \
             ("False", reason, message):
         return None
-    update = condition("QuotaReserved", False, reason, message, at)
-    return {"status": {"conditions": merge_conditions(conditions, [update])}}
+    updates = [condition("QuotaReserved", False, reason, message, at)]
+    if reason == cycle.PREEMPTION_GATED:  # as Kueue: it would preempt, but is gated
+        updates.append(condition("BlockedOnPreemptionGates", True, "PreemptionGated",
+                                 message, at))
+    elif any(c.get("type") == "BlockedOnPreemptionGates" and c.get("status") == "True"
+             for c in conditions):
+        updates.append(condition("BlockedOnPreemptionGates", False, reason, message, at))
+    return {"status": {"conditions": merge_conditions(conditions, updates)}}
 
 
 def pods_ready_status(current: Body, at: float) -> Body | None:

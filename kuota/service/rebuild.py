@@ -271,7 +271,9 @@ class _Shape:
         view = self._view
         return WorkloadInfo(namespace=namespace, name=name, queue_name=view.queue_name,
                             pod_sets=view.pod_sets, priority=priority, created=created,
-                            priority_class=view.priority_class, source=self.obj)
+                            priority_class=view.priority_class,
+                            max_execution=view.max_execution,
+                            preemption_gated=view.preemption_gated, source=self.obj)
 
 
 def _check_name(name: str, source: str) -> None:

@@ -22,6 +22,7 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
+from quota.api import unimplemented
 from quota.api.base import ApiModel, Rules, StatusModel
 from quota.api.meta import ApiObject, Condition, LabelSelector
 from quota.api.names import SubdomainName
@@ -179,6 +180,34 @@ class AdmissionScope(ApiModel):
     )
 
 
+class ConcurrentAdmissionConstraints(ApiModel):
+    """Limits on where a workload may move under concurrent admission."""
+
+    last_acceptable_flavor_name: SubdomainName | None = Field(
+        default=None, description="The last flavor a workload may move to."
+    )
+
+
+class ConcurrentAdmissionMigration(ApiModel):
+    """How workloads move between flavors under concurrent admission."""
+
+    mode: Literal["TryPreferredFlavors", "RetainFirstAdmission"] | None = Field(
+        default=None, description="TryPreferredFlavors or RetainFirstAdmission."
+    )
+    constraints: ConcurrentAdmissionConstraints | None = Field(
+        default=None, description="Limits on the move."
+    )
+
+
+class ConcurrentAdmissionPolicy(ApiModel):
+    """Kueue's concurrent admission (a workload tried in several flavors at once). Not
+    implemented by kuota: refused."""
+
+    migration: ConcurrentAdmissionMigration | None = Field(
+        default=None, description="How workloads move between flavors."
+    )
+
+
 class ClusterQueueSpec(ApiModel):
     """Quota and policies of a ClusterQueue."""
 
@@ -223,7 +252,12 @@ class ClusterQueueSpec(ApiModel):
         description="Fair-sharing weight, used when fair sharing is enabled.",
     )
     admission_scope: AdmissionScope | None = Field(
-        default=None, description="Admission fair sharing between LocalQueues."
+        default=None,
+        description="Admission fair sharing between LocalQueues. kuota implements only "
+        "NoAdmissionFairSharing (the default); UsageBasedAdmissionFairSharing is refused.",
+    )
+    concurrent_admission_policy: ConcurrentAdmissionPolicy | None = Field(
+        default=None, description="Kueue's concurrent admission: not implemented, refused."
     )
 
     @property
@@ -262,6 +296,14 @@ class ClusterQueueSpec(ApiModel):
         )
         rules.extend("flavorFungibility", self.flavor_fungibility.rules())
         rules.extend("preemption", self.preemption.rules())
+        if self.admission_scope is not None and \
+                self.admission_scope.admission_mode == "UsageBasedAdmissionFairSharing":
+            unimplemented.refuse(rules, "admissionScope.admissionMode",
+                                 self.admission_scope.admission_mode,
+                                 unimplemented.ADMISSION_FAIR_SHARING)
+        unimplemented.refuse(rules, "concurrentAdmissionPolicy",
+                             self.concurrent_admission_policy,
+                             unimplemented.CONCURRENT_ADMISSION)
         if self.admission_checks_strategy is not None:
             rules.extend(
                 "admissionChecksStrategy",

@@ -11,11 +11,12 @@ Kubernetes LimitRange does for the pods of a namespace.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from quota.api.base import ApiModel, StatusModel
+from quota.api import unimplemented
+from quota.api.base import ApiModel, Rules, StatusModel
 from quota.api.clusterqueue import StopPolicy
 from quota.api.meta import ApiObject, Condition
 from quota.api.names import SubdomainName
@@ -34,9 +35,10 @@ class LocalQueueSpec(ApiModel):
         description="None: submit normally. Hold: admit nothing new from this queue. "
         "HoldAndDrain: also evict its admitted workloads.",
     )
-    fair_sharing: FairSharing = Field(
-        default_factory=FairSharing,
-        description="Weight of this queue under admission fair sharing.",
+    fair_sharing: FairSharing | None = Field(
+        default=None,
+        description="Weight of this queue under admission fair sharing: not implemented "
+        "by kuota yet, refused.",
     )
     default_requests: dict[str, Quantity] = Field(
         default_factory=dict,
@@ -44,6 +46,14 @@ class LocalQueueSpec(ApiModel):
         "nothing (like a LimitRange's defaultRequest). Without it such a submission is "
         "refused.",
     )
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        rules = Rules()
+        unimplemented.refuse(rules, "fairSharing", self.fair_sharing,
+                             unimplemented.ADMISSION_FAIR_SHARING)
+        rules.raise_if_any()
+        return self
 
 
 class LocalQueueResourceUsage(StatusModel):

@@ -22,6 +22,7 @@ from typing import Final, Literal, Self
 
 from pydantic import Field, model_validator
 
+from quota.api import unimplemented
 from quota.api.base import ApiModel, Rules, join_path
 from quota.api.meta import ApiObject, Toleration
 from quota.api.names import LabelName, SubdomainName
@@ -121,6 +122,24 @@ class PodSetTopologyRequest(ApiModel):
         PodsetSliceRequiredTopologyConstraint, ...
     ] = Field(default=(), max_length=3, description="Layered slice constraints, widest first.")
 
+    def rules(self) -> list[tuple[str, str]]:
+        """``required`` and ``preferred`` are implemented; the rest is refused by name."""
+        rules = Rules()
+        unimplemented.refuse(rules, "unconstrained", self.unconstrained,
+                             unimplemented.UNCONSTRAINED_TOPOLOGY)
+        for name, given in (
+            ("podIndexLabel", self.pod_index_label),
+            ("subGroupIndexLabel", self.sub_group_index_label),
+            ("subGroupCount", self.sub_group_count),
+            ("podSetGroupName", self.pod_set_group_name),
+            ("podSetSliceRequiredTopology", self.pod_set_slice_required_topology),
+            ("podSetSliceSize", self.pod_set_slice_size),
+            ("podsetSliceRequiredTopologyConstraints",
+             self.podset_slice_required_topology_constraints or None),
+        ):
+            unimplemented.refuse(rules, name, given, unimplemented.TOPOLOGY_SLICES)
+        return rules.problems
+
 
 class PodSet(ApiModel):
     """A group of identical pods: a template and a count."""
@@ -164,6 +183,8 @@ class PodSet(ApiModel):
                             join_path(f"template.spec.{kind}[{i}].resources.{part}", PODS_RESOURCE),
                             "the resource name 'pods' is reserved for kuota's own use",
                         )
+        if self.topology_request is not None:
+            rules.extend("topologyRequest", self.topology_request.rules())
         return rules.problems
 
     @cached_property
@@ -220,7 +241,7 @@ class PodSet(ApiModel):
 class PreemptionGate(ApiModel):
     """A gate that must be opened before the workload may trigger preemption."""
 
-    name: str = Field(description="Gate name.")
+    name: str = Field(min_length=1, max_length=63, description="Gate name.")
 
 
 class WorkloadSpec(ApiModel):
@@ -251,10 +272,16 @@ class WorkloadSpec(ApiModel):
     maximum_execution_time_seconds: int | None = Field(
         default=None,
         ge=1,
-        description="Deactivate the workload after it has been admitted this long in total.",
+        le=INT32_MAX,
+        description="Deactivate the workload (reason MaximumExecutionTimeExceeded) once it "
+        "has been admitted this long in total, over all its admissions.",
     )
     preemption_gates: tuple[PreemptionGate, ...] = Field(
-        default=(), max_length=8, description="Gates that hold back preemption by this workload."
+        default=(),
+        max_length=8,
+        description="Gates that hold back preemption by this workload, closed until "
+        "status.preemptionGates says Open. While one is closed the workload is admitted only "
+        "where it fits without preempting.",
     )
 
     @property
@@ -276,6 +303,9 @@ class WorkloadSpec(ApiModel):
     @model_validator(mode="after")
     def _rules(self) -> Self:
         rules = Rules()
+        gates = [gate.name for gate in self.preemption_gates]
+        rules.check(len(set(gates)) == len(gates), "preemptionGates",
+                    f"gate names must be unique (got {', '.join(gates)})")
         seen: set[str] = set()
         for i, pod_set in enumerate(self.pod_sets):
             rules.extend(f"podSets[{i}]", pod_set.rules())
@@ -319,6 +349,13 @@ class Workload(ApiObject):
     @property
     def is_finished(self) -> bool:
         return self.status.is_true("Finished")
+
+    @property
+    def preemption_gated(self) -> bool:
+        """A gate of ``spec.preemptionGates`` is closed: not Open in ``status`` (a gate
+        only in the spec is closed, so a workload can be created gated)."""
+        opened = {g.name for g in self.status.preemption_gates if g.position == "Open"}
+        return any(gate.name not in opened for gate in self.spec.preemption_gates)
 
     def check_rules(self, rules: Rules) -> None:
         names = [ps.name for ps in self.spec.pod_sets]

@@ -251,6 +251,18 @@ class DispatchDecision(StatusModel):
     )
 
 
+class PreemptionGateState(StatusModel):
+    """Whether one of ``spec.preemptionGates`` is open."""
+
+    name: str = Field(description="Gate name.")
+    position: Literal["Open", "Closed"] = Field(
+        default="Closed", description="Open lets the workload preempt; Closed holds it back."
+    )
+    last_transition_time: datetime | None = Field(
+        default=None, description="When the position last changed."
+    )
+
+
 class WorkloadStatus(StatusModel):
     """Observed state of a Workload."""
 
@@ -273,7 +285,12 @@ class WorkloadStatus(StatusModel):
         default=(), description="Requests per podSet."
     )
     accumulated_past_execution_time_seconds: int | None = Field(
-        default=None, description="Time admitted in earlier admissions."
+        default=None,
+        description="Seconds admitted in earlier admissions (counted against "
+        "spec.maximumExecutionTimeSeconds).",
+    )
+    preemption_gates: tuple[PreemptionGateState, ...] = Field(
+        default=(), max_length=8, description="Positions of spec.preemptionGates."
     )
     scheduling_stats: SchedulingStats | None = Field(
         default=None, description="Scheduling history."

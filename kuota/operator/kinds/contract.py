@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol
 
 from kuota.operator import names
 from kuota.operator.names import Res
+from quota.api import GROUP
 from quota.config import FlavorConfig
 from quota.workload import Admission
 
@@ -166,15 +167,56 @@ def workload_name(kind: WorkloadKind, obj: Body) -> str:
     return f"{kind.prefix}-{meta['name']}-{str(meta.get('uid') or '')[:5]}".rstrip("-")
 
 
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    """Where a Workload's priority came from: a WorkloadPriorityClass (the
+    ``priority-class`` label), or the pods' Kubernetes PriorityClass (``pod``: their
+    ``priorityClassName``, when no WorkloadPriorityClass is named), as Kueue resolves it."""
+
+    name: str
+    pod: bool = False
+
+    def ref(self) -> Body:
+        """The Workload's ``spec.priorityClassRef`` (the group read at call time: it is
+        the API served)."""
+        if self.pod:
+            return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": self.name}
+        return {"group": names.PRIORITY_CLASS_GROUP, "kind": "WorkloadPriorityClass",
+                "name": self.name}
+
+
+#: The Workload's ``spec.maximumExecutionTimeSeconds``, from a label on its Job or pods.
+MAX_EXEC_TIME_LABELS = (f"{GROUP}/max-exec-time-seconds", f"{names.KUEUE}/max-exec-time-seconds")
+
+
+def maximum_execution_time(labels: dict[str, str] | None) -> int | None:
+    """The label's seconds, as Kueue reads it: a positive int32, else none."""
+    raw = names.first_of(labels, MAX_EXEC_TIME_LABELS)
+    if raw is None or not raw.isdigit() or not 0 < int(raw) < 2**31:
+        return None
+    return int(raw)
+
+
+def pod_priority_class(pod_sets: list[Body]) -> str | None:
+    """The first ``priorityClassName`` of the pod sets' templates (Kueue's rule)."""
+    for pod_set in pod_sets:
+        name = ((pod_set.get("template") or {}).get("spec") or {}).get("priorityClassName")
+        if name:
+            return str(name)
+    return None
+
+
 def workload_for(kind: WorkloadKind, obj: Body, *, queue: str, priority: int,
-                 priority_class: str | None) -> Body:
-    """The Workload manifest standing for ``obj``, owned by it."""
+                 priority_class: str | PriorityClass | None) -> Body:
+    """The Workload manifest standing for ``obj``, owned by it (``priority_class``: a
+    WorkloadPriorityClass by name, or where the priority came from)."""
     meta = obj["metadata"]
     spec: Body = {"podSets": kind.pod_sets(obj), "queueName": queue, "priority": priority}
     if priority_class:
-        spec["priorityClassRef"] = {"group": names.PRIORITY_CLASS_GROUP,
-                                    "kind": "WorkloadPriorityClass",
-                                    "name": priority_class}
+        spec["priorityClassRef"] = priority_class_ref(priority_class)
+    limit = maximum_execution_time(meta.get("labels"))
+    if limit is not None:
+        spec["maximumExecutionTimeSeconds"] = limit
     return {
         "apiVersion": names.WORKLOADS.api_version,
         "kind": "Workload",
@@ -189,6 +231,13 @@ def workload_for(kind: WorkloadKind, obj: Body, *, queue: str, priority: int,
         },
         "spec": spec,
     }
+
+
+def priority_class_ref(priority_class: str | PriorityClass) -> Body:
+    """``spec.priorityClassRef``; a plain name is a WorkloadPriorityClass."""
+    if isinstance(priority_class, str):
+        priority_class = PriorityClass(priority_class)
+    return priority_class.ref()
 
 
 def ended_by(obj: Body, succeeded: str, failed: str, *, what: str) -> tuple[str, str] | None:

@@ -101,7 +101,7 @@ def pod_sets(job: Body) -> list[Body]:
 
 
 def workload_for(job: Body, *, queue: str, priority: int,
-                 priority_class: str | None) -> Body:
+                 priority_class: str | contract.PriorityClass | None) -> Body:
     """The Workload manifest standing for ``job``."""
     return contract.workload_for(JOB, job, queue=queue, priority=priority,
                                  priority_class=priority_class)

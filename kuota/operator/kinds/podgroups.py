@@ -27,7 +27,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kuota.operator import names, pinning, status
-from kuota.operator.kinds.contract import node_constraints
+from kuota.operator.kinds.contract import (
+    PriorityClass,
+    maximum_execution_time,
+    node_constraints,
+    priority_class_ref,
+)
 from kuota.operator.kinds.pods import LWS_NAME_LABEL, fast_admission, serving
 from kuota.operator.objects import being_deleted
 from quota import convert
@@ -132,7 +137,8 @@ def enough(pods: list[Body], total: int) -> bool:
 
 
 def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: int,
-                 priority_class: str | None, total: int | None = None) -> Body:
+                 priority_class: str | PriorityClass | None, total: int | None = None
+                 ) -> Body:
     """The Workload standing for a complete group: one podSet per pod shape; one per role
     it declares, of the declared size, shaped as its first pod; or, with fast admission,
     one of ``total`` pods shaped as the first."""
@@ -168,9 +174,10 @@ def workload_for(group_key: str, pods: Iterable[Body], *, queue: str, priority: 
         pod_sets.append({"name": name, "count": counts[name], "template": template})
     workload_spec: Body = {"podSets": pod_sets, "queueName": queue, "priority": priority}
     if priority_class:
-        workload_spec["priorityClassRef"] = {"group": names.PRIORITY_CLASS_GROUP,
-                                             "kind": "WorkloadPriorityClass",
-                                             "name": priority_class}
+        workload_spec["priorityClassRef"] = priority_class_ref(priority_class)
+    limit = maximum_execution_time((members_sorted[0].get("metadata") or {}).get("labels"))
+    if limit is not None:
+        workload_spec["maximumExecutionTimeSeconds"] = limit
     return {"apiVersion": names.WORKLOADS.api_version, "kind": "Workload",
             "metadata": {"name": workload_name(group_key), "namespace": namespace,
                          "labels": {names.POD_GROUP_LABEL: group,
