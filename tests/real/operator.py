@@ -245,3 +245,7 @@ class Visibility:
     def __exit__(self, *exc: object) -> None:
         self.plane.kubectl("delete", "apiservice", *self.apiservices, "--wait=false",
                            check=False)
+        # Its ExternalName form must not outlive it: a later apply of the shipped
+        # Service would merge both port lists into an invalid object.
+        self.plane.kubectl("delete", "service", "kuota-visibility", "-n", OPERATOR_NAMESPACE,
+                           "--ignore-not-found", "--wait=false", check=False)
