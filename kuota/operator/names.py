@@ -53,6 +53,9 @@ NAMESPACES: Final = Res("", "v1", "namespaces", "Namespace", False)
 EVENTS: Final = Res("", "v1", "events", "Event", True)
 LEASES: Final = Res("coordination.k8s.io", "v1", "leases", "Lease", True)
 SECRETS: Final = Res("", "v1", "secrets", "Secret", True)
+#: Kubernetes' pod priority classes (read with ``get``; the operator's ClusterRole allows it).
+POD_PRIORITY_CLASSES: Final = Res("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
+                                  False)
 MEMBER_CLUSTERS: Final = Res(GROUP, VERSION, "memberclusters", "MemberCluster", False)
 MULTICLUSTER_CONFIGS: Final = Res(GROUP, VERSION, "multiclusterconfigs", "MultiClusterConfig",
                                   False)
@@ -61,6 +64,9 @@ MULTICLUSTER_CONFIGS: Final = Res(GROUP, VERSION, "multiclusterconfigs", "MultiC
 QUEUE_LABELS: Final = (f"{GROUP}/queue-name", f"{KUEUE}/queue-name")
 #: The WorkloadPriorityClass of a Job or pod group.
 PRIORITY_LABELS: Final = (f"{GROUP}/priority-class", f"{KUEUE}/priority-class")
+#: The Workload's ``spec.maximumExecutionTimeSeconds``, from a label on its Job or pods.
+MAX_EXEC_TIME_LABELS: Final = (f"{GROUP}/max-exec-time-seconds",
+                               f"{KUEUE}/max-exec-time-seconds")
 #: Fewest pods a Job may start with (partial admission).
 MIN_PARALLELISM_ANNOTATIONS: Final = (f"{GROUP}/job-min-parallelism",
                                       f"{KUEUE}/job-min-parallelism")

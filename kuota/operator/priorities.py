@@ -24,14 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from kuota.operator import names
 from kuota.operator.kinds.contract import PriorityClass, pod_priority_class
-from kuota.operator.names import Res
 
 if TYPE_CHECKING:
     from kuota.operator.owner_writes import OwnerWrites
 
 Body = dict[str, Any]
-#: Kubernetes' pod priority classes (read with ``get``; the operator's ClusterRole allows it).
-POD_PRIORITY_CLASSES = Res("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +57,7 @@ async def resolve(writer: OwnerWrites, labels: dict[str, str], pod_sets: list[Bo
         return 0, None
     value = configs.pod_priority_classes.get(pod_class)
     if value is None:
-        found = await writer.client.find(POD_PRIORITY_CLASSES, pod_class)
+        found = await writer.client.find(names.POD_PRIORITY_CLASSES, pod_class)
         raw = (found or {}).get("value")
         if not isinstance(raw, int) or isinstance(raw, bool):
             return Missing(PriorityClass(pod_class, pod=True))

@@ -34,7 +34,6 @@ from typing import Any, Literal, Protocol
 
 from kuota.operator import names
 from kuota.operator.names import Res
-from quota.api import GROUP
 from quota.config import FlavorConfig
 from quota.workload import Admission
 
@@ -185,13 +184,9 @@ class PriorityClass:
                 "name": self.name}
 
 
-#: The Workload's ``spec.maximumExecutionTimeSeconds``, from a label on its Job or pods.
-MAX_EXEC_TIME_LABELS = (f"{GROUP}/max-exec-time-seconds", f"{names.KUEUE}/max-exec-time-seconds")
-
-
 def maximum_execution_time(labels: dict[str, str] | None) -> int | None:
     """The label's seconds, as Kueue reads it: a positive int32, else none."""
-    raw = names.first_of(labels, MAX_EXEC_TIME_LABELS)
+    raw = names.first_of(labels, names.MAX_EXEC_TIME_LABELS)
     if raw is None or not raw.isdigit() or not 0 < int(raw) < 2**31:
         return None
     return int(raw)
