@@ -21,14 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from multicluster import explain
-from multicluster.decision import Decision
 from queueing.store import WorkloadRecord
 from quota import api
 from quota.lifecycle import State
 
 if TYPE_CHECKING:
     from admission.engine import Engine
+    from multicluster.decision import Decision
 
 #: The admission check controller of multi-cluster dispatch
 #: (:data:`multicluster.controller.CONTROLLER_NAME`; that module is heavier to import).
@@ -170,6 +169,10 @@ def decision_of(view: WorkloadView) -> Decision | None:
         return None
     # Empty fields are left out of stored status: give them back their defaults.
     data = {"workload": view.key, "clusters": [], **view.decision}
+    # (here, not at the top: the multi-cluster models cost describe and why a tenth of a
+    # second on every single-pool workload)
+    from multicluster.decision import Decision
+
     return Decision.from_dict(data)
 
 
@@ -221,9 +224,11 @@ def _multicluster(view: WorkloadView, engine: Engine | None) -> bool:
 
 def dispatch(view: WorkloadView) -> str:
     """The multi-cluster dispatch decision, rendered, or why there is none yet."""
+    from multicluster import explain as dispatch_explain
+
     decision = decision_of(view)
     if decision is not None:
-        text = explain.render(decision)
+        text = dispatch_explain.render(decision)
         if view.state == State.QUOTA_RESERVED.value and decision.cluster is None:
             text += "Waiting with its quota reserved; tried again when a member changes.\n"
         return text

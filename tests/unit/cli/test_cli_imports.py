@@ -56,9 +56,11 @@ CASES = {
     "get cq": Case(("get", "cq", "--redis", "embedded"), want_absent=ENGINE_VIEWS),
     "pending": Case(("pending", "cq", "--redis", "embedded"), want_absent=ENGINE_VIEWS),
     # explained from the engine the scheduler runs (issue 41): it may load once there is a
-    # workload to explain, no more
+    # workload to explain, no more; the multi-cluster models only for a dispatched one
     "describe": Case(("describe", "workload", "default/nope", "--redis", "embedded"),
-                     want_absent=ENGINE_VIEWS),
+                     want_absent=(*ENGINE_VIEWS, "multicluster", "quota.api.membercluster")),
+    "why": Case(("why", "default/nope", "--redis", "embedded"),
+                want_absent=(*ENGINE_VIEWS, "multicluster", "quota.api.membercluster")),
     "get -o json": Case(("get", "workloads", "-o", "json", "--redis", "embedded"),
                         want_absent=(*HEAVY, "pydantic", "rq", "rich")),
     # submit tells a workload that can never fit with the core's own rule (issue 41): the
