@@ -50,7 +50,7 @@ from admission.claims import Claims
 from admission.cycle import CycleResult, schedule
 from admission.errors import blame
 from admission.events import Kind, WorkloadEvent
-from admission.inadmissible import NeverFits
+from admission.inadmissible import NeverFits, Verdict
 from admission.topology import TopologyState
 from queueing.manager import QueueManager
 from quota import lifecycle
@@ -226,7 +226,7 @@ class Engine:
         # What can never fit as now configured is set aside again at once (the queues
         # unblocked everything): one check per class of equal workloads, not per workload.
         for info in list(self.queues.classes()):
-            never = self._never_fits.check(info, self.cache)
+            never = self.never_fits(info)
             if never is None:
                 continue
             self.queues.set_aside_class(info.key, never.reason, never.message)
@@ -234,6 +234,11 @@ class Engine:
                 self._note(key, never.reason, never.message)
 
     # -- workloads -----------------------------------------------------------
+    def never_fits(self, info: WorkloadInfo) -> Verdict | None:
+        """Why ``info`` could never be admitted as the queues are configured now, or None:
+        the same verdict (and its per-configuration cache) a submitted workload gets."""
+        return self._never_fits.check(info, self.cache)
+
     def submit(self, info: WorkloadInfo) -> Record:
         """A new workload waits in its queue, ordered by ``info.created``."""
         if info.key in self.records and self.records[info.key].state is not State.FINISHED:
@@ -704,7 +709,7 @@ class Engine:
         queued = record.info.created if record.queue_order is None else record.queue_order
         self.queues.push(record.info, queued)
         why = self.queues.why_waiting(record.info.key)
-        if why is None and (never := self._never_fits.check(record.info, self.cache)):
+        if why is None and (never := self.never_fits(record.info)):
             # Told at once, not after its first try; set aside so it blocks no one.
             self.queues.set_aside_class(record.info.key, never.reason, never.message)
             why = (never.reason, never.message)

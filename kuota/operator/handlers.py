@@ -203,7 +203,7 @@ def build_registry(operator: Operator, connection: kopf.ConnectionInfo | None = 
                     warning = webhooks.never_fits_warning(
                         dict(body), default_queue=operator.options.default_queue,
                         queue_exists=controller.owners.queue_exists,
-                        cache=engine.cache if engine is not None else None)
+                        never_fits=engine.never_fits if engine is not None else None)
                     if warning is not None:
                         kwargs["warnings"].append(warning)
                 if body.get("kind") not in managed_by.OWN_CONTROLLERS:

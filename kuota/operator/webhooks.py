@@ -26,14 +26,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from admission import flavors, inadmissible
+from admission import flavors
+from admission.inadmissible import Verdict
 from kuota.federation import managed_by
 from kuota.federation.managed_by import Lookup
 from kuota.operator import kinds, names
 from kuota.operator.kinds import contract, podgroups
 from quota import api, convert
 from quota.api.names import dns_subdomain_error
-from quota.cache import QuotaCache
+from quota.workload import WorkloadInfo
 
 Body = dict[str, Any]
 
@@ -75,14 +76,16 @@ _WARNED: Final = (flavors.EXCEEDS_MAX_QUOTA, flavors.NO_MATCHING_FLAVOR)
 
 def never_fits_warning(obj: Body, *, default_queue: bool,
                        queue_exists: Callable[[str, str], bool],
-                       cache: QuotaCache | None) -> str | None:
+                       never_fits: Callable[[WorkloadInfo], Verdict | None] | None
+                       ) -> str | None:
     """The admission warning for a new object kuota queues that can never be admitted as
-    the queues are configured (:mod:`admission.inadmissible`): kubectl prints it at once.
-    None when it may fit, or when there is no engine to ask (a replica that does not lead:
-    the leader's Warning Event on the object says it too)."""
+    the queues are configured (``never_fits``: the leader's engine's verdict,
+    :meth:`admission.engine.Engine.never_fits`): kubectl prints it at once. None when it may
+    fit, or when there is no engine to ask (a replica that does not lead: the leader's
+    Warning Event on the object says it too)."""
     kind = kinds.KINDS.get(str(obj.get("kind") or "Job"))
     meta = obj.get("metadata") or {}
-    if cache is None or kind is None:
+    if never_fits is None or kind is None:
         return None
     queue = contract.queue_of(obj, default_queue=default_queue, queue_exists=queue_exists)
     if queue is None:
@@ -99,8 +102,7 @@ def never_fits_warning(obj: Body, *, default_queue: bool,
     except (api.ObjectError, ValueError, KeyError, TypeError):
         return None  # the Workload's creation reports what is wrong with it, by field
     assert isinstance(parsed, api.Workload)
-    verdict = inadmissible.never_fits(convert.workload(parsed, priority=0, created=0.0),
-                                      cache)
+    verdict = never_fits(convert.workload(parsed, priority=0, created=0.0))
     if verdict is None or verdict.reason not in _WARNED:
         return None
     return (f"{kind.kind} {named['metadata']['namespace']}/{meta.get('name') or '(new)'} can "

@@ -88,15 +88,23 @@ class Kube:
     def wait_for(self, predicate: Callable[[], T | None], *, what: str,
                  timeout: float = 60, interval: float = 0.25) -> T:
         """Poll ``predicate`` until it is truthy; on timeout fail with the cluster's logs."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n"
-                                     f"{self._describe()}")
-            time.sleep(interval)
+        return poll(predicate, what=what, timeout=timeout, interval=interval,
+                    describe=self._describe)
 
     def close(self) -> None:
         self.api_client.close()
+
+
+def poll(predicate: Callable[[], T | None], *, what: str, timeout: float = 60,
+         interval: float = 0.25, describe: Callable[[], str] = str) -> T:
+    """Poll ``predicate`` until it is truthy and return its value; on timeout fail naming
+    ``what``, with ``describe()`` (logs) appended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n"
+                                 f"{describe()}")
+        time.sleep(interval)

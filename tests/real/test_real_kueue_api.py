@@ -28,6 +28,7 @@ import yaml
 
 from tests.cluster.binaries import cache_dir, require
 from tests.cluster.controlplane import ControlPlane, node
+from tests.cluster.kube import poll
 from tests.real import operator as op
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -59,7 +60,10 @@ def kueue_group(control_plane: ControlPlane, installation: op.Installation) -> I
                           *(f"crd/{n}" for n in names))
     yield
     # Gone with the test: kuota.dev's tests must not meet two groups answering `cq`.
-    control_plane.kubectl("delete", "crd", *names, "--wait=true", "--timeout=60s", check=False)
+    # (a CRD made seconds ago may take a while: its instances' cleanup waits for the new
+    # watch cache, answering 429 meanwhile)
+    control_plane.kubectl("delete", "crd", *names, "--wait=true", "--timeout=150s",
+                          check=False, timeout=180)
 
 
 @pytest.fixture
@@ -94,13 +98,7 @@ def get(plane: ControlPlane, resource: str, name: str, namespace: str | None = N
 
 
 def wait_for(check: Any, what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+    return poll(check, what=what, timeout=timeout, interval=0.3)
 
 
 def condition(obj: dict[str, Any], kind: str) -> str | None:

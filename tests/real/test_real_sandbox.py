@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 
 from tests.cluster.binaries import ROOT, find_binaries, helm_path, pinned_versions, require
+from tests.cluster.kube import poll
 from tests.markdown_blocks import blocks_under
 
 SANDBOX = ROOT / "hack" / "sandbox" / "sandbox.py"
@@ -127,13 +128,8 @@ def sandbox(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[
 
 
 def wait_for(what: str, check: Any, sandbox: Sandbox, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}\n--- sandbox ---\n{sandbox.text()}")
+    return poll(check, what=what, timeout=timeout, interval=0.3,
+                describe=lambda: f"--- sandbox ---\n{sandbox.text()}")
 
 
 def kubectl_json(sandbox: Sandbox, *args: str) -> Any:

@@ -106,7 +106,7 @@ def test_a_job_that_can_never_fit_is_warned_at_creation(
     engine.apply(local_queue("cq", name="main", namespace="ns"))
     warning = webhooks.never_fits_warning(_sized_job(cpu, queue), default_queue=False,
                                           queue_exists=lambda ns, name: name == "main",
-                                          cache=engine.cache)
+                                          never_fits=engine.never_fits)
     if want_reason is None:
         assert warning is None
     else:
@@ -116,4 +116,4 @@ def test_a_job_that_can_never_fit_is_warned_at_creation(
 
 def test_a_replica_without_the_queues_warns_of_nothing() -> None:
     assert webhooks.never_fits_warning(_sized_job("100"), default_queue=False,
-                                       queue_exists=lambda ns, name: True, cache=None) is None
+                                       queue_exists=lambda ns, name: True, never_fits=None) is None
